@@ -1,0 +1,55 @@
+//! The command line: argument parsing and wiring, nothing else.
+
+mod layout;
+mod source;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "lineup",
+    version,
+    about = "Find and fix cache-line contention in C data structures",
+    long_about = "lineup walks the loop kernel and performance engineers run by hand: measure \
+                  contention, attribute it to struct fields, fix the layout, prove the fix.",
+    after_help = "Example:\n  lineup layout task_group          # from the running kernel's BTF\n  \
+                  lineup layout --dwarf ./prog --all --json"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Layout(layout::Args),
+}
+
+/// Runs the command line and returns the process exit code: 0 on success, 2 on any error,
+/// which is printed as one line naming the file and the problem.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::Layout(args) => layout::run(args),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            // A closed pipe (`lineup layout --all | head`) is not an error worth a message.
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                if io.kind() == std::io::ErrorKind::BrokenPipe {
+                    return 0;
+                }
+            }
+            eprintln!("lineup: {e:#}");
+            2
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! Rendering: layouts as pahole-style text and as JSON.
+
+pub mod json;
+pub mod pahole;

@@ -1,0 +1,9 @@
+//! lineup: find and fix cache-line contention in C data structures.
+//!
+//! Data flows one way: `readers` (BTF, DWARF) fill the `types` graph; `layout` computes where
+//! every byte of a struct lies; `emit` renders layouts (pahole text, JSON); `cli` is thin glue.
+
+pub mod emit;
+pub mod layout;
+pub mod readers;
+pub mod types;

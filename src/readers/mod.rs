@@ -1,0 +1,137 @@
+//! Readers turn debug-info files into the [`Types`] graph. They know nothing about analysis.
+
+pub mod btf;
+pub mod dwarf;
+pub mod pahole_text;
+
+use std::path::{Path, PathBuf};
+
+use crate::types::Types;
+
+/// Which debug-info format to read from a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Raw BTF, or the `.BTF` section of an ELF file.
+    Btf,
+    /// The DWARF sections of an ELF file.
+    Dwarf,
+}
+
+/// A problem with one input file, always displayed as `FILE: what is wrong`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {problem}", path.display())]
+pub struct LoadError {
+    pub path: PathBuf,
+    pub problem: String,
+}
+
+impl LoadError {
+    pub fn new(path: &Path, problem: impl Into<String>) -> Self {
+        LoadError {
+            path: path.to_path_buf(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// A memory-mapped input file, plus room for section data that had to be decompressed.
+/// Types read from it borrow from it.
+pub struct InputFile {
+    pub path: PathBuf,
+    map: Option<memmap2::Mmap>,
+    /// Decompressed ELF sections (`SHF_COMPRESSED`) live here as long as the file.
+    pub arena: typed_arena::Arena<Vec<u8>>,
+}
+
+impl InputFile {
+    pub fn open(path: &Path) -> Result<Self, LoadError> {
+        let file = std::fs::File::open(path).map_err(|e| LoadError::new(path, io_problem(&e)))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| LoadError::new(path, io_problem(&e)))?;
+        if meta.is_dir() {
+            return Err(LoadError::new(path, "is a directory, not a file"));
+        }
+        // sysfs files (/sys/kernel/btf/vmlinux) report their true size; empty files cannot be
+        // mapped, and are reported as such by the format readers.
+        let map = if meta.len() == 0 {
+            None
+        } else {
+            // SAFETY: the map is read-only and lineup does not write the file; a file truncated
+            // by another process underneath us is the usual mmap caveat that every
+            // debug-info tool shares.
+            Some(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| LoadError::new(path, io_problem(&e)))?)
+        };
+        Ok(InputFile {
+            path: path.to_path_buf(),
+            map,
+            arena: typed_arena::Arena::new(),
+        })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or(&[])
+    }
+}
+
+fn io_problem(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ => format!("cannot read: {e}"),
+    }
+}
+
+const ELF_MAGIC: &[u8] = b"\x7fELF";
+
+/// Reads `file` as `format`. `base` is the vmlinux BTF that a module's split BTF continues.
+pub fn load<'a>(
+    file: &'a InputFile,
+    format: Format,
+    base: Option<&'a InputFile>,
+) -> Result<Types<'a>, LoadError> {
+    let data = file.bytes();
+    let err = |p: String| LoadError::new(&file.path, p);
+    if data.is_empty() {
+        return Err(err("empty file".into()));
+    }
+    match format {
+        Format::Btf => {
+            let blob = if data.starts_with(ELF_MAGIC) {
+                elf_btf_section(data).map_err(err)?
+            } else {
+                data
+            };
+            match base {
+                None => btf::parse(blob).map_err(|e| err(e.to_string())),
+                Some(base_file) => {
+                    let base_data = base_file.bytes();
+                    let base_blob = if base_data.starts_with(ELF_MAGIC) {
+                        elf_btf_section(base_data)
+                            .map_err(|p| LoadError::new(&base_file.path, p))?
+                    } else {
+                        base_data
+                    };
+                    btf::parse_split(base_blob, blob).map_err(|e| err(e.to_string()))
+                }
+            }
+        }
+        Format::Dwarf => {
+            if !data.starts_with(ELF_MAGIC) {
+                return Err(err("not an ELF file, so it has no DWARF".into()));
+            }
+            dwarf::parse(data, &file.arena).map_err(|e| err(e.to_string()))
+        }
+    }
+}
+
+fn elf_btf_section(data: &[u8]) -> Result<&[u8], String> {
+    use object::{Object, ObjectSection};
+    let obj = object::File::parse(data).map_err(|e| format!("not a valid ELF file: {e}"))?;
+    let section = obj
+        .section_by_name(".BTF")
+        .ok_or_else(|| "ELF file has no .BTF section".to_string())?;
+    section
+        .data()
+        .map_err(|e| format!("cannot read the .BTF section: {e}"))
+}

@@ -1,0 +1,398 @@
+//! The type graph: what C types are made of, independent of where they were read from.
+//!
+//! Readers (BTF, DWARF) fill a [`Types`] arena; the layout model and everything after it read
+//! only this. Names borrow from the input file (`'a`) so a 5 MB kernel BTF is not copied.
+
+pub mod cname;
+
+/// Index into [`Types::types`]. Id 0 is always `void`, as in BTF.
+pub type TypeId = u32;
+pub const VOID: TypeId = 0;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Qualifier {
+    Const,
+    Volatile,
+    Restrict,
+    Atomic,
+}
+
+impl Qualifier {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Qualifier::Const => "const",
+            Qualifier::Volatile => "volatile",
+            Qualifier::Restrict => "restrict",
+            Qualifier::Atomic => "_Atomic",
+        }
+    }
+}
+
+/// Where a type was declared, when the reader knows (DWARF). Used to tell apart two different
+/// structs that share a name in different compile units.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    pub unit: String,
+    pub file: String,
+    pub line: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Member<'a> {
+    /// Empty for anonymous members (inline anonymous struct/union, unnamed bitfield).
+    pub name: &'a str,
+    pub ty: TypeId,
+    /// Offset of the member from the start of the enclosing struct, in bits.
+    pub bit_offset: u64,
+    /// Width of a bitfield in bits; 0 when the member is not a bitfield.
+    pub bitfield_size: u32,
+    /// Alignment the source declared (DWARF `DW_AT_alignment`), when known.
+    pub declared_align: Option<u32>,
+}
+
+impl Member<'_> {
+    pub fn is_bitfield(&self) -> bool {
+        self.bitfield_size != 0
+    }
+    pub fn byte_offset(&self) -> u64 {
+        self.bit_offset / 8
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Composite<'a> {
+    pub size: u64,
+    pub members: Vec<Member<'a>>,
+    /// Alignment the source declared for the whole type (DWARF 5 `DW_AT_alignment`), when known.
+    pub declared_align: Option<u32>,
+    /// A declaration without a body (`struct foo;`): size and members are unknown.
+    pub is_declaration: bool,
+    pub origin: Option<Origin>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Kind<'a> {
+    Void,
+    Int {
+        size: u32,
+        signed: bool,
+        is_char: bool,
+        is_bool: bool,
+    },
+    Float {
+        size: u32,
+    },
+    Pointer {
+        target: TypeId,
+    },
+    /// `count` is 0 for flexible or unsized arrays (`char data[]`).
+    Array {
+        elem: TypeId,
+        count: u64,
+    },
+    Struct(Composite<'a>),
+    Union(Composite<'a>),
+    Enum {
+        size: u32,
+        signed: bool,
+        values: Vec<Enumerator<'a>>,
+    },
+    /// A forward declaration (`struct foo;` in BTF).
+    Fwd {
+        is_union: bool,
+    },
+    Typedef {
+        target: TypeId,
+    },
+    Qualified {
+        qualifier: Qualifier,
+        target: TypeId,
+    },
+    /// BTF type tag (`__user`, `__percpu`, `__rcu`): transparent for layout.
+    TypeTag {
+        target: TypeId,
+        tag: &'a str,
+    },
+    FuncProto {
+        ret: TypeId,
+        params: Vec<TypeId>,
+        variadic: bool,
+    },
+    /// Anything a layout never needs to look into (functions, variables, sections, decl tags).
+    Other,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Enumerator<'a> {
+    pub name: &'a str,
+    /// Signed enums store the value's two's-complement bits here.
+    pub value: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Type<'a> {
+    /// Empty when the type is anonymous.
+    pub name: &'a str,
+    pub kind: Kind<'a>,
+}
+
+/// All types of one input, indexed by [`TypeId`].
+#[derive(Clone, Debug)]
+pub struct Types<'a> {
+    pub types: Vec<Type<'a>>,
+    /// Size of a data pointer on the target, in bytes.
+    pub pointer_size: u32,
+}
+
+/// How deep `resolve` follows typedefs and qualifiers before it gives up: a cycle in a
+/// corrupted input must not hang us.
+const MAX_CHAIN: usize = 64;
+
+impl<'a> Types<'a> {
+    pub fn new(pointer_size: u32) -> Self {
+        Types {
+            types: vec![Type {
+                name: "void",
+                kind: Kind::Void,
+            }],
+            pointer_size,
+        }
+    }
+
+    pub fn push(&mut self, ty: Type<'a>) -> TypeId {
+        self.types.push(ty);
+        (self.types.len() - 1) as TypeId
+    }
+
+    pub fn get(&self, id: TypeId) -> &Type<'a> {
+        self.types.get(id as usize).unwrap_or(&self.types[0])
+    }
+
+    pub fn len(&self) -> usize {
+        self.types.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.types.len() <= 1
+    }
+
+    /// Follows typedefs, qualifiers and type tags to the type that decides size and layout.
+    pub fn resolve(&self, mut id: TypeId) -> TypeId {
+        for _ in 0..MAX_CHAIN {
+            match self.get(id).kind {
+                Kind::Typedef { target }
+                | Kind::Qualified { target, .. }
+                | Kind::TypeTag { target, .. } => id = target,
+                _ => return id,
+            }
+        }
+        id
+    }
+
+    /// Follows qualifiers and type tags, but not typedefs.
+    pub fn strip_qualifiers(&self, mut id: TypeId) -> TypeId {
+        for _ in 0..MAX_CHAIN {
+            match self.get(id).kind {
+                Kind::Qualified { target, .. } | Kind::TypeTag { target, .. } => id = target,
+                _ => return id,
+            }
+        }
+        id
+    }
+
+    /// Follows arrays (to their element), qualifiers and type tags, but not typedefs.
+    pub fn strip_arrays(&self, mut id: TypeId) -> TypeId {
+        for _ in 0..MAX_CHAIN {
+            match self.get(id).kind {
+                Kind::Qualified { target, .. } | Kind::TypeTag { target, .. } => id = target,
+                Kind::Array { elem, .. } => id = elem,
+                _ => return id,
+            }
+        }
+        id
+    }
+
+    /// Size in bytes of a value of this type; 0 for void, functions and unknown sizes.
+    pub fn size_of(&self, id: TypeId) -> u64 {
+        self.size_of_depth(id, 0)
+    }
+
+    fn size_of_depth(&self, id: TypeId, depth: usize) -> u64 {
+        if depth > MAX_CHAIN {
+            return 0;
+        }
+        match &self.get(self.resolve(id)).kind {
+            Kind::Int { size, .. } | Kind::Float { size } | Kind::Enum { size, .. } => *size as u64,
+            Kind::Pointer { .. } => self.pointer_size as u64,
+            Kind::Array { elem, count } => {
+                count.saturating_mul(self.size_of_depth(*elem, depth + 1))
+            }
+            Kind::Struct(c) | Kind::Union(c) => c.size,
+            _ => 0,
+        }
+    }
+
+    /// The alignment the C ABI gives this type on its own (what `_Alignof` would say without
+    /// attributes), as the largest scalar alignment inside it. Declared alignments win.
+    pub fn natural_align(&self, id: TypeId) -> u64 {
+        self.natural_align_depth(id, 0)
+    }
+
+    fn natural_align_depth(&self, id: TypeId, depth: usize) -> u64 {
+        if depth > MAX_CHAIN {
+            return 1;
+        }
+        let id = self.resolve(id);
+        match &self.get(id).kind {
+            Kind::Int { size, .. } | Kind::Float { size } | Kind::Enum { size, .. } => {
+                // x86-64 and arm64: scalars align to their size, up to 16 (long double, __int128).
+                (*size as u64).clamp(1, 16).next_power_of_two()
+            }
+            Kind::Pointer { .. } => self.pointer_size as u64,
+            Kind::Array { elem, .. } => self.natural_align_depth(*elem, depth + 1),
+            Kind::Struct(c) | Kind::Union(c) => {
+                let from_members = c
+                    .members
+                    .iter()
+                    .map(|m| {
+                        m.declared_align
+                            .map(u64::from)
+                            .unwrap_or_else(|| self.natural_align_depth(m.ty, depth + 1))
+                    })
+                    .max()
+                    .unwrap_or(1);
+                c.declared_align.map(u64::from).unwrap_or(1).max(from_members)
+            }
+            _ => 1,
+        }
+    }
+
+    pub fn composite(&self, id: TypeId) -> Option<&Composite<'a>> {
+        match &self.get(id).kind {
+            Kind::Struct(c) | Kind::Union(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    pub fn is_union(&self, id: TypeId) -> bool {
+        matches!(self.get(id).kind, Kind::Union(_))
+    }
+
+    /// Ids of every struct and union with a body, in input order.
+    pub fn composites(&self) -> impl Iterator<Item = TypeId> + '_ {
+        self.types
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| match &t.kind {
+                Kind::Struct(c) | Kind::Union(c) => !c.is_declaration,
+                _ => false,
+            })
+            .map(|(i, _)| i as TypeId)
+    }
+
+    /// Every defined struct or union called `name`. Several when different definitions share
+    /// a name (two compile units, or BTF that kept both).
+    pub fn find_composites(&self, name: &str) -> Vec<TypeId> {
+        self.composites()
+            .filter(|&id| self.get(id).name == name)
+            .collect()
+    }
+
+    /// Up to `n` struct/union names close to `name`, best first, for "did you mean".
+    pub fn similar_composite_names(&self, name: &str, n: usize) -> Vec<String> {
+        let mut scored: Vec<(f64, &str)> = self
+            .composites()
+            .map(|id| self.get(id).name)
+            .filter(|c| !c.is_empty())
+            .map(|c| {
+                let mut score = strsim::jaro_winkler(name, c);
+                if c.contains(name) || name.contains(c) {
+                    score += 0.1;
+                }
+                (score, c)
+            })
+            .filter(|(s, _)| *s > 0.8)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+        scored.dedup_by(|a, b| a.1 == b.1);
+        scored.into_iter().take(n).map(|(_, c)| c.to_string()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int(types: &mut Types<'static>, name: &'static str, size: u32) -> TypeId {
+        types.push(Type {
+            name,
+            kind: Kind::Int {
+                size,
+                signed: true,
+                is_char: false,
+                is_bool: false,
+            },
+        })
+    }
+
+    #[test]
+    fn sizes_and_alignment_follow_typedefs_arrays_and_members() {
+        let mut t = Types::new(8);
+        let i32_ = int(&mut t, "int", 4);
+        let td = t.push(Type {
+            name: "s32",
+            kind: Kind::Typedef { target: i32_ },
+        });
+        let arr = t.push(Type {
+            name: "",
+            kind: Kind::Array { elem: td, count: 3 },
+        });
+        let ptr = t.push(Type {
+            name: "",
+            kind: Kind::Pointer { target: arr },
+        });
+        let s = t.push(Type {
+            name: "s",
+            kind: Kind::Struct(Composite {
+                size: 24,
+                members: vec![
+                    Member {
+                        name: "a",
+                        ty: arr,
+                        bit_offset: 0,
+                        bitfield_size: 0,
+                        declared_align: None,
+                    },
+                    Member {
+                        name: "p",
+                        ty: ptr,
+                        bit_offset: 128,
+                        bitfield_size: 0,
+                        declared_align: None,
+                    },
+                ],
+                declared_align: None,
+                is_declaration: false,
+                origin: None,
+            }),
+        });
+        assert_eq!(t.size_of(arr), 12);
+        assert_eq!(t.size_of(ptr), 8);
+        assert_eq!(t.natural_align(arr), 4);
+        assert_eq!(t.natural_align(s), 8);
+        assert_eq!(t.size_of(s), 24);
+        assert_eq!(t.composites().collect::<Vec<_>>(), vec![s]);
+    }
+
+    #[test]
+    fn typedef_cycle_does_not_hang() {
+        let mut t = Types::new(8);
+        // Corrupted input: a typedef that points at itself.
+        t.push(Type {
+            name: "loop",
+            kind: Kind::Typedef { target: 1 },
+        });
+        assert_eq!(t.size_of(1), 0);
+        assert_eq!(t.natural_align(1), 1);
+    }
+}
