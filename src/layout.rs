@@ -199,6 +199,43 @@ pub fn layout(types: &Types<'_>, id: TypeId, cacheline_size: u64) -> Option<Layo
     })
 }
 
+/// Layouts of every named struct and union, in input order, each distinct definition once:
+/// a second type with the same name, size and members (as BTF keeps for a struct that differs
+/// only in a member's type name) is left out, as pahole does.
+pub fn all_named(types: &Types<'_>, cacheline_size: u64) -> Vec<Layout> {
+    let mut seen: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    let mut out: Vec<Layout> = Vec::new();
+    for id in types.composites() {
+        let name = types.get(id).name;
+        if name.is_empty() {
+            continue;
+        }
+        let Some(l) = layout(types, id, cacheline_size) else {
+            continue;
+        };
+        let earlier = seen.entry(name).or_default();
+        if earlier.iter().any(|&i| same_shape(&out[i], &l)) {
+            continue;
+        }
+        earlier.push(out.len());
+        out.push(l);
+    }
+    out
+}
+
+fn same_shape(a: &Layout, b: &Layout) -> bool {
+    a.kind == b.kind
+        && a.size == b.size
+        && a.members.len() == b.members.len()
+        && a.members.iter().zip(&b.members).all(|(x, y)| {
+            x.name == y.name
+                && x.offset == y.offset
+                && x.size == y.size
+                && x.bit_offset == y.bit_offset
+                && x.bit_size == y.bit_size
+        })
+}
+
 /// A struct whose size is not explained by its members' alignment must carry an alignment
 /// attribute itself (typically `____cacheline_aligned` on the type).
 fn infer_type_align(

@@ -5,5 +5,6 @@
 
 pub mod emit;
 pub mod layout;
+pub mod profile;
 pub mod readers;
 pub mod types;

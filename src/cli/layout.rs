@@ -40,10 +40,10 @@ pub fn run(args: Args) -> Result<()> {
     if args.cacheline_size & (args.cacheline_size - 1) != 0 {
         bail!("--cacheline-size {} is not a power of two", args.cacheline_size);
     }
-    let ids: Vec<TypeId> = if args.all {
-        types.composites().collect()
+    let layouts: Vec<Layout> = if args.all {
+        layout::all_named(&types, args.cacheline_size)
     } else {
-        let mut ids = Vec::new();
+        let mut ids: Vec<TypeId> = Vec::new();
         for name in &args.types {
             let found = types.find_composites(name);
             if found.is_empty() {
@@ -57,12 +57,10 @@ pub fn run(args: Args) -> Result<()> {
             }
             ids.extend(found);
         }
-        ids
+        ids.iter()
+            .filter_map(|&id| layout::layout(&types, id, args.cacheline_size))
+            .collect()
     };
-    let layouts: Vec<Layout> = ids
-        .iter()
-        .filter_map(|&id| layout::layout(&types, id, args.cacheline_size))
-        .collect();
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     if args.json {

@@ -142,6 +142,8 @@ pub struct Types<'a> {
     pub types: Vec<Type<'a>>,
     /// Size of a data pointer on the target, in bytes.
     pub pointer_size: u32,
+    /// log2 of each type's natural alignment, computed on first use.
+    align_memo: std::sync::OnceLock<Vec<u8>>,
 }
 
 /// How deep `resolve` follows typedefs and qualifiers before it gives up: a cycle in a
@@ -156,6 +158,7 @@ impl<'a> Types<'a> {
                 kind: Kind::Void,
             }],
             pointer_size,
+            align_memo: std::sync::OnceLock::new(),
         }
     }
 
@@ -234,37 +237,59 @@ impl<'a> Types<'a> {
 
     /// The alignment the C ABI gives this type on its own (what `_Alignof` would say without
     /// attributes), as the largest scalar alignment inside it. Declared alignments win.
+    /// Computed for all types on first use; readers must have finished adding types.
     pub fn natural_align(&self, id: TypeId) -> u64 {
-        self.natural_align_depth(id, 0)
+        let memo = self.align_memo.get_or_init(|| {
+            let mut memo = vec![0u8; self.types.len()];
+            for id in 0..self.types.len() {
+                self.align_into(id as TypeId, &mut memo, 0);
+            }
+            memo
+        });
+        match memo.get(id as usize) {
+            Some(&log2) => 1 << log2,
+            None => 1,
+        }
     }
 
-    fn natural_align_depth(&self, id: TypeId, depth: usize) -> u64 {
+    /// Fills `memo[id]` with log2 of the natural alignment (0 in `memo` means "not yet", which
+    /// is also log2 of 1: recomputing an alignment of 1 is cheap and harmless).
+    fn align_into(&self, id: TypeId, memo: &mut [u8], depth: usize) -> u64 {
+        if let Some(&log2) = memo.get(id as usize) {
+            if log2 != 0 {
+                return 1 << log2;
+            }
+        }
         if depth > MAX_CHAIN {
             return 1;
         }
-        let id = self.resolve(id);
-        match &self.get(id).kind {
+        let align = match &self.get(id).kind {
             Kind::Int { size, .. } | Kind::Float { size } | Kind::Enum { size, .. } => {
                 // x86-64 and arm64: scalars align to their size, up to 16 (long double, __int128).
                 (*size as u64).clamp(1, 16).next_power_of_two()
             }
             Kind::Pointer { .. } => self.pointer_size as u64,
-            Kind::Array { elem, .. } => self.natural_align_depth(*elem, depth + 1),
+            Kind::Typedef { target }
+            | Kind::Qualified { target, .. }
+            | Kind::TypeTag { target, .. } => self.align_into(*target, memo, depth + 1),
+            Kind::Array { elem, .. } => self.align_into(*elem, memo, depth + 1),
             Kind::Struct(c) | Kind::Union(c) => {
-                let from_members = c
-                    .members
-                    .iter()
-                    .map(|m| {
-                        m.declared_align
-                            .map(u64::from)
-                            .unwrap_or_else(|| self.natural_align_depth(m.ty, depth + 1))
-                    })
-                    .max()
-                    .unwrap_or(1);
-                c.declared_align.map(u64::from).unwrap_or(1).max(from_members)
+                let mut a = c.declared_align.map(u64::from).unwrap_or(1);
+                for m in &c.members {
+                    let ma = match m.declared_align {
+                        Some(d) => d as u64,
+                        None => self.align_into(m.ty, memo, depth + 1),
+                    };
+                    a = a.max(ma);
+                }
+                a
             }
             _ => 1,
+        };
+        if let Some(slot) = memo.get_mut(id as usize) {
+            *slot = align.trailing_zeros() as u8;
         }
+        align
     }
 
     pub fn composite(&self, id: TypeId) -> Option<&Composite<'a>> {
