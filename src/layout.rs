@@ -4,7 +4,8 @@
 //! Conventions follow pahole, so that numbers agree with what kernel engineers already read:
 //! a bitfield's byte offset is the start of its storage unit (the unit being the size of its
 //! declared type), holes are measured between the end of one member and the start of the next,
-//! and members of anonymous structs and unions are expanded in place with absolute offsets.
+//! members of anonymous structs and unions are expanded in place with absolute offsets, and
+//! alignment that BTF does not record is inferred from holes the way pahole infers it.
 
 use serde::Serialize;
 
@@ -20,10 +21,19 @@ pub struct Layout {
     pub size: u64,
     pub cacheline_size: u64,
     pub members: Vec<Field>,
+    /// A hole before the first member (only an aligned first member leaves one).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub leading_hole: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub leading_bit_hole: u64,
     pub summary: Summary,
-    /// Alignment of the whole type: declared, or inferred when the size is a multiple of a
-    /// larger power of two than its members need (only reported when it exceeds theirs).
+    /// Alignment the whole type needs beyond its members' natural alignment: declared
+    /// (DWARF), or inferred from trailing padding that natural alignment cannot explain.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub forced_align: Option<u64>,
+    /// The type must be packed: a member sits where its natural alignment cannot put it, or
+    /// the size is not a multiple of the members' alignment.
+    pub packed: bool,
     /// Where the type was declared (DWARF only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
@@ -35,8 +45,8 @@ pub struct Field {
     pub name: String,
     #[serde(skip)]
     pub ty: TypeId,
-    /// The C type, as pahole spells it (`struct list_head *`); for arrays and function
-    /// pointers the rest of the declaration is in `declarator`.
+    /// The C type (`struct list_head *`); for arrays and function pointers the rest of the
+    /// declaration is in `declarator`.
     pub type_name: String,
     /// The member name with its array dimensions or function-pointer decoration.
     pub declarator: String,
@@ -61,22 +71,21 @@ pub struct Field {
     /// or inferred from a hole its natural alignment cannot explain).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forced_align: Option<u64>,
-    /// Trailing padding inside this member's own struct type (pahole's
-    /// "last struct has N bytes of padding").
+    /// Trailing padding inside this member's own struct type, when the member is directly a
+    /// struct (pahole's "last struct has N bytes of padding").
     #[serde(skip_serializing_if = "is_zero")]
     pub type_padding: u64,
-    /// Set for inline anonymous structs and unions: `"struct"` or `"union"`.
+    /// Set for members shown in place (unnamed struct or union types, and arrays of them):
+    /// `"struct"` or `"union"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inline: Option<&'static str>,
-    /// Members of an inline anonymous struct or union.
+    /// Members of an inline struct or union (of the first element, for arrays).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<Field>,
-    /// Holes inside an inline anonymous struct, before its first member.
+    /// For inline structs: what the hole scan found inside (hole before the first member,
+    /// alignment and packing of the anonymous type).
     #[serde(skip)]
-    pub leading_hole: u64,
-    /// Padding at the end of an inline anonymous struct.
-    #[serde(skip)]
-    pub inner_padding: u64,
+    pub inner: Inner,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -94,11 +103,12 @@ impl Field {
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
 pub struct Summary {
-    /// Number of top-level members (an inline anonymous union counts once).
+    /// Number of direct members (an inline anonymous union counts once).
     pub members: usize,
-    /// Sum of the sizes of top-level members (bitfields counted by their bits, rounded down
-    /// to bytes per run, as pahole does).
+    /// Bytes of direct non-bitfield members.
     pub sum_members: u64,
+    /// Bits of direct bitfield members.
+    pub sum_bitfield_bits: u64,
     pub holes: usize,
     pub sum_holes: u64,
     pub bit_holes: usize,
@@ -108,12 +118,38 @@ pub struct Summary {
     /// Members whose own struct type ends in padding, and the sum of it.
     pub paddings: usize,
     pub sum_paddings: u64,
+    /// Members with an alignment beyond their natural one, and the holes right before them.
     pub forced_alignments: usize,
     pub forced_holes: usize,
     pub sum_forced_holes: u64,
     pub cachelines: u64,
     /// Bytes used in the last cache line; 0 when the size is a whole number of lines.
     pub last_cacheline: u64,
+}
+
+impl Layout {
+    /// What the hole scan found for the whole type, as for an inline member's `inner`.
+    pub fn inner(&self) -> Inner {
+        Inner {
+            leading_hole: self.leading_hole,
+            leading_bit_hole: self.leading_bit_hole,
+            padding: self.summary.padding,
+            bit_padding: self.summary.bit_padding,
+            forced_align: self.forced_align,
+            packed: self.packed,
+        }
+    }
+}
+
+/// What scanning one struct's members found besides per-member holes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Inner {
+    pub leading_hole: u64,
+    pub leading_bit_hole: u64,
+    pub padding: u64,
+    pub bit_padding: u64,
+    pub forced_align: Option<u64>,
+    pub packed: bool,
 }
 
 /// Computes the layout of struct or union `id`. Returns `None` when `id` is not a defined
@@ -127,18 +163,43 @@ pub fn layout(types: &Types<'_>, id: TypeId, cacheline_size: u64) -> Option<Layo
     let cls = cacheline_size.max(1);
     let mut members = Vec::with_capacity(comp.members.len());
     let inner = fields_of(types, id, 0, cls, 0, &mut members);
+    let size = types.size_of(id);
     let mut summary = Summary {
         members: members.len(),
-        cachelines: comp.size.div_ceil(cls),
-        last_cacheline: comp.size % cls,
+        cachelines: size.div_ceil(cls),
+        last_cacheline: size % cls,
         ..Summary::default()
     };
+    for f in &members {
+        match f.bit_size {
+            Some(bits) => summary.sum_bitfield_bits += bits as u64,
+            None => summary.sum_members += f.size,
+        }
+        if f.type_padding > 0 {
+            summary.paddings += 1;
+            summary.sum_paddings += f.type_padding;
+        }
+    }
     if !is_union {
         summary.padding = inner.padding;
         summary.bit_padding = inner.bit_padding;
-        summary.holes = usize::from(inner.leading_hole > 0);
-        summary.sum_holes = inner.leading_hole;
+        let mut hole_before = inner.leading_hole;
+        if inner.leading_hole > 0 {
+            summary.holes += 1;
+            summary.sum_holes += inner.leading_hole;
+        }
+        if inner.leading_bit_hole > 0 {
+            summary.bit_holes += 1;
+            summary.sum_bit_holes += inner.leading_bit_hole;
+        }
         for f in &members {
+            if f.forced_align.is_some() {
+                summary.forced_alignments += 1;
+                if hole_before > 0 {
+                    summary.forced_holes += 1;
+                    summary.sum_forced_holes += hole_before;
+                }
+            }
             if f.hole_after > 0 {
                 summary.holes += 1;
                 summary.sum_holes += f.hole_after;
@@ -147,51 +208,21 @@ pub fn layout(types: &Types<'_>, id: TypeId, cacheline_size: u64) -> Option<Layo
                 summary.bit_holes += 1;
                 summary.sum_bit_holes += f.bit_hole_after;
             }
-        }
-        summary.sum_members = sum_members(&members);
-    } else {
-        summary.sum_members = members.iter().map(|f| f.size).max().unwrap_or(0);
-    }
-    for f in &members {
-        if f.type_padding > 0 {
-            summary.paddings += 1;
-            summary.sum_paddings += f.type_padding;
+            hole_before = f.hole_after;
         }
     }
-    if !is_union {
-        let mut prev_end = 0u64;
-        for f in &members {
-            if let Some(a) = f.forced_align {
-                summary.forced_alignments += 1;
-                let natural = types.natural_align(f.ty);
-                // The part of the hole before it that its own alignment would not have caused.
-                let natural_start = prev_end.next_multiple_of(natural.max(1));
-                if f.offset > natural_start {
-                    summary.forced_holes += 1;
-                    summary.sum_forced_holes += f.offset - natural_start;
-                }
-                let _ = a;
-            }
-            if !f.is_bitfield() || f.end() > prev_end {
-                prev_end = prev_end.max(f.end());
-            }
-        }
-    }
-    let natural = types.natural_align(id);
-    let forced_align = comp
-        .declared_align
-        .map(u64::from)
-        .filter(|&a| a > natural)
-        .or_else(|| infer_type_align(types, id, comp.size, natural, &members));
     Some(Layout {
         name: types.get(id).name.to_string(),
         kind: if is_union { "union" } else { "struct" },
         type_id: id,
-        size: comp.size,
+        size,
         cacheline_size: cls,
         members,
+        leading_hole: inner.leading_hole,
+        leading_bit_hole: inner.leading_bit_hole,
         summary,
-        forced_align,
+        forced_align: inner.forced_align,
+        packed: inner.packed,
         origin: comp
             .origin
             .as_ref()
@@ -224,71 +255,150 @@ pub fn all_named(types: &Types<'_>, cacheline_size: u64) -> Vec<Layout> {
 }
 
 fn same_shape(a: &Layout, b: &Layout) -> bool {
-    a.kind == b.kind
-        && a.size == b.size
+    a.size == b.size
         && a.members.len() == b.members.len()
         && a.members.iter().zip(&b.members).all(|(x, y)| {
-            x.name == y.name
+            (x.name.is_empty() || y.name.is_empty() || x.name == y.name)
                 && x.offset == y.offset
-                && x.size == y.size
                 && x.bit_offset == y.bit_offset
                 && x.bit_size == y.bit_size
         })
 }
 
-/// A struct whose size is not explained by its members' alignment must carry an alignment
-/// attribute itself (typically `____cacheline_aligned` on the type).
-fn infer_type_align(
-    types: &Types<'_>,
-    id: TypeId,
+/// One member reduced to what the hole scan needs.
+#[derive(Clone, Copy)]
+struct Span {
+    /// Byte offset of the member (of its storage unit, for bitfields), relative to the struct.
+    unit_offset: u64,
     size: u64,
-    natural: u64,
-    members: &[Field],
-) -> Option<u64> {
-    let max_member_align = members
+    start_bit: u64,
+    end_bit: u64,
+    is_bitfield: bool,
+}
+
+/// Where member `m` lies in its struct: (byte offset of its storage unit, size, bit position
+/// in the unit for bitfields).
+fn place(types: &Types<'_>, m: &crate::types::Member<'_>) -> (u64, u64, Option<u64>) {
+    let size = types.size_of(m.ty);
+    if !m.is_bitfield() {
+        return (m.bit_offset / 8, size, None);
+    }
+    // Storage unit: the declared type's size, aligned down (pahole's convention).
+    let unit_bits = size * 8;
+    if unit_bits == 0 {
+        return (m.bit_offset / 8, size, Some(m.bit_offset % 8));
+    }
+    let unit_start = m.bit_offset / unit_bits * unit_bits / 8;
+    (unit_start, size, Some(m.bit_offset - unit_start * 8))
+}
+
+fn spans_of(types: &Types<'_>, id: TypeId) -> Vec<Span> {
+    let Some(c) = types.composite(id) else {
+        return Vec::new();
+    };
+    c.members
         .iter()
-        .map(|f| f.forced_align.unwrap_or_else(|| types.natural_align(f.ty)))
-        .max()
-        .unwrap_or(1)
-        .max(natural);
-    let end = members.iter().map(Field::end).max().unwrap_or(0);
-    if size == 0 || end == 0 {
+        .map(|m| {
+            let (unit_offset, size, _) = place(types, m);
+            Span {
+                unit_offset,
+                size,
+                start_bit: m.bit_offset,
+                end_bit: if m.is_bitfield() {
+                    m.bit_offset + m.bitfield_size as u64
+                } else {
+                    m.bit_offset + size * 8
+                },
+                is_bitfield: m.is_bitfield(),
+            }
+        })
+        .collect()
+}
+
+/// Trailing padding of struct `id`, as its own hole scan measures it.
+pub fn tail_padding(types: &Types<'_>, id: TypeId) -> u64 {
+    let spans = spans_of(types, id);
+    let mut holes = vec![(0, 0); spans.len()];
+    scan_holes(&spans, types.size_of(id), &mut holes).padding
+}
+
+/// Scans members in order for byte and bit holes, pahole-style: a run of bitfields occupies
+/// its storage unit, bits left in a unit before the next member are a bit hole, whole bytes
+/// skipped are a byte hole. `holes[i]` receives the (byte, bit) hole after member `i`.
+fn scan_holes(spans: &[Span], size: u64, holes: &mut [(u64, u64)]) -> Inner {
+    let mut inner = Inner::default();
+    let mut last_seen = 0u64;
+    let mut in_bitfield = false;
+    let mut unit_end = size * 8;
+    let mut unit_bits = 0u64;
+    for (i, s) in spans.iter().enumerate() {
+        let mut bit_hole = 0u64;
+        let mut byte_hole = 0u64;
+        if in_bitfield {
+            let run_end = s.start_bit.min(unit_end);
+            bit_hole = run_end.saturating_sub(last_seen);
+            last_seen = run_end;
+        }
+        if s.is_bitfield {
+            let aligned_start = s.unit_offset * 8;
+            if last_seen < aligned_start && aligned_start <= s.start_bit {
+                byte_hole = s.unit_offset - last_seen / 8;
+                last_seen = aligned_start;
+            }
+            bit_hole += s.start_bit.saturating_sub(last_seen);
+        } else {
+            byte_hole = (s.start_bit / 8).saturating_sub(last_seen / 8);
+        }
+        if i == 0 {
+            inner.leading_hole = byte_hole;
+            inner.leading_bit_hole = bit_hole;
+        } else {
+            holes[i - 1] = (byte_hole, bit_hole);
+        }
+        // Members overlapping earlier ones (odd packing) never move the scan backwards.
+        last_seen = last_seen.max(s.end_bit);
+        if s.is_bitfield {
+            in_bitfield = true;
+            let fbits = s.size * 8;
+            if s.end_bit > unit_end || fbits > unit_bits {
+                unit_bits = fbits;
+                unit_end = s.unit_offset * 8 + unit_bits;
+                if s.end_bit > unit_end {
+                    unit_end += unit_bits;
+                }
+            }
+        } else {
+            in_bitfield = false;
+            unit_bits = 0;
+            unit_end = s.end_bit;
+        }
+    }
+    if in_bitfield {
+        let run_end = (size * 8).min(unit_end);
+        inner.bit_padding = run_end.saturating_sub(last_seen);
+        last_seen = run_end;
+    }
+    inner.padding = size.saturating_sub(last_seen / 8);
+    inner
+}
+
+/// pahole's guess at an alignment attribute: a member at `offset` (or a struct of size
+/// `offset`) that starts `delta` bytes after the previous member's end, where natural
+/// alignment `natural` cannot explain `delta`, was aligned to the next power of two above
+/// `delta`, rounded up to 64 (`____cacheline_aligned`) when the offset is 64-aligned.
+fn infer_align(offset: u64, natural: u64, prev_end: u64) -> Option<u64> {
+    if offset <= prev_end || offset % 2 != 0 {
         return None;
     }
-    let needed = end.next_multiple_of(max_member_align);
-    if size > needed {
-        let align = 1u64 << size.trailing_zeros().min(12);
-        if align > max_member_align {
-            let _ = id;
-            return Some(align);
-        }
+    let delta = offset - prev_end;
+    let a = 1u64 << (64 - delta.leading_zeros()).min(63);
+    if a <= natural || a == 1 {
+        return None;
     }
-    None
-}
-
-/// pahole's `sum members`: whole-byte members add their size; a run of bitfields sharing a
-/// storage unit adds its bits, converted to bytes when the run ends.
-fn sum_members(members: &[Field]) -> u64 {
-    let mut bytes = 0u64;
-    let mut bits = 0u64;
-    for f in members {
-        match f.bit_size {
-            Some(b) => bits += b as u64,
-            None => {
-                bytes += bits / 8;
-                bits = 0;
-                bytes += f.size;
-            }
-        }
+    if a < 64 && 64 % a == 0 && offset % 64 == 0 {
+        return Some(64);
     }
-    bytes + bits / 8
-}
-
-/// What the hole scan of one struct found besides the per-member holes.
-struct Inner {
-    leading_hole: u64,
-    padding: u64,
-    bit_padding: u64,
+    Some(a)
 }
 
 /// Builds the fields of composite `id` placed at absolute byte `base`, appending to `out`.
@@ -300,44 +410,27 @@ fn fields_of(
     depth: usize,
     out: &mut Vec<Field>,
 ) -> Inner {
-    let comp = match types.composite(id) {
-        Some(c) => c,
-        None => {
-            return Inner {
-                leading_hole: 0,
-                padding: 0,
-                bit_padding: 0,
-            };
-        }
+    let Some(comp) = types.composite(id) else {
+        return Inner::default();
     };
     let is_union = types.is_union(id);
+    let start = out.len();
+    let mut prev_end = 0u64;
     for m in &comp.members {
-        let resolved = types.resolve(m.ty);
-        let size = types.size_of(m.ty);
-        let (rel_offset, bit_offset, bit_size) = if m.is_bitfield() {
-            // Storage unit: the declared type's size, aligned down (pahole's convention).
-            let unit_bits = size * 8;
-            if unit_bits == 0 {
-                (m.bit_offset / 8, Some(m.bit_offset % 8), Some(m.bitfield_size))
-            } else {
-                let unit_start = m.bit_offset / unit_bits * unit_bits / 8;
-                (unit_start, Some(m.bit_offset - unit_start * 8), Some(m.bitfield_size))
-            }
-        } else {
-            (m.bit_offset / 8, None, None)
-        };
+        let (rel_offset, size, bit_offset) = place(types, m);
         let offset = base + rel_offset;
         let last_byte = offset + size.max(1) - 1;
-        let rt = types.get(resolved);
-        // Members of an unnamed struct/union type are shown in place, named or not, and so
-        // are those of an array of one (the first element); a typedef of one (`atomic_t`) is
-        // shown by its typedef name.
-        let elem = types.strip_arrays(m.ty);
-        let et = types.get(elem);
-        let anonymous_composite = et.name.is_empty()
-            && matches!(et.kind, Kind::Struct(_) | Kind::Union(_))
-            && depth < 32;
         let decl = cname::member_decl(types, m.ty, m.name);
+        // BTF has no alignment; infer it from the gap before the member. Declared (DWARF)
+        // alignment wins. Zero-size members do not advance the previous end.
+        let forced_align = match m.declared_align {
+            Some(a) => Some(a as u64).filter(|&a| a > types.natural_align(m.ty)),
+            None if size == 0 || is_union || types.records_alignment => None,
+            None => infer_align(rel_offset, types.natural_align(m.ty), prev_end),
+        };
+        if size > 0 {
+            prev_end = rel_offset + size;
+        }
         let mut field = Field {
             name: m.name.to_string(),
             ty: m.ty,
@@ -346,161 +439,123 @@ fn fields_of(
             offset,
             size,
             bit_offset,
-            bit_size,
+            bit_size: m.is_bitfield().then_some(m.bitfield_size),
             cacheline: offset / cls,
             last_cacheline: last_byte / cls,
             hole_after: 0,
             bit_hole_after: 0,
-            forced_align: m.declared_align.map(u64::from),
+            forced_align,
             type_padding: 0,
             inline: None,
             members: Vec::new(),
-            leading_hole: 0,
-            inner_padding: 0,
+            inner: Inner::default(),
         };
-        if anonymous_composite {
+        // Members of an unnamed struct/union type are shown in place, named or not, and so
+        // are those of an array of one (the first element); a typedef of one (`atomic_t`) is
+        // shown by its typedef name.
+        let elem = types.strip_arrays(m.ty);
+        let et = types.get(elem);
+        if et.name.is_empty() && matches!(et.kind, Kind::Struct(_) | Kind::Union(_)) && depth < 32 {
             field.inline = Some(if types.is_union(elem) {
                 "union"
             } else {
                 "struct"
             });
-            let inner = fields_of(types, elem, offset, cls, depth + 1, &mut field.members);
-            field.leading_hole = inner.leading_hole;
-            field.inner_padding = inner.padding;
-        } else if let Kind::Struct(_) = rt.kind {
-            field.type_padding = struct_tail_padding(types, resolved);
+            field.inner = fields_of(types, elem, offset, cls, depth + 1, &mut field.members);
+        }
+        if matches!(types.get(m.ty).kind, Kind::Struct(_)) && !is_union {
+            field.type_padding = if field.inline.is_some() && elem == m.ty {
+                field.inner.padding
+            } else {
+                tail_padding(types, m.ty)
+            };
         }
         out.push(field);
     }
-    let start = out.len() - comp.members.len();
-    if is_union {
-        return Inner {
-            leading_hole: 0,
-            padding: 0,
-            bit_padding: 0,
-        };
+    let size = types.size_of(id);
+    let natural = types.natural_align(id);
+    let fields = &mut out[start..];
+    let mut inner = if is_union {
+        Inner::default()
+    } else {
+        let spans: Vec<Span> = fields
+            .iter()
+            .zip(&comp.members)
+            .map(|(f, m)| Span {
+                unit_offset: f.offset - base,
+                size: f.size,
+                start_bit: m.bit_offset,
+                end_bit: match f.bit_size {
+                    Some(b) => m.bit_offset + b as u64,
+                    None => m.bit_offset + f.size * 8,
+                },
+                is_bitfield: f.is_bitfield(),
+            })
+            .collect();
+        let mut holes = vec![(0, 0); spans.len()];
+        let inner = scan_holes(&spans, size, &mut holes);
+        for (f, (byte, bit)) in fields.iter_mut().zip(holes) {
+            f.hole_after = byte;
+            f.bit_hole_after = bit;
+        }
+        inner
+    };
+    inner.forced_align = match comp.declared_align {
+        Some(a) => Some(a as u64).filter(|&a| a > natural),
+        None if types.records_alignment => None,
+        None => infer_align(size, natural, prev_end_of(fields, base)),
+    };
+    inner.packed = !is_union && infer_packed(types, fields, base, size, &inner);
+    if inner.packed {
+        inner.forced_align = None;
     }
-    let inner = find_holes(&mut out[start..], base, comp.size);
-    infer_member_alignment(types, &mut out[start..], base);
     inner
 }
 
-/// Trailing padding of a struct type: its size minus the end of its last member.
-fn struct_tail_padding(types: &Types<'_>, id: TypeId) -> u64 {
-    let Some(c) = types.composite(id) else {
-        return 0;
-    };
-    let end_bits = c
-        .members
+/// End of the last member with a size, relative to `base`.
+fn prev_end_of(fields: &[Field], base: u64) -> u64 {
+    fields
         .iter()
-        .map(|m| {
-            if m.is_bitfield() {
-                m.bit_offset + m.bitfield_size as u64
-            } else {
-                m.bit_offset + types.size_of(m.ty) * 8
-            }
-        })
-        .max()
-        .unwrap_or(0);
-    c.size.saturating_sub(end_bits.div_ceil(8))
+        .rev()
+        .find(|f| f.size > 0)
+        .map(|f| f.end() - base)
+        .unwrap_or(0)
 }
 
-/// Scans members in order for byte and bit holes, pahole-style: a run of bitfields occupies
-/// its storage unit, bits left in a unit before the next member are a bit hole, and whole
-/// bytes skipped are a byte hole. Fills `hole_after`/`bit_hole_after`.
-fn find_holes(fields: &mut [Field], base: u64, size: u64) -> Inner {
-    let mut leading_hole = 0u64;
-    let mut last_seen_bit = base * 8;
-    let mut in_bitfield = false;
-    let mut unit_end = (base + size) * 8;
-    let mut unit_bits = 0u64;
-    for i in 0..fields.len() {
-        let f = &fields[i];
-        let start = if f.is_bitfield() {
-            f.offset * 8 + f.bit_offset.unwrap_or(0)
-        } else {
-            f.offset * 8
-        };
-        let end = match f.bit_size {
-            Some(b) => start + b as u64,
-            None => start + f.size * 8,
-        };
-        let mut bit_hole = 0u64;
-        let mut byte_hole = 0u64;
-        if in_bitfield {
-            let run_end = start.min(unit_end);
-            bit_hole = run_end.saturating_sub(last_seen_bit);
-            last_seen_bit = run_end;
+/// A struct without holes or padding must be packed if a member sits off its natural
+/// alignment, or if its size is not a multiple of its strictest member's alignment.
+fn infer_packed(types: &Types<'_>, fields: &[Field], base: u64, size: u64, inner: &Inner) -> bool {
+    let has_holes = inner.leading_hole > 0 || fields.iter().any(|f| f.hole_after > 0);
+    if inner.padding != 0 || has_holes {
+        return false;
+    }
+    let mut max_align = 1;
+    for f in fields {
+        let a = types.natural_align(f.ty);
+        if a == 1 {
+            continue;
         }
-        if f.is_bitfield() {
-            let aligned_start = f.offset * 8;
-            if last_seen_bit < aligned_start && aligned_start <= start {
-                byte_hole = f.offset - last_seen_bit / 8;
-                last_seen_bit = aligned_start;
-            }
-            bit_hole += start.saturating_sub(last_seen_bit);
-        } else {
-            byte_hole = (start / 8).saturating_sub(last_seen_bit / 8);
-        }
-        if i == 0 {
-            leading_hole = byte_hole;
-        } else {
-            fields[i - 1].hole_after = byte_hole;
-            fields[i - 1].bit_hole_after = bit_hole;
-        }
-        // A member that overlaps an earlier one (unions inside, odd packing) never moves the
-        // scan backwards.
-        last_seen_bit = last_seen_bit.max(end);
-        let f = &fields[i];
-        if f.is_bitfield() {
-            in_bitfield = true;
-            let fbits = f.size * 8;
-            if end > unit_end || fbits > unit_bits {
-                unit_bits = fbits;
-                unit_end = f.offset * 8 + unit_bits;
-                if end > unit_end {
-                    unit_end += unit_bits;
-                }
-            }
-        } else {
-            in_bitfield = false;
-            unit_bits = 0;
-            unit_end = end;
+        max_align = max_align.max(a);
+        if (f.offset - base) % a != 0 {
+            return true;
         }
     }
-    let mut bit_padding = 0;
-    if in_bitfield {
-        let run_end = ((base + size) * 8).min(unit_end);
-        bit_padding = run_end.saturating_sub(last_seen_bit);
-        last_seen_bit = run_end;
-    }
-    Inner {
-        leading_hole,
-        padding: (base + size).saturating_sub(last_seen_bit / 8),
-        bit_padding,
-    }
+    max_align != 1 && size % max_align != 0
 }
 
-/// BTF records no alignment, so pahole infers it: a member placed further than its natural
-/// alignment can explain must have been aligned on purpose. We report the largest power of two
-/// that divides its offset, capped at the cache-line size convention of 64 used by
-/// `____cacheline_aligned` on x86.
-fn infer_member_alignment(types: &Types<'_>, fields: &mut [Field], base: u64) {
-    let mut prev_end = base;
-    for f in fields.iter_mut() {
-        if f.forced_align.is_none() && !f.is_bitfield() {
-            let natural = types.natural_align(f.ty).max(1);
-            let rel = f.offset - base;
-            let natural_start = prev_end.next_multiple_of(natural);
-            if f.offset > natural_start && rel > 0 {
-                let align = 1u64 << rel.trailing_zeros().min(6);
-                if align > natural {
-                    f.forced_align = Some(align);
-                }
-            }
-        }
-        if f.end() > prev_end {
-            prev_end = f.end();
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alignment_guess_follows_the_gap() {
+        // load_avg at 256 after a member ending at 240: aligned to a cache line.
+        assert_eq!(infer_align(256, 8, 240), Some(64));
+        // A gap natural alignment explains is no attribute.
+        assert_eq!(infer_align(8, 8, 4), None);
+        // 52 bytes of gap at a non-64-aligned offset: next power of two above 52.
+        assert_eq!(infer_align(96, 8, 44), Some(64));
+        assert_eq!(infer_align(48, 4, 32), Some(32));
+        assert_eq!(infer_align(16, 8, 16), None);
     }
 }

@@ -10,9 +10,14 @@ use lineup::readers::{Format, InputFile, load, pahole_text};
 
 #[test]
 fn every_kernel_struct_matches_pahole() {
-    let golden = common::read_gz(&common::repo().join("tests/golden/btf/vmlinux-6.18.44.pahole.txt.gz"));
+    let golden =
+        common::read_gz(&common::repo().join("tests/golden/btf/vmlinux-6.18.44.pahole.txt.gz"));
     let expected = pahole_text::parse(&golden).expect("golden parses");
-    assert!(expected.len() > 9000, "golden holds {} types", expected.len());
+    assert!(
+        expected.len() > 9000,
+        "golden holds {} types",
+        expected.len()
+    );
 
     let file = InputFile::open(&common::bundled_btf()).unwrap();
     let types = load(&file, Format::Btf, None).unwrap();
@@ -54,6 +59,35 @@ fn every_kernel_struct_matches_pahole() {
         "{} of {} types differ from pahole, first ones:\n{}",
         mismatches.len(),
         expected.len(),
-        mismatches.iter().take(15).cloned().collect::<Vec<_>>().join("\n")
+        mismatches
+            .iter()
+            .take(15)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
+}
+
+/// Not only the numbers: the whole text of `lineup layout --all` is pahole's, byte for byte,
+/// quirks included, so the two can be diffed.
+#[test]
+fn all_kernel_layouts_print_exactly_as_pahole() {
+    let golden =
+        common::read_gz(&common::repo().join("tests/golden/btf/vmlinux-6.18.44.pahole.txt.gz"));
+    let file = InputFile::open(&common::bundled_btf()).unwrap();
+    let types = load(&file, Format::Btf, None).unwrap();
+    let mut text = Vec::new();
+    for l in layout::all_named(&types, 64) {
+        lineup::emit::pahole::write_layout(&mut text, &types, &l);
+    }
+    let text = String::from_utf8(text).unwrap();
+    if text != golden {
+        let (n, (ours, theirs)) = text
+            .lines()
+            .zip(golden.lines())
+            .enumerate()
+            .find(|(_, (a, b))| a != b)
+            .expect("outputs differ in length only");
+        panic!("line {}: lineup {ours:?}\n        pahole {theirs:?}", n + 1);
+    }
 }

@@ -38,7 +38,10 @@ pub fn run(args: Args) -> Result<()> {
     let opened = args.source.open()?;
     let types = opened.types()?;
     if args.cacheline_size & (args.cacheline_size - 1) != 0 {
-        bail!("--cacheline-size {} is not a power of two", args.cacheline_size);
+        bail!(
+            "--cacheline-size {} is not a power of two",
+            args.cacheline_size
+        );
     }
     let layouts: Vec<Layout> = if args.all {
         layout::all_named(&types, args.cacheline_size)
@@ -66,9 +69,15 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         emit::json::write_layouts(&mut out, &opened.label, args.cacheline_size, &layouts)?;
     } else {
+        let mut buf = Vec::with_capacity(1 << 16);
         for l in &layouts {
-            emit::pahole::write_layout(&mut out, l)?;
+            emit::pahole::write_layout(&mut buf, &types, l);
+            if buf.len() >= 1 << 16 {
+                out.write_all(&buf)?;
+                buf.clear();
+            }
         }
+        out.write_all(&buf)?;
     }
     out.flush()?;
     Ok(())

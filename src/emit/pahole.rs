@@ -1,241 +1,869 @@
 //! Layouts as pahole prints them: the text kernel engineers read in mail and commit logs.
+//!
+//! The target is pahole 1.24 (Debian 12) byte for byte, quirks included (`const char  *`,
+//! `struct sched_entity * *`, the padding widths), so that lineup's output diffs cleanly
+//! against pahole's. Spacing follows pahole's two column widths: the type is padded to
+//! `type_width` and the comment starts `type_width + name_width` columns after the indent.
 
-use std::io::{self, Write};
+use crate::layout::{Field, Inner, Layout, Summary};
+use crate::types::{Kind, Qualifier, TypeId, Types};
 
-use crate::layout::{Field, Layout};
+const TYPE_WIDTH: i64 = 26;
+const NAME_WIDTH: i64 = 23;
+/// pahole gives top-level unions a narrower name column.
+const UNION_NAME_WIDTH: i64 = 21;
 
-/// Width pahole pads a member's type to, and its name to, before the offset comment.
-const TYPE_WIDTH: usize = 26;
-const NAME_WIDTH: usize = 21;
-
-/// Writes one layout in pahole's format.
-pub fn write_layout(out: &mut dyn Write, layout: &Layout) -> io::Result<()> {
-    let mut w = Writer {
-        out,
+/// Appends the pahole text of `layout` (a type from `types`) to `out`.
+pub fn write_layout(out: &mut Vec<u8>, types: &Types<'_>, layout: &Layout) {
+    let mut p = Printer {
+        types,
         cls: layout.cacheline_size,
-        last_cacheline: 0,
+        cell: 0,
     };
-    w.layout(layout)
+    let conf = Conf {
+        indent: 0,
+        t: TYPE_WIDTH,
+        n: if layout.kind == "union" {
+            UNION_NAME_WIDTH
+        } else {
+            NAME_WIDTH
+        },
+        base: 0,
+        rel: false,
+        union_member: false,
+        first: false,
+        last: false,
+        emit_stats: true,
+    };
+    let inner = layout.inner();
+    if layout.kind == "union" {
+        p.union(out, layout.type_id, &layout.members, conf, None);
+    } else {
+        p.structure(
+            out,
+            layout.type_id,
+            &layout.members,
+            &inner,
+            conf,
+            None,
+            Some(&layout.summary),
+        );
+    }
+    out.extend_from_slice(b";\n");
 }
 
-struct Writer<'o> {
-    out: &'o mut dyn Write,
+/// How the current nesting level prints (pahole's print configuration).
+#[derive(Clone, Copy)]
+struct Conf {
+    indent: usize,
+    /// Width the type is padded to.
+    t: i64,
+    /// Width of the name column.
+    n: i64,
+    /// Absolute offset of the enclosing struct.
+    base: u64,
+    /// Offsets are relative (inside a pointed-to anonymous struct).
+    rel: bool,
+    /// Anywhere below a union: flexible arrays print as `[0]`.
+    union_member: bool,
+    first: bool,
+    last: bool,
+    /// Whether an anonymous struct reached here prints its own summary (pahole does for
+    /// `const struct { ... };` members, a quirk kept for byte-identical output).
+    emit_stats: bool,
+}
+
+struct Printer<'t, 'a> {
+    types: &'t Types<'a>,
     cls: u64,
-    /// The cache line of the last boundary comment printed, shared across nesting levels.
-    last_cacheline: u64,
+    /// Last cache line a boundary comment was printed for; shared by all nesting levels.
+    cell: u64,
 }
 
-fn tabs(n: usize) -> &'static str {
-    const T: &str = "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
-    &T[..n.min(T.len())]
+/// The members of an inline struct or union, when the layout computed them.
+type Body<'f> = Option<(&'f [Field], &'f Inner)>;
+
+fn tabs(out: &mut Vec<u8>, n: usize) {
+    for _ in 0..n.min(15) {
+        out.push(b'\t');
+    }
+}
+
+fn push_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// `%-*s`: `s` left-justified in `width` columns, never cut. Deep nesting drives pahole's
+/// widths negative, and printf reads a negative width as its absolute value.
+fn pad(out: &mut Vec<u8>, s: &str, width: i64) {
+    push_str(out, s);
+    for _ in s.len() as i64..width.abs() {
+        out.push(b' ');
+    }
+}
+
+fn spaces(out: &mut Vec<u8>, n: i64) {
+    for _ in 0..n {
+        out.push(b' ');
+    }
+}
+
+/// `%*u`: `v` right-aligned in `width` columns.
+fn num(out: &mut Vec<u8>, v: u64, width: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut x = v;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (x % 10) as u8;
+        x /= 10;
+        if x == 0 {
+            break;
+        }
+    }
+    let len = digits.len() - i;
+    for _ in len..width {
+        out.push(b' ');
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-impl Writer<'_> {
-    fn layout(&mut self, l: &Layout) -> io::Result<()> {
-        if l.name.is_empty() {
-            writeln!(self.out, "{} {{", l.kind)?;
-        } else {
-            writeln!(self.out, "{} {} {{", l.kind, l.name)?;
-        }
-        let is_struct = l.kind == "struct";
-        self.members(&l.members, 1, is_struct, 0)?;
-        let s = &l.summary;
-        if is_struct && s.padding > 0 {
-            // pahole closes with the padding note only in the summary; nothing inline.
-        }
-        writeln!(self.out)?;
-        writeln!(
-            self.out,
-            "\t/* size: {}, cachelines: {}, members: {} */",
-            l.size, s.cachelines, s.members
-        )?;
-        if s.holes > 0 {
-            writeln!(
-                self.out,
-                "\t/* sum members: {}, holes: {}, sum holes: {} */",
-                s.sum_members, s.holes, s.sum_holes
-            )?;
-        }
-        if s.bit_holes > 0 {
-            writeln!(
-                self.out,
-                "\t/* sum bitfield members: {} bits, bit holes: {}, sum bit holes: {} bits */",
-                0, s.bit_holes, s.sum_bit_holes
-            )?;
-        }
-        if s.padding > 0 {
-            writeln!(self.out, "\t/* padding: {} */", s.padding)?;
-        }
-        if s.paddings > 0 {
-            writeln!(
-                self.out,
-                "\t/* paddings: {}, sum paddings: {} */",
-                s.paddings, s.sum_paddings
-            )?;
-        }
-        if s.bit_padding > 0 {
-            writeln!(self.out, "\t/* bit_padding: {} bits */", s.bit_padding)?;
-        }
-        if s.forced_alignments > 0 {
-            if s.forced_holes > 0 {
-                writeln!(
-                    self.out,
-                    "\t/* forced alignments: {}, forced holes: {}, sum forced holes: {} */",
-                    s.forced_alignments, s.forced_holes, s.sum_forced_holes
-                )?;
-            } else {
-                writeln!(self.out, "\t/* forced alignments: {} */", s.forced_alignments)?;
-            }
-        }
-        if s.last_cacheline > 0 {
-            writeln!(self.out, "\t/* last cacheline: {} bytes */", s.last_cacheline)?;
-        }
-        match l.forced_align {
-            Some(a) => writeln!(self.out, "}} __attribute__((__aligned__({a})));"),
-            None => writeln!(self.out, "}};"),
-        }
-    }
-
-    fn members(
-        &mut self,
-        fields: &[Field],
-        depth: usize,
-        in_struct: bool,
-        _leading_hole: u64,
-    ) -> io::Result<()> {
-        for f in fields {
-            self.boundary(f.offset, depth)?;
-            if let Some(kind) = f.inline {
-                writeln!(self.out, "{}{} {{", tabs(depth), kind)?;
-                self.members(&f.members, depth + 1, kind == "struct", f.leading_hole)?;
-                let closing = if f.name.is_empty() {
-                    "};".to_string()
-                } else {
-                    format!("}} {};", f.declarator)
-                };
-                self.comment_line(depth, &closing, "", f)?;
-            } else {
-                let mut decl = String::with_capacity(64);
-                decl.push_str(&f.type_name);
-                self.member_line(depth, &decl, f)?;
-            }
-            if in_struct {
-                if f.type_padding > 0 {
-                    writeln!(self.out)?;
-                    writeln!(
-                        self.out,
-                        "{}/* XXX last struct has {} byte{} of padding */",
-                        tabs(depth),
-                        f.type_padding,
-                        plural(f.type_padding)
-                    )?;
-                    writeln!(self.out)?;
-                }
-                if f.bit_hole_after > 0 || f.hole_after > 0 {
-                    writeln!(self.out)?;
-                    if f.bit_hole_after > 0 {
-                        writeln!(
-                            self.out,
-                            "{}/* XXX {} bit{} hole, try to pack */",
-                            tabs(depth),
-                            f.bit_hole_after,
-                            plural(f.bit_hole_after)
-                        )?;
-                    }
-                    if f.hole_after > 0 {
-                        writeln!(
-                            self.out,
-                            "{}/* XXX {} byte{} hole, try to pack */",
-                            tabs(depth),
-                            f.hole_after,
-                            plural(f.hole_after)
-                        )?;
-                    }
-                    writeln!(self.out)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn boundary(&mut self, offset: u64, depth: usize) -> io::Result<()> {
-        let line = offset / self.cls;
-        if line > self.last_cacheline {
-            self.last_cacheline = line;
-            let boundary = line * self.cls;
-            let ago = offset - boundary;
-            if ago == 0 {
-                writeln!(
-                    self.out,
-                    "{}/* --- cacheline {} boundary ({} bytes) --- */",
-                    tabs(depth),
-                    line,
-                    boundary
-                )?;
-            } else {
-                writeln!(
-                    self.out,
-                    "{}/* --- cacheline {} boundary ({} bytes) was {} bytes ago --- */",
-                    tabs(depth),
-                    line,
-                    boundary,
-                    ago
-                )?;
-            }
-        }
-        Ok(())
-    }
-
-    fn member_line(&mut self, depth: usize, type_part: &str, f: &Field) -> io::Result<()> {
-        let mut name = String::with_capacity(f.declarator.len() + 40);
-        name.push_str(&f.declarator);
-        if let Some(bits) = f.bit_size {
-            name.push(':');
-            name.push_str(&bits.to_string());
-        }
-        if let Some(a) = f.forced_align {
-            name.push_str(&format!(" __attribute__((__aligned__({a})))"));
-        }
-        name.push(';');
-        self.comment_line(depth, type_part, &name, f)
-    }
-
-    /// `<tabs><type padded> <name padded> /* offset size */`
-    fn comment_line(&mut self, depth: usize, type_part: &str, name: &str, f: &Field) -> io::Result<()> {
-        let mut line = String::with_capacity(96);
-        line.push_str(tabs(depth));
-        if name.is_empty() {
-            // Closing brace of an inline struct/union: pad as the whole declaration.
-            line.push_str(type_part);
-            pad_to(&mut line, depth, TYPE_WIDTH + 1 + NAME_WIDTH);
-        } else {
-            line.push_str(type_part);
-            pad_to(&mut line, depth, TYPE_WIDTH);
-            line.push(' ');
-            line.push_str(name);
-            pad_to(&mut line, depth, TYPE_WIDTH + 1 + NAME_WIDTH);
-        }
-        line.push(' ');
-        match (f.bit_offset, f.bit_size) {
-            (Some(bit), Some(_)) => {
-                line.push_str(&format!("/* {:5}:{:2} {:2} */", f.offset, bit, f.size));
-            }
-            _ => line.push_str(&format!("/* {:5} {:5} */", f.offset, f.size)),
-        }
-        writeln!(self.out, "{line}")
-    }
+fn hole_comment(out: &mut Vec<u8>, indent: usize, n: u64, unit: &str) {
+    tabs(out, indent);
+    push_str(out, "/* XXX ");
+    num(out, n, 0);
+    out.push(b' ');
+    push_str(out, unit);
+    push_str(out, plural(n));
+    push_str(out, " hole, try to pack */");
 }
 
-/// Pads `line` (which starts with `depth` tabs) with spaces to `width` visible columns after
-/// the tabs, pahole counting each tab as 8 columns less per level.
-fn pad_to(line: &mut String, depth: usize, width: usize) {
-    let used = line.chars().count() - depth;
-    let want = width.saturating_sub((depth - 1) * 8);
-    for _ in used..want {
-        line.push(' ');
+impl Printer<'_, '_> {
+    fn kind(&self, id: TypeId) -> &Kind<'_> {
+        &self.types.get(id).kind
+    }
+
+    /// Struct, union or enum written directly (not through a typedef): printed by name, or
+    /// expanded when anonymous.
+    fn is_aggregate(&self, id: TypeId) -> bool {
+        matches!(
+            self.kind(id),
+            Kind::Struct(_) | Kind::Union(_) | Kind::Enum { .. } | Kind::Fwd { .. }
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn structure(
+        &mut self,
+        out: &mut Vec<u8>,
+        id: TypeId,
+        fields: &[Field],
+        inner: &Inner,
+        conf: Conf,
+        suffix: Option<&str>,
+        stats: Option<&Summary>,
+    ) {
+        push_str(out, "struct");
+        let name = self.types.get(id).name;
+        if !name.is_empty() {
+            out.push(b' ');
+            push_str(out, name);
+        }
+        push_str(out, " {\n");
+        let ind = conf.indent + 1;
+        let mut cc = conf;
+        cc.indent = ind;
+        let mut newline = false;
+        if inner.leading_bit_hole > 0 {
+            newline = true;
+            out.push(b'\n');
+            hole_comment(out, ind, inner.leading_bit_hole, "bit");
+            out.push(b'\n');
+        }
+        if inner.leading_hole > 0 {
+            if !newline {
+                newline = true;
+                out.push(b'\n');
+            }
+            hole_comment(out, ind, inner.leading_hole, "byte");
+            out.push(b'\n');
+        }
+        let mut last: Option<&Field> = None;
+        let mut last_size = 0u64;
+        for (k, f) in fields.iter().enumerate() {
+            if let Some(l) = last.filter(|_| last_size != 0) {
+                if l.bit_hole_after > 0 && f.is_bitfield() {
+                    // pahole writes the unnamed bitfield the compiler must have seen.
+                    let mut bits = l.bit_hole_after;
+                    if l.offset != f.offset {
+                        out.push(b'\n');
+                        tabs(out, ind);
+                        push_str(out, "/* Force alignment to the next boundary: */\n");
+                        bits = 0;
+                    }
+                    tabs(out, ind);
+                    self.type_print(out, f.ty, Some(""), cc, None);
+                    out.push(b':');
+                    num(out, bits, 0);
+                    push_str(out, ";\n");
+                }
+                let combined = if f.offset < l.offset
+                    || (f.offset == l.offset && !l.is_bitfield() && f.is_bitfield())
+                {
+                    Some("previous")
+                } else if f.offset > l.offset && f.offset - l.offset < last_size {
+                    Some("next")
+                } else {
+                    None
+                };
+                if let Some(which) = combined {
+                    if !newline {
+                        newline = true;
+                        out.push(b'\n');
+                    }
+                    tabs(out, ind);
+                    push_str(out, "/* Bitfield combined with ");
+                    push_str(out, which);
+                    push_str(out, " fields */\n");
+                }
+            }
+            if newline {
+                out.push(b'\n');
+                newline = false;
+            }
+            cc.last = k + 1 == fields.len();
+            cc.first = last.is_none();
+            tabs(out, ind);
+            self.member_line(out, f, false, cc);
+            if f.type_padding > 0 {
+                if !newline {
+                    newline = true;
+                    out.push(b'\n');
+                }
+                out.push(b'\n');
+                tabs(out, ind);
+                push_str(out, "/* XXX last struct has ");
+                num(out, f.type_padding, 0);
+                push_str(out, " byte");
+                push_str(out, plural(f.type_padding));
+                push_str(out, " of padding */");
+            }
+            if f.bit_hole_after > 0 {
+                if !newline {
+                    newline = true;
+                    out.push(b'\n');
+                }
+                out.push(b'\n');
+                hole_comment(out, ind, f.bit_hole_after, "bit");
+            }
+            if f.hole_after > 0 {
+                if !newline {
+                    newline = true;
+                    out.push(b'\n');
+                }
+                out.push(b'\n');
+                hole_comment(out, ind, f.hole_after, "byte");
+            }
+            out.push(b'\n');
+            match last {
+                Some(l) if last_size != 0 && l.offset == f.offset => {
+                    if !l.is_bitfield() && f.is_bitfield() {
+                        last_size = f.size;
+                    }
+                }
+                _ => last_size = f.size,
+            }
+            last = Some(f);
+        }
+        if let Some(s) = stats {
+            self.stats(
+                out,
+                ind,
+                conf.base,
+                self.types.size_of(id),
+                fields.len(),
+                s,
+                inner,
+            );
+        }
+        tabs(out, conf.indent);
+        out.push(b'}');
+        if inner.packed {
+            push_str(out, " __attribute__((__packed__))");
+        }
+        if let Some(sfx) = suffix {
+            out.push(b' ');
+            push_str(out, sfx);
+        }
+        if let (Some(a), false) = (inner.forced_align, inner.packed) {
+            push_str(out, " __attribute__((__aligned__(");
+            num(out, a, 0);
+            push_str(out, ")))");
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn stats(
+        &self,
+        out: &mut Vec<u8>,
+        ind: usize,
+        base: u64,
+        size: u64,
+        members: usize,
+        s: &Summary,
+        inner: &Inner,
+    ) {
+        let line = |out: &mut Vec<u8>, text: &str| {
+            tabs(out, ind);
+            push_str(out, text);
+            out.push(b'\n');
+        };
+        out.push(b'\n');
+        line(
+            out,
+            &format!(
+                "/* size: {size}, cachelines: {}, members: {members} */",
+                s.cachelines
+            ),
+        );
+        let any_holes = s.sum_holes > 0 || s.sum_bit_holes > 0;
+        if any_holes && s.sum_members > 0 {
+            let mut t = format!("/* sum members: {}", s.sum_members);
+            if s.sum_holes > 0 {
+                t.push_str(&format!(", holes: {}, sum holes: {}", s.holes, s.sum_holes));
+            }
+            t.push_str(" */");
+            line(out, &t);
+        }
+        if any_holes && s.sum_bitfield_bits > 0 {
+            let mut t = format!("/* sum bitfield members: {} bits", s.sum_bitfield_bits);
+            if s.sum_bit_holes > 0 {
+                t.push_str(&format!(
+                    ", bit holes: {}, sum bit holes: {} bits",
+                    s.bit_holes, s.sum_bit_holes
+                ));
+            } else {
+                t.push_str(&format!(" ({} bytes)", s.sum_bitfield_bits / 8));
+            }
+            t.push_str(" */");
+            line(out, &t);
+        }
+        if s.padding > 0 {
+            line(out, &format!("/* padding: {} */", s.padding));
+        }
+        if s.paddings > 0 {
+            line(
+                out,
+                &format!(
+                    "/* paddings: {}, sum paddings: {} */",
+                    s.paddings, s.sum_paddings
+                ),
+            );
+        }
+        if s.bit_padding > 0 {
+            line(out, &format!("/* bit_padding: {} bits */", s.bit_padding));
+        }
+        if s.forced_alignments > 0 {
+            let mut t = format!("/* forced alignments: {}", s.forced_alignments);
+            if s.forced_holes > 0 {
+                t.push_str(&format!(
+                    ", forced holes: {}, sum forced holes: {}",
+                    s.forced_holes, s.sum_forced_holes
+                ));
+            }
+            t.push_str(" */");
+            line(out, &t);
+        }
+        let last = (base + size) % self.cls;
+        if last > 0 {
+            line(out, &format!("/* last cacheline: {last} bytes */"));
+        }
+        let accounted = s.sum_members * 8
+            + s.sum_bitfield_bits
+            + s.sum_holes * 8
+            + s.sum_bit_holes
+            + inner.padding * 8
+            + inner.bit_padding;
+        if members > 0 && size * 8 != accounted {
+            out.push(b'\n');
+            line(
+                out,
+                &format!(
+                    "/* BRAIN FART ALERT! {} bytes != {} (member bytes) + {} (member bits) + {} (byte holes) + {} (bit holes), diff = {} bits */",
+                    size,
+                    s.sum_members,
+                    s.sum_bitfield_bits,
+                    s.sum_holes,
+                    s.sum_bit_holes,
+                    size as i64 * 8 - accounted as i64
+                ),
+            );
+        }
+    }
+
+    /// One member: boundary comment, declaration, gap, `/* offset size */`. The caller has
+    /// written the indentation.
+    fn member_line(&mut self, out: &mut Vec<u8>, f: &Field, in_union: bool, conf: Conf) {
+        let off = f.offset;
+        let mut sc = conf;
+        if !conf.rel && !in_union {
+            sc.base = off;
+        }
+        self.boundary(out, off, conf.indent);
+        let mut body = Vec::with_capacity(64);
+        let body_of = f.inline.map(|_| (f.members.as_slice(), &f.inner));
+        let direct = self.is_aggregate(f.ty);
+        let anonymous = direct && self.types.get(f.ty).name.is_empty();
+        if direct {
+            self.type_print(&mut body, f.ty, None, sc, body_of);
+            if !f.name.is_empty() {
+                if anonymous {
+                    body.push(b' ');
+                }
+                push_str(&mut body, &f.name);
+            }
+        } else {
+            self.type_print(&mut body, f.ty, Some(&f.name), sc, body_of);
+        }
+        if let Some(bits) = f.bit_size {
+            body.push(b':');
+            num(&mut body, bits as u64, 0);
+        }
+        let mut attr_len = 0;
+        if let Some(a) = f.forced_align {
+            let before = body.len();
+            push_str(&mut body, " __attribute__((__aligned__(");
+            num(&mut body, a, 0);
+            push_str(&mut body, ")))");
+            attr_len = (body.len() - before) as i64;
+        }
+        body.push(b';');
+        out.extend_from_slice(&body);
+        let gap = if anonymous {
+            let name_len = if f.name.is_empty() {
+                -1
+            } else {
+                f.name.len() as i64
+            };
+            let packed = matches!(self.kind(f.ty), Kind::Struct(_)) && f.inner.packed;
+            let w = sc.t + sc.n - (attr_len + name_len + if packed { 28 } else { 0 }) - 3;
+            // printf("%*s", w, " "): at least one column, a negative width left-justifies.
+            if w > 1 {
+                w
+            } else if w >= -1 {
+                1
+            } else {
+                -w
+            }
+        } else {
+            (sc.t + sc.n - body.len() as i64).max(1)
+        };
+        spaces(out, gap);
+        push_str(out, "/* ");
+        num(out, off, 5);
+        match (f.bit_offset, f.bit_size) {
+            (Some(bit), Some(_)) => {
+                out.push(b':');
+                num(out, bit, 2);
+                out.push(b' ');
+                num(out, f.size, 2);
+            }
+            _ => {
+                out.push(b' ');
+                num(out, f.size, 5);
+            }
+        }
+        push_str(out, " */");
+    }
+
+    fn boundary(&mut self, out: &mut Vec<u8>, off: u64, indent: usize) {
+        let line = off / self.cls;
+        if line <= self.cell {
+            return;
+        }
+        self.cell = line;
+        let pos = off % self.cls;
+        push_str(out, "/* --- cacheline ");
+        num(out, line, 0);
+        push_str(out, " boundary (");
+        num(out, line * self.cls, 0);
+        push_str(out, " bytes)");
+        if pos > 0 {
+            push_str(out, " was ");
+            num(out, pos, 0);
+            push_str(out, " byte");
+            if pos > 1 {
+                out.push(b's');
+            }
+            push_str(out, " ago");
+        }
+        push_str(out, " --- */\n");
+        tabs(out, indent);
+    }
+
+    /// A type in a member declaration, with the member's name where C puts it.
+    fn type_print(
+        &mut self,
+        out: &mut Vec<u8>,
+        id: TypeId,
+        name: Option<&str>,
+        conf: Conf,
+        body: Body<'_>,
+    ) {
+        let mut tc = conf;
+        let mut suffix: Option<String> = if self.is_aggregate(id) {
+            tc.emit_stats = false;
+            name.map(str::to_string)
+        } else {
+            None
+        };
+        let mut name = name.map(str::to_string);
+        let mut t = id;
+        let mut body = body;
+        let mut pointee_layout = None;
+        for _ in 0..64 {
+            let ty = self.types.get(t);
+            match &ty.kind {
+                Kind::Pointer { target } if *target != 0 => {
+                    let pt = self.types.get(*target);
+                    match &pt.kind {
+                        Kind::FuncProto { .. } => {
+                            return self.ftype(
+                                out,
+                                *target,
+                                name.as_deref().unwrap_or(""),
+                                true,
+                                tc.t,
+                            );
+                        }
+                        Kind::Struct(_) | Kind::Union(_) | Kind::Enum { .. }
+                            if pt.name.is_empty() =>
+                        {
+                            // pahole shows the pointed-to anonymous type, offsets relative.
+                            let n = format!("* {}", name.as_deref().unwrap_or(""));
+                            name = Some(n.clone());
+                            suffix = Some(n);
+                            tc.rel = true;
+                            tc.emit_stats = false;
+                            tc.t -= 8;
+                            t = *target;
+                            pointee_layout = crate::layout::layout(self.types, t, self.cls);
+                            body = None;
+                            continue;
+                        }
+                        _ => break,
+                    }
+                }
+                Kind::FuncProto { .. } => {
+                    return self.ftype(out, t, name.as_deref().unwrap_or(""), false, tc.t);
+                }
+                Kind::Qualified {
+                    qualifier: Qualifier::Const,
+                    target,
+                } => {
+                    push_str(out, "const ");
+                    tc.t -= 6;
+                    t = *target;
+                }
+                Kind::TypeTag { target, .. } => t = *target,
+                Kind::Array { elem, count } => {
+                    let mut elem = *elem;
+                    if *count == 0 {
+                        if let Kind::Qualified {
+                            qualifier: Qualifier::Const,
+                            target,
+                        } = self.kind(elem)
+                        {
+                            elem = *target;
+                        }
+                    }
+                    self.type_print(out, elem, name.as_deref(), tc, body);
+                    let flexible =
+                        *count == 0 && tc.last && !(tc.first && tc.last) && !tc.union_member;
+                    if flexible {
+                        push_str(out, "[]");
+                    } else {
+                        out.push(b'[');
+                        num(out, *count, 0);
+                        out.push(b']');
+                    }
+                    return;
+                }
+                Kind::Struct(_) | Kind::Union(_) | Kind::Enum { .. } | Kind::Fwd { .. }
+                    if !ty.name.is_empty() =>
+                {
+                    let (kw, w) = match &ty.kind {
+                        Kind::Struct(_) | Kind::Fwd { is_union: false } => ("struct ", 7),
+                        Kind::Union(_) | Kind::Fwd { is_union: true } => ("union ", 6),
+                        _ => ("enum ", 5),
+                    };
+                    push_str(out, kw);
+                    pad(out, ty.name, tc.t - w);
+                    out.push(b' ');
+                    push_str(out, name.as_deref().unwrap_or(""));
+                    return;
+                }
+                Kind::Struct(_) | Kind::Union(_) => {
+                    tc.t -= 8;
+                    let is_union = matches!(ty.kind, Kind::Union(_));
+                    let owned;
+                    let (fields, inner) = match (body, &pointee_layout) {
+                        (Some(b), _) => b,
+                        (None, Some(l)) => {
+                            owned = l.inner();
+                            (l.members.as_slice(), &owned)
+                        }
+                        (None, None) => (&[][..], &Inner::default()),
+                    };
+                    if is_union {
+                        self.union(out, t, fields, tc, suffix.as_deref());
+                    } else {
+                        let own = if tc.emit_stats {
+                            crate::layout::layout(self.types, t, self.cls)
+                        } else {
+                            None
+                        };
+                        let stats = own.as_ref().map(|l| &l.summary);
+                        self.structure(out, t, fields, inner, tc, suffix.as_deref(), stats);
+                    }
+                    return;
+                }
+                Kind::Enum { .. } => {
+                    self.enumeration(out, t, tc, suffix.as_deref());
+                    return;
+                }
+                _ => break,
+            }
+        }
+        let mut type_name = String::with_capacity(32);
+        self.name_into(&mut type_name, t, 0);
+        pad(out, &type_name, tc.t);
+        out.push(b' ');
+        push_str(out, name.as_deref().unwrap_or("(null)"));
+    }
+
+    fn union(
+        &mut self,
+        out: &mut Vec<u8>,
+        id: TypeId,
+        fields: &[Field],
+        conf: Conf,
+        suffix: Option<&str>,
+    ) {
+        push_str(out, "union");
+        let name = self.types.get(id).name;
+        if !name.is_empty() {
+            out.push(b' ');
+            push_str(out, name);
+        }
+        push_str(out, " {\n");
+        let mut uc = conf;
+        uc.indent += 1;
+        uc.union_member = true;
+        // Each alternative reports its own cache-line boundaries.
+        let saved = self.cell;
+        for f in fields {
+            tabs(out, uc.indent);
+            self.member_line(out, f, true, uc);
+            out.push(b'\n');
+            self.cell = saved;
+        }
+        tabs(out, conf.indent);
+        out.push(b'}');
+        if let Some(sfx) = suffix {
+            out.push(b' ');
+            push_str(out, sfx);
+        }
+    }
+
+    fn enumeration(&mut self, out: &mut Vec<u8>, id: TypeId, conf: Conf, suffix: Option<&str>) {
+        let Kind::Enum { size, values, .. } = self.kind(id) else {
+            return;
+        };
+        push_str(out, "enum");
+        if !values.is_empty() {
+            push_str(out, " {\n");
+            let width = values.iter().map(|v| v.name.len()).max().unwrap_or(0) as i64;
+            for v in values {
+                tabs(out, conf.indent + 1);
+                pad(out, v.name, width);
+                push_str(out, " = ");
+                // pahole 1.24 prints values unsigned, 32 bits wide for 4-byte enums.
+                let value = if *size <= 4 {
+                    v.value & 0xffff_ffff
+                } else {
+                    v.value
+                };
+                num(out, value, 0);
+                push_str(out, ",\n");
+            }
+            tabs(out, conf.indent);
+            out.push(b'}');
+            if *size != 4 {
+                push_str(out, " __attribute__((__packed__))");
+            }
+        }
+        if let Some(sfx) = suffix {
+            out.push(b' ');
+            push_str(out, sfx);
+        }
+    }
+
+    /// `ret (*name)(params)` for function pointers, `ret (name)(params)` for prototypes.
+    fn ftype(&mut self, out: &mut Vec<u8>, proto: TypeId, name: &str, pointer: bool, width: i64) {
+        let Kind::FuncProto {
+            ret,
+            params,
+            variadic,
+        } = self.kind(proto)
+        else {
+            return;
+        };
+        let mut ret_name = String::with_capacity(32);
+        self.name_into(&mut ret_name, *ret, 0);
+        pad(out, &ret_name, width);
+        push_str(out, " (");
+        if pointer {
+            out.push(b'*');
+        }
+        push_str(out, name);
+        out.push(b')');
+        let (params, variadic) = (params.clone(), *variadic);
+        self.params(out, &params, variadic);
+    }
+
+    fn params(&mut self, out: &mut Vec<u8>, params: &[TypeId], variadic: bool) {
+        out.push(b'(');
+        if params.is_empty() && !variadic {
+            push_str(out, "void");
+        }
+        for (i, &p) in params.iter().enumerate() {
+            if i > 0 {
+                push_str(out, ", ");
+            }
+            match self.kind(p) {
+                Kind::Pointer { target }
+                    if matches!(self.kind(*target), Kind::FuncProto { .. }) =>
+                {
+                    let target = *target;
+                    self.ftype(out, target, "", true, 0);
+                }
+                Kind::FuncProto {
+                    ret,
+                    params,
+                    variadic,
+                } => {
+                    let (ret, params, variadic) = (*ret, params.clone(), *variadic);
+                    push_str(out, "inline ");
+                    let mut s = String::new();
+                    self.name_into(&mut s, ret, 0);
+                    push_str(out, &s);
+                    out.push(b' ');
+                    self.params(out, &params, variadic);
+                }
+                _ => {
+                    let mut s = String::new();
+                    self.name_into(&mut s, p, 0);
+                    push_str(out, &s);
+                }
+            }
+        }
+        if variadic {
+            if !params.is_empty() {
+                push_str(out, ", ");
+            }
+            push_str(out, "...");
+        }
+        out.push(b')');
+    }
+
+    /// pahole's name for a type standing alone (`const char  *`, `struct list_head * *`).
+    fn name_into(&self, s: &mut String, id: TypeId, depth: usize) {
+        if depth > 48 {
+            s.push_str("<type loop>");
+            return;
+        }
+        let t = self.types.get(id);
+        match &t.kind {
+            Kind::Void => s.push_str("void"),
+            Kind::Int { .. } => s.push_str(if t.name.is_empty() {
+                "nameless base type!"
+            } else {
+                t.name
+            }),
+            Kind::Float { .. } => {
+                s.push_str("single ");
+                s.push_str(t.name);
+            }
+            Kind::Typedef { .. } | Kind::Other => s.push_str(t.name),
+            Kind::Struct(_) | Kind::Fwd { is_union: false } => {
+                s.push_str("struct ");
+                s.push_str(t.name);
+            }
+            Kind::Union(_) | Kind::Fwd { is_union: true } => {
+                s.push_str("union ");
+                s.push_str(t.name);
+            }
+            Kind::Enum { .. } => {
+                s.push_str("enum ");
+                s.push_str(t.name);
+            }
+            Kind::Pointer { target } => {
+                if *target == 0 {
+                    s.push_str("void *");
+                    return;
+                }
+                let mut nt = *target;
+                let mut const_pointer = "";
+                if let Kind::Qualified {
+                    qualifier: Qualifier::Const,
+                    target: inner,
+                } = self.kind(nt)
+                {
+                    if matches!(self.kind(*inner), Kind::Pointer { .. }) {
+                        const_pointer = "const ";
+                        nt = *inner;
+                    }
+                }
+                self.name_into(s, nt, depth + 1);
+                s.push(' ');
+                s.push_str(const_pointer);
+                s.push('*');
+            }
+            Kind::Array { elem, .. } => self.name_into(s, *elem, depth + 1),
+            Kind::Qualified { qualifier, target } => match qualifier {
+                Qualifier::Restrict => {
+                    self.name_into(s, *target, depth + 1);
+                    s.push_str(" restrict ");
+                }
+                q => {
+                    s.push_str(q.keyword());
+                    s.push(' ');
+                    self.name_into(s, *target, depth + 1);
+                    s.push(' ');
+                }
+            },
+            Kind::TypeTag { target, .. } => self.name_into(s, *target, depth + 1),
+            Kind::FuncProto {
+                ret,
+                params,
+                variadic,
+            } => {
+                self.name_into(s, *ret, depth + 1);
+                s.push_str(" ()");
+                let mut buf = Vec::new();
+                let mut p = Printer {
+                    types: self.types,
+                    cls: self.cls,
+                    cell: 0,
+                };
+                p.params(&mut buf, params, *variadic);
+                s.push_str(&String::from_utf8_lossy(&buf));
+            }
+        }
     }
 }

@@ -76,10 +76,9 @@ impl<'a> Strings<'a> {
                 table.len()
             ))
         })?;
-        let end = rest
-            .iter()
-            .position(|&b| b == 0)
-            .ok_or_else(|| BtfError::Corrupt(format!("string at offset {off} is not terminated")))?;
+        let end = rest.iter().position(|&b| b == 0).ok_or_else(|| {
+            BtfError::Corrupt(format!("string at offset {off} is not terminated"))
+        })?;
         std::str::from_utf8(&rest[..end])
             .map_err(|_| BtfError::Corrupt(format!("string at offset {off} is not UTF-8")))
     }
@@ -118,7 +117,9 @@ fn header(data: &[u8]) -> Result<Header<'_>, BtfError> {
     let str_off = c.u32()? as usize;
     let str_len = c.u32()? as usize;
     if hdr_len < HEADER_MIN || hdr_len > data.len() {
-        return Err(BtfError::Corrupt(format!("header length {hdr_len} is invalid")));
+        return Err(BtfError::Corrupt(format!(
+            "header length {hdr_len} is invalid"
+        )));
     }
     let section = |what: &str, off: usize, len: usize| {
         let start = hdr_len.checked_add(off);
@@ -484,8 +485,14 @@ mod tests {
         assert_eq!(c.size, 8);
         let names: Vec<_> = c.members.iter().map(|m| m.name).collect();
         assert_eq!(names, ["a", "b", "c"]);
-        assert_eq!((c.members[1].bit_offset, c.members[1].bitfield_size), (32, 3));
-        assert_eq!((c.members[2].bit_offset, c.members[2].bitfield_size), (35, 5));
+        assert_eq!(
+            (c.members[1].bit_offset, c.members[1].bitfield_size),
+            (32, 3)
+        );
+        assert_eq!(
+            (c.members[2].bit_offset, c.members[2].bitfield_size),
+            (35, 5)
+        );
     }
 
     #[test]

@@ -12,5 +12,7 @@ pub fn parse<'a>(
     _elf: &'a [u8],
     _arena: &'a typed_arena::Arena<Vec<u8>>,
 ) -> Result<Types<'a>, DwarfError> {
-    Err(DwarfError::Invalid("DWARF reading is not implemented yet".into()))
+    Err(DwarfError::Invalid(
+        "DWARF reading is not implemented yet".into(),
+    ))
 }

@@ -60,7 +60,10 @@ impl InputFile {
             // SAFETY: the map is read-only and lineup does not write the file; a file truncated
             // by another process underneath us is the usual mmap caveat that every
             // debug-info tool shares.
-            Some(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| LoadError::new(path, io_problem(&e)))?)
+            Some(
+                unsafe { memmap2::Mmap::map(&file) }
+                    .map_err(|e| LoadError::new(path, io_problem(&e)))?,
+            )
         };
         Ok(InputFile {
             path: path.to_path_buf(),

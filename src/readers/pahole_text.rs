@@ -94,10 +94,13 @@ pub fn parse(text: &str) -> Result<Vec<TypeFacts>, ParseError> {
             // Enumerators and `:0;` alignment markers carry no offset.
             continue;
         };
-        let (offset, size, bit) = parse_comment(comment).ok_or_else(|| err("bad offset comment"))?;
+        let (offset, size, bit) =
+            parse_comment(comment).ok_or_else(|| err("bad offset comment"))?;
         if let Some(closing) = decl.strip_prefix('}') {
             let closing = strip_attributes(closing.trim_end_matches(';'));
-            let placeholder = open.pop().ok_or_else(|| err("'}' without an open inline type"))?;
+            let placeholder = open
+                .pop()
+                .ok_or_else(|| err("'}' without an open inline type"))?;
             if closing.starts_with('*') {
                 // `struct {...} * parts;`: pahole shows the pointed-to type, whose members
                 // are not part of this layout.
@@ -113,7 +116,8 @@ pub fn parse(text: &str) -> Result<Vec<TypeFacts>, ParseError> {
                 });
                 continue;
             }
-            let (name, bitfield) = split_bitfield(declared_name(&closing), bit).map_err(|p| err(p))?;
+            let (name, bitfield) =
+                split_bitfield(declared_name(&closing), bit).map_err(|p| err(p))?;
             match placeholder {
                 Some(idx) => {
                     let m = &mut cur.members[idx];
@@ -193,7 +197,12 @@ fn declared_name(decl: &str) -> String {
         let rest = &decl[start + 2..];
         let rest = rest.trim_start_matches('*');
         let end = rest.find(')').unwrap_or(rest.len());
-        return rest[..end].split('[').next().unwrap_or("").trim().to_string();
+        return rest[..end]
+            .split('[')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string();
     }
     let decl = decl.split('[').next().unwrap_or(decl).trim_end();
     let start = decl
@@ -205,7 +214,10 @@ fn declared_name(decl: &str) -> String {
 
 /// For a bitfield (`bit` is its position), splits `name:width` into the name and
 /// `(bit, width)`.
-fn split_bitfield(name: String, bit: Option<u64>) -> Result<(String, Option<(u64, u64)>), &'static str> {
+fn split_bitfield(
+    name: String,
+    bit: Option<u64>,
+) -> Result<(String, Option<(u64, u64)>), &'static str> {
     let Some(bit) = bit else {
         return Ok((name, None));
     };

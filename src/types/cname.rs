@@ -232,8 +232,22 @@ mod tests {
             },
         );
         let p_c_ch = ty(&mut t, "", Kind::Pointer { target: c_ch });
-        let arr = ty(&mut t, "", Kind::Array { elem: ul, count: 16 });
-        let arr2 = ty(&mut t, "", Kind::Array { elem: arr, count: 2 });
+        let arr = ty(
+            &mut t,
+            "",
+            Kind::Array {
+                elem: ul,
+                count: 16,
+            },
+        );
+        let arr2 = ty(
+            &mut t,
+            "",
+            Kind::Array {
+                elem: arr,
+                count: 2,
+            },
+        );
         let flex = ty(&mut t, "", Kind::Array { elem: ch, count: 0 });
         let proto = ty(
             &mut t,
@@ -249,11 +263,17 @@ mod tests {
         assert_eq!(type_name(&t, pp_lh), "struct list_head * *");
         assert_eq!(type_name(&t, p_c_ch), "const char  *");
         let d = member_decl(&t, arr2, "bitmap");
-        assert_eq!((d.type_part.as_str(), d.declarator.as_str()), ("long unsigned int", "bitmap[2][16]"));
+        assert_eq!(
+            (d.type_part.as_str(), d.declarator.as_str()),
+            ("long unsigned int", "bitmap[2][16]")
+        );
         let d = member_decl(&t, flex, "__data");
         assert_eq!(d.declarator, "__data[]");
         let d = member_decl(&t, fp, "func");
         assert_eq!(d.type_part, "void");
-        assert_eq!(d.declarator, "(*func)(struct list_head *, long unsigned int)");
+        assert_eq!(
+            d.declarator,
+            "(*func)(struct list_head *, long unsigned int)"
+        );
     }
 }

@@ -142,6 +142,9 @@ pub struct Types<'a> {
     pub types: Vec<Type<'a>>,
     /// Size of a data pointer on the target, in bytes.
     pub pointer_size: u32,
+    /// Whether the input records alignment attributes (DWARF `DW_AT_alignment`). When it
+    /// does not (BTF), the layout model infers them from holes.
+    pub records_alignment: bool,
     /// log2 of each type's natural alignment, computed on first use.
     align_memo: std::sync::OnceLock<Vec<u8>>,
 }
@@ -158,6 +161,7 @@ impl<'a> Types<'a> {
                 kind: Kind::Void,
             }],
             pointer_size,
+            records_alignment: false,
             align_memo: std::sync::OnceLock::new(),
         }
     }
@@ -340,7 +344,11 @@ impl<'a> Types<'a> {
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
         scored.dedup_by(|a, b| a.1 == b.1);
-        scored.into_iter().take(n).map(|(_, c)| c.to_string()).collect()
+        scored
+            .into_iter()
+            .take(n)
+            .map(|(_, c)| c.to_string())
+            .collect()
     }
 }
 
