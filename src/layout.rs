@@ -155,6 +155,17 @@ pub struct Inner {
 /// Computes the layout of struct or union `id`. Returns `None` when `id` is not a defined
 /// struct or union.
 pub fn layout(types: &Types<'_>, id: TypeId, cacheline_size: u64) -> Option<Layout> {
+    layout_with(types, id, cacheline_size, true)
+}
+
+/// [`layout`], leaving `type_name` and `declarator` empty unless `c_names` (the pahole text
+/// printer spells types itself, and skipping them halves the work of `layout --all`).
+pub fn layout_with(
+    types: &Types<'_>,
+    id: TypeId,
+    cacheline_size: u64,
+    c_names: bool,
+) -> Option<Layout> {
     let comp = types.composite(id)?;
     if comp.is_declaration {
         return None;
@@ -162,7 +173,7 @@ pub fn layout(types: &Types<'_>, id: TypeId, cacheline_size: u64) -> Option<Layo
     let is_union = types.is_union(id);
     let cls = cacheline_size.max(1);
     let mut members = Vec::with_capacity(comp.members.len());
-    let inner = fields_of(types, id, 0, cls, 0, &mut members);
+    let inner = fields_of(types, id, 0, cls, 0, c_names, &mut members);
     let size = types.size_of(id);
     let mut summary = Summary {
         members: members.len(),
@@ -230,38 +241,45 @@ pub fn layout(types: &Types<'_>, id: TypeId, cacheline_size: u64) -> Option<Layo
     })
 }
 
-/// Layouts of every named struct and union, in input order, each distinct definition once:
-/// a second type with the same name, size and members (as BTF keeps for a struct that differs
-/// only in a member's type name) is left out, as pahole does.
-pub fn all_named(types: &Types<'_>, cacheline_size: u64) -> Vec<Layout> {
-    let mut seen: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
-    let mut out: Vec<Layout> = Vec::new();
+/// Every named struct and union, in input order, each distinct definition once: a second type
+/// with the same name, size and members (names, bit offsets, bitfield widths; as BTF keeps
+/// for a struct that differs only in a member's type name) is left out, as pahole does.
+pub fn distinct_named(types: &Types<'_>) -> Vec<TypeId> {
+    let mut seen: std::collections::HashMap<&str, Vec<TypeId>> = std::collections::HashMap::new();
+    let mut out = Vec::new();
     for id in types.composites() {
         let name = types.get(id).name;
         if name.is_empty() {
             continue;
         }
-        let Some(l) = layout(types, id, cacheline_size) else {
-            continue;
-        };
         let earlier = seen.entry(name).or_default();
-        if earlier.iter().any(|&i| same_shape(&out[i], &l)) {
+        if earlier.iter().any(|&e| same_shape(types, e, id)) {
             continue;
         }
-        earlier.push(out.len());
-        out.push(l);
+        earlier.push(id);
+        out.push(id);
     }
     out
 }
 
-fn same_shape(a: &Layout, b: &Layout) -> bool {
-    a.size == b.size
-        && a.members.len() == b.members.len()
-        && a.members.iter().zip(&b.members).all(|(x, y)| {
-            (x.name.is_empty() || y.name.is_empty() || x.name == y.name)
-                && x.offset == y.offset
-                && x.bit_offset == y.bit_offset
-                && x.bit_size == y.bit_size
+/// Layouts of [`distinct_named`] types.
+pub fn all_named(types: &Types<'_>, cacheline_size: u64) -> Vec<Layout> {
+    distinct_named(types)
+        .into_iter()
+        .filter_map(|id| layout(types, id, cacheline_size))
+        .collect()
+}
+
+fn same_shape(types: &Types<'_>, a: TypeId, b: TypeId) -> bool {
+    let (Some(x), Some(y)) = (types.composite(a), types.composite(b)) else {
+        return false;
+    };
+    x.size == y.size
+        && x.members.len() == y.members.len()
+        && x.members.iter().zip(&y.members).all(|(m, n)| {
+            (m.name.is_empty() || n.name.is_empty() || m.name == n.name)
+                && m.bit_offset == n.bit_offset
+                && m.bitfield_size == n.bitfield_size
         })
 }
 
@@ -408,6 +426,7 @@ fn fields_of(
     base: u64,
     cls: u64,
     depth: usize,
+    c_names: bool,
     out: &mut Vec<Field>,
 ) -> Inner {
     let Some(comp) = types.composite(id) else {
@@ -420,7 +439,11 @@ fn fields_of(
         let (rel_offset, size, bit_offset) = place(types, m);
         let offset = base + rel_offset;
         let last_byte = offset + size.max(1) - 1;
-        let decl = cname::member_decl(types, m.ty, m.name);
+        let decl = if c_names {
+            cname::member_decl(types, m.ty, m.name)
+        } else {
+            cname::Decl::default()
+        };
         // BTF has no alignment; infer it from the gap before the member. Declared (DWARF)
         // alignment wins. Zero-size members do not advance the previous end.
         let forced_align = match m.declared_align {
@@ -461,7 +484,15 @@ fn fields_of(
             } else {
                 "struct"
             });
-            field.inner = fields_of(types, elem, offset, cls, depth + 1, &mut field.members);
+            field.inner = fields_of(
+                types,
+                elem,
+                offset,
+                cls,
+                depth + 1,
+                c_names,
+                &mut field.members,
+            );
         }
         if matches!(types.get(m.ty).kind, Kind::Struct(_)) && !is_union {
             field.type_padding = if field.inline.is_some() && elem == m.ty {

@@ -2,6 +2,10 @@
 
 mod cli;
 
+// Layouts allocate many small vectors; mimalloc makes `layout --all` markedly faster.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     std::process::exit(cli::main());
 }

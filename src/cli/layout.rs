@@ -6,7 +6,7 @@ use anyhow::{Result, bail};
 
 use lineup::emit;
 use lineup::layout::{self, Layout};
-use lineup::types::TypeId;
+use lineup::types::{TypeId, Types};
 
 use super::source::SourceArgs;
 
@@ -43,8 +43,8 @@ pub fn run(args: Args) -> Result<()> {
             args.cacheline_size
         );
     }
-    let layouts: Vec<Layout> = if args.all {
-        layout::all_named(&types, args.cacheline_size)
+    let ids: Vec<TypeId> = if args.all {
+        layout::distinct_named(&types)
     } else {
         let mut ids: Vec<TypeId> = Vec::new();
         for name in &args.types {
@@ -60,25 +60,55 @@ pub fn run(args: Args) -> Result<()> {
             }
             ids.extend(found);
         }
-        ids.iter()
-            .filter_map(|&id| layout::layout(&types, id, args.cacheline_size))
-            .collect()
+        ids
     };
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     if args.json {
+        let layouts: Vec<Layout> = ids
+            .iter()
+            .filter_map(|&id| layout::layout(&types, id, args.cacheline_size))
+            .collect();
         emit::json::write_layouts(&mut out, &opened.label, args.cacheline_size, &layouts)?;
     } else {
-        let mut buf = Vec::with_capacity(1 << 16);
-        for l in &layouts {
-            emit::pahole::write_layout(&mut buf, &types, l);
-            if buf.len() >= 1 << 16 {
-                out.write_all(&buf)?;
-                buf.clear();
-            }
+        for chunk in render_text(&types, &ids, args.cacheline_size) {
+            out.write_all(&chunk)?;
         }
-        out.write_all(&buf)?;
     }
     out.flush()?;
     Ok(())
+}
+
+/// Renders the pahole text of `ids`, split over the machine's cores (a kernel's 10k structs
+/// render in parallel; each chunk keeps input order).
+fn render_text(types: &Types<'_>, ids: &[TypeId], cacheline_size: u64) -> Vec<Vec<u8>> {
+    let render = |part: &[TypeId]| {
+        let mut buf = Vec::with_capacity(part.len() * 700);
+        for &id in part {
+            if let Some(l) = layout::layout_with(types, id, cacheline_size, false) {
+                emit::pahole::write_layout(&mut buf, types, &l);
+            }
+        }
+        buf
+    };
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(8);
+    if threads == 1 || ids.len() < 256 {
+        return vec![render(ids)];
+    }
+    // Alignments are memoized on first use; fill the memo before the threads share it.
+    types.natural_align(0);
+    let per = ids.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = ids
+            .chunks(per)
+            .map(|part| s.spawn(move || render(part)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("render thread panicked"))
+            .collect()
+    })
 }

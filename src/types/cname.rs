@@ -5,7 +5,7 @@ use super::{Kind, TypeId, Types};
 
 /// A member declaration split where pahole pads it: the type part, then the declarator
 /// (`name`, `name[4]`, `(*name)(int)`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Decl {
     pub type_part: String,
     pub declarator: String,

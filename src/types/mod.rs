@@ -67,7 +67,7 @@ pub struct Composite<'a> {
     pub declared_align: Option<u32>,
     /// A declaration without a body (`struct foo;`): size and members are unknown.
     pub is_declaration: bool,
-    pub origin: Option<Origin>,
+    pub origin: Option<Box<Origin>>,
 }
 
 #[derive(Clone, Debug)]
