@@ -3,6 +3,7 @@
 //! Data flows one way: `readers` (BTF, DWARF) fill the `types` graph; `layout` computes where
 //! every byte of a struct lies; `emit` renders layouts (pahole text, JSON); `cli` is thin glue.
 
+pub mod analysis;
 pub mod emit;
 pub mod layout;
 pub mod profile;

@@ -43,6 +43,9 @@ pub fn run(args: Args) -> Result<()> {
             args.cacheline_size
         );
     }
+    // Types that share their name with another definition (two compile units, say): each is
+    // labelled with where it was declared.
+    let mut ambiguous: Vec<TypeId> = Vec::new();
     let ids: Vec<TypeId> = if args.all {
         layout::distinct_named(&types)
     } else {
@@ -58,6 +61,9 @@ pub fn run(args: Args) -> Result<()> {
                 };
                 bail!("{}: no struct or union named '{name}'{hint}", opened.label);
             }
+            if found.len() > 1 {
+                ambiguous.extend(found.iter().copied());
+            }
             ids.extend(found);
         }
         ids
@@ -70,10 +76,31 @@ pub fn run(args: Args) -> Result<()> {
             .filter_map(|&id| layout::layout(&types, id, args.cacheline_size))
             .collect();
         emit::json::write_layouts(&mut out, &opened.label, args.cacheline_size, &layouts)?;
-    } else {
+    } else if args.all {
         for chunk in render_text(&types, &ids, args.cacheline_size) {
             out.write_all(&chunk)?;
         }
+    } else {
+        let mut buf = Vec::new();
+        for &id in &ids {
+            let Some(l) = layout::layout_with(&types, id, args.cacheline_size, false) else {
+                continue;
+            };
+            if ambiguous.contains(&id) {
+                let n = ambiguous
+                    .iter()
+                    .filter(|&&a| types.get(a).name == l.name)
+                    .count();
+                let at = l.origin.as_deref().unwrap_or("an unknown place");
+                writeln!(
+                    buf,
+                    "/* {} {}: one of {n} definitions; this one from {at} */",
+                    l.kind, l.name
+                )?;
+            }
+            emit::pahole::write_layout(&mut buf, &types, &l);
+        }
+        out.write_all(&buf)?;
     }
     out.flush()?;
     Ok(())

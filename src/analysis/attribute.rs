@@ -1,0 +1,223 @@
+//! Binding a contended cache line to a struct: c2c reports data addresses and offsets within a
+//! line, never types. Given the offsets touched in one line, find which line of which struct
+//! they can be: every offset should land on a field boundary, consistently with the struct's
+//! alignment.
+
+use super::fields::{Leaf, leaf_at, leaves};
+use crate::types::{TypeId, Types};
+
+/// One access to a cache line, as far as attribution needs it.
+#[derive(Clone, Debug)]
+pub struct LineAccess {
+    /// Byte offset within the cache line.
+    pub offset: u64,
+    /// Access size in bytes, when the evidence says.
+    pub size: Option<u32>,
+    /// How much this access counts (samples, HITM, a sketch's rate).
+    pub weight: f64,
+    /// Share of this access that writes (stores, atomic read-modify-writes), 0.0 to 1.0.
+    pub store_share: f64,
+    /// Functions that made it (`update_load_avg`, `set_task_cpu+279`).
+    pub symbols: Vec<String>,
+}
+
+/// One way the line can lie over a struct.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub type_id: TypeId,
+    pub type_name: String,
+    /// Struct offset at which the cache line starts (negative when the struct starts
+    /// part-way into the line).
+    pub line_start: i64,
+    /// Cache line index within the struct, for a line-aligned struct.
+    pub line_index: i64,
+    /// Fraction of access weight that lands on the start of a field (1.0 = all).
+    pub fit: f64,
+    /// Tie-breakers, each 0.0 to 1.0: how much the accessing functions' names share words
+    /// with the fields they would touch (`update_load_avg` and `load_avg`); how much of the
+    /// written weight lands on atomics and locks; how shallow the touched fields are (hot
+    /// data is usually a struct's own member, not deep inside an embedded timer).
+    pub name_affinity: f64,
+    pub writes_on_atomics: f64,
+    pub shallowness: f64,
+    /// The field each access lands on, in input order (empty when outside the struct).
+    pub fields: Vec<String>,
+}
+
+impl Candidate {
+    /// Overall rank: fit first; the tie-breakers together weigh less than one misplaced
+    /// access in ten.
+    pub fn score(&self) -> f64 {
+        self.fit + 0.03 * (self.name_affinity + self.writes_on_atomics + self.shallowness)
+    }
+}
+
+/// Scores every placement of `accesses` (offsets in a line of `cacheline_size` bytes) over
+/// struct `id`. Instances of the struct start at multiples of its alignment, so a struct
+/// aligned to less than a line can start anywhere such a multiple allows. Best first.
+pub fn candidates(
+    types: &Types<'_>,
+    id: TypeId,
+    accesses: &[LineAccess],
+    cacheline_size: u64,
+) -> Vec<Candidate> {
+    let size = types.size_of(id);
+    if size == 0 || accesses.is_empty() {
+        return Vec::new();
+    }
+    let leaves = leaves(types, id);
+    let align = struct_align(types, id).clamp(1, cacheline_size);
+    let cls = cacheline_size as i64;
+    let mut out = Vec::new();
+    // The struct starts `shift` bytes into some line.
+    let mut shift = 0;
+    while shift < cls {
+        let mut line_start = -shift;
+        while line_start < size as i64 {
+            if let Some(c) = score(types, id, &leaves, accesses, line_start, size) {
+                out.push(Candidate {
+                    line_index: line_start.div_euclid(cls),
+                    ..c
+                });
+            }
+            line_start += cls;
+        }
+        shift += align as i64;
+    }
+    out.sort_by(|a, b| {
+        b.score()
+            .total_cmp(&a.score())
+            .then(a.line_start.cmp(&b.line_start))
+    });
+    out
+}
+
+/// Best placement for each struct of `types` that the accesses fit, best first: for when the
+/// engineer does not know the type. Only placements where every access lands inside the
+/// struct count.
+pub fn rank_types(
+    types: &Types<'_>,
+    accesses: &[LineAccess],
+    cacheline_size: u64,
+    limit: usize,
+) -> Vec<Candidate> {
+    let span = accesses.iter().map(|a| a.offset).max().unwrap_or(0)
+        - accesses.iter().map(|a| a.offset).min().unwrap_or(0);
+    let mut best: Vec<Candidate> = crate::layout::distinct_named(types)
+        .into_iter()
+        .filter(|&id| types.size_of(id) > span)
+        .filter_map(|id| {
+            candidates(types, id, accesses, cacheline_size)
+                .into_iter()
+                .next()
+        })
+        .filter(|c| c.fit > 0.0)
+        .collect();
+    best.sort_by(|a, b| {
+        b.score()
+            .total_cmp(&a.score())
+            .then(a.type_name.cmp(&b.type_name))
+    });
+    best.truncate(limit);
+    best
+}
+
+fn struct_align(types: &Types<'_>, id: TypeId) -> u64 {
+    let natural = types.natural_align(id);
+    crate::layout::layout_with(types, id, 64, false)
+        .and_then(|l| l.forced_align)
+        .unwrap_or(natural)
+        .max(natural)
+}
+
+fn score(
+    types: &Types<'_>,
+    id: TypeId,
+    leaves: &[Leaf],
+    accesses: &[LineAccess],
+    line_start: i64,
+    size: u64,
+) -> Option<Candidate> {
+    let total: f64 = accesses
+        .iter()
+        .map(|a| a.weight.max(0.0))
+        .sum::<f64>()
+        .max(f64::MIN_POSITIVE);
+    let store_total: f64 = accesses
+        .iter()
+        .map(|a| a.weight.max(0.0) * a.store_share)
+        .sum();
+    let mut fit = 0.0;
+    let mut affinity = 0.0;
+    let mut atomics = 0.0;
+    let mut shallow = 0.0;
+    let mut fields = Vec::with_capacity(accesses.len());
+    for a in accesses {
+        let x = line_start + a.offset as i64;
+        if x < 0 || x as u64 >= size {
+            // An access outside the struct rules this placement out.
+            return None;
+        }
+        let x = x as u64;
+        let w = a.weight.max(0.0) / total;
+        match leaf_at(leaves, x) {
+            Some(leaf) => {
+                let fits_size = a
+                    .size
+                    .is_none_or(|s| x + s as u64 <= leaf.offset + leaf.size.max(1));
+                if leaf.offset == x && fits_size {
+                    fit += w;
+                } else if fits_size {
+                    // Inside a field: a byte of a word, a bitfield's unit; plausible, weaker.
+                    fit += 0.3 * w;
+                }
+                affinity += w * name_overlap(&a.symbols, &leaf.path);
+                shallow += w / (1.0 + leaf.depth as f64);
+                if leaf.synchronizing && store_total > 0.0 {
+                    atomics += a.weight.max(0.0) * a.store_share / store_total;
+                }
+                fields.push(leaf.path.clone());
+            }
+            None => fields.push(String::from("<hole>")),
+        }
+    }
+    Some(Candidate {
+        type_id: id,
+        type_name: types.get(id).name.to_string(),
+        line_start,
+        line_index: 0,
+        fit,
+        name_affinity: affinity,
+        writes_on_atomics: atomics,
+        shallowness: shallow,
+        fields,
+    })
+}
+
+/// Words too common in kernel function names to say anything about a field.
+const STOP_WORDS: &[&str] = &[
+    "update", "set", "get", "init", "do", "the", "add", "sub", "put",
+];
+
+fn words(s: &str) -> impl Iterator<Item = &str> {
+    s.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.len() >= 2 && !w.chars().all(|c| c.is_ascii_digit()))
+        .filter(|w| !STOP_WORDS.contains(w))
+}
+
+/// Share of the field path's words that appear in the best-matching symbol's name.
+fn name_overlap(symbols: &[String], path: &str) -> f64 {
+    let field_words: Vec<&str> = words(path).collect();
+    if field_words.is_empty() {
+        return 0.0;
+    }
+    symbols
+        .iter()
+        .map(|sym| {
+            let sym = sym.split('+').next().unwrap_or(sym);
+            let sym_words: Vec<&str> = words(sym).collect();
+            field_words.iter().filter(|w| sym_words.contains(w)).count() as f64
+                / field_words.len() as f64
+        })
+        .fold(0.0, f64::max)
+}

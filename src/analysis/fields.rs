@@ -1,0 +1,153 @@
+//! Which field a byte offset falls in, down through nested structs, unions and arrays:
+//! what an engineer does by eye when a c2c report says "offset 0x8 of that line".
+
+use crate::types::{Kind, TypeId, Types};
+
+/// A scalar-ish piece of a struct: a member that is not itself expanded further (pointers,
+/// integers, arrays of scalars, bitfields), with its path from the outer struct.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Leaf {
+    /// Dotted path from the outer struct: `rt_bandwidth.rt_runtime_lock`, `pid_links[2].next`.
+    pub path: String,
+    /// The top-level member this leaf belongs to.
+    pub top: String,
+    pub offset: u64,
+    pub size: u64,
+    /// Depth below the top-level member (0 = the member itself).
+    pub depth: usize,
+    /// The leaf or a struct it sits in is an atomic, a lock or a reference count: the kind
+    /// of field many CPUs write on purpose.
+    pub synchronizing: bool,
+}
+
+/// Type names that mark data written concurrently by design.
+fn is_synchronizing(name: &str) -> bool {
+    ["atomic", "lock", "refcount", "seqcount", "mutex", "kref"]
+        .iter()
+        .any(|w| name.contains(w))
+}
+
+/// How far `leaves` descends into nested types; beyond it a member counts as one leaf.
+const MAX_DEPTH: usize = 6;
+/// Arrays longer than this are one leaf each, not one per element.
+const MAX_ELEMS: u64 = 16;
+
+/// Every leaf of struct/union `id`, in offset order (union alternatives all included).
+pub fn leaves(types: &Types<'_>, id: TypeId) -> Vec<Leaf> {
+    let mut out = Vec::new();
+    walk(types, id, 0, "", "", 0, false, &mut out);
+    out.sort_by(|a, b| a.offset.cmp(&b.offset).then(a.depth.cmp(&b.depth)));
+    out
+}
+
+fn walk(
+    types: &Types<'_>,
+    id: TypeId,
+    base: u64,
+    prefix: &str,
+    top: &str,
+    depth: usize,
+    synchronizing: bool,
+    out: &mut Vec<Leaf>,
+) {
+    let Some(comp) = types.composite(types.resolve(id)) else {
+        return;
+    };
+    for m in &comp.members {
+        let offset = base + m.bit_offset / 8;
+        let name = if m.name.is_empty() {
+            String::new()
+        } else if prefix.is_empty() {
+            m.name.to_string()
+        } else {
+            format!("{prefix}.{}", m.name)
+        };
+        // Anonymous members keep their parent's path.
+        let path = if name.is_empty() {
+            prefix.to_string()
+        } else {
+            name
+        };
+        let top_name = if depth == 0 {
+            if m.name.is_empty() { "" } else { m.name }
+        } else {
+            top
+        };
+        let sync = synchronizing || is_synchronizing(types.get(m.ty).name);
+        let bitfield = m.is_bitfield();
+        member(
+            types, m.ty, offset, &path, top_name, depth, bitfield, sync, out,
+        );
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn member(
+    types: &Types<'_>,
+    ty: TypeId,
+    offset: u64,
+    path: &str,
+    top: &str,
+    depth: usize,
+    bitfield: bool,
+    synchronizing: bool,
+    out: &mut Vec<Leaf>,
+) {
+    let sync = synchronizing || is_synchronizing(types.get(resolved_name_source(types, ty)).name);
+    let size = types.size_of(ty);
+    let resolved = types.resolve(ty);
+    match &types.get(resolved).kind {
+        Kind::Struct(_) | Kind::Union(_) if depth < MAX_DEPTH && !bitfield => {
+            // A struct's first byte is also a place to name: keep the aggregate itself as a
+            // leaf at depth, its members below it.
+            out.push(Leaf {
+                path: path.to_string(),
+                top: top.to_string(),
+                offset,
+                size,
+                depth,
+                synchronizing: sync,
+            });
+            walk(types, resolved, offset, path, top, depth + 1, sync, out);
+        }
+        Kind::Array { elem, count } if *count > 1 && *count <= MAX_ELEMS && depth < MAX_DEPTH => {
+            let esize = types.size_of(*elem);
+            for i in 0..*count {
+                let p = format!("{path}[{i}]");
+                member(
+                    types,
+                    *elem,
+                    offset + i * esize,
+                    &p,
+                    top,
+                    depth + 1,
+                    false,
+                    sync,
+                    out,
+                );
+            }
+        }
+        _ => out.push(Leaf {
+            path: path.to_string(),
+            top: top.to_string(),
+            offset,
+            size,
+            depth,
+            synchronizing: sync,
+        }),
+    }
+}
+
+/// The type whose name says what a member is: the member's type with qualifiers removed
+/// (`atomic_long_t`, `raw_spinlock_t`), typedef names kept.
+fn resolved_name_source(types: &Types<'_>, ty: TypeId) -> TypeId {
+    types.strip_qualifiers(ty)
+}
+
+/// The deepest leaf containing byte `offset`, preferring one that starts exactly there.
+pub fn leaf_at(leaves: &[Leaf], offset: u64) -> Option<&Leaf> {
+    leaves
+        .iter()
+        .filter(|l| l.offset <= offset && offset < l.offset + l.size.max(1))
+        .max_by_key(|l| (l.depth, l.offset == offset))
+}
