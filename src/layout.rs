@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use crate::types::{Kind, TypeId, Types, cname};
+use crate::types::{Kind, SourceFormat, TypeId, Types, cname};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Layout {
@@ -447,8 +447,8 @@ fn fields_of(
         // BTF has no alignment; infer it from the gap before the member. Declared (DWARF)
         // alignment wins. Zero-size members do not advance the previous end.
         let forced_align = match m.declared_align {
-            Some(a) => Some(a as u64).filter(|&a| a > types.natural_align(m.ty)),
-            None if size == 0 || is_union || types.records_alignment => None,
+            Some(a) => Some(a as u64),
+            None if size == 0 || is_union || types.source == SourceFormat::Dwarf => None,
             None => infer_align(rel_offset, types.natural_align(m.ty), prev_end),
         };
         if size > 0 {
@@ -532,8 +532,8 @@ fn fields_of(
         inner
     };
     inner.forced_align = match comp.declared_align {
-        Some(a) => Some(a as u64).filter(|&a| a > natural),
-        None if types.records_alignment => None,
+        Some(a) => Some(a as u64),
+        None if types.source == SourceFormat::Dwarf => None,
         None => infer_align(size, natural, prev_end_of(fields, base)),
     };
     inner.packed = !is_union && infer_packed(types, fields, base, size, &inner);

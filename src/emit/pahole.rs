@@ -6,7 +6,7 @@
 //! `type_width` and the comment starts `type_width + name_width` columns after the indent.
 
 use crate::layout::{Field, Inner, Layout, Summary};
-use crate::types::{Kind, Qualifier, TypeId, Types};
+use crate::types::{Kind, Qualifier, SourceFormat, TypeId, Types};
 
 const TYPE_WIDTH: i64 = 26;
 const NAME_WIDTH: i64 = 23;
@@ -570,7 +570,33 @@ impl Printer<'_, '_> {
                     t = *target;
                 }
                 Kind::TypeTag { target, .. } => t = *target,
+                Kind::Array { .. } if self.types.source == SourceFormat::Dwarf => {
+                    // DWARF: dimensions in declaration order, outermost first.
+                    let mut dims = Vec::new();
+                    let mut elem = t;
+                    while let Kind::Array { elem: e, count } = self.kind(elem) {
+                        dims.push(*count);
+                        elem = *e;
+                    }
+                    self.type_print(out, elem, name.as_deref(), tc, body);
+                    let flexible = dims.len() == 1
+                        && dims[0] == 0
+                        && tc.last
+                        && !(tc.first && tc.last)
+                        && !tc.union_member;
+                    for (i, count) in dims.iter().enumerate() {
+                        if i == 0 && flexible {
+                            push_str(out, "[]");
+                        } else {
+                            out.push(b'[');
+                            num(out, *count, 0);
+                            out.push(b']');
+                        }
+                    }
+                    return;
+                }
                 Kind::Array { elem, count } => {
+                    // BTF: pahole prints nested arrays innermost dimension first.
                     let mut elem = *elem;
                     if *count == 0 {
                         if let Kind::Qualified {
@@ -796,7 +822,10 @@ impl Printer<'_, '_> {
                 t.name
             }),
             Kind::Float { .. } => {
-                s.push_str("single ");
+                // pahole's BTF loader marks every float "single".
+                if self.types.source == SourceFormat::Btf {
+                    s.push_str("single ");
+                }
                 s.push_str(t.name);
             }
             Kind::Typedef { .. } | Kind::Other => s.push_str(t.name),

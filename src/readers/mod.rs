@@ -123,7 +123,9 @@ pub fn load<'a>(
             if !data.starts_with(ELF_MAGIC) {
                 return Err(err("not an ELF file, so it has no DWARF".into()));
             }
-            dwarf::parse(data, &file.arena).map_err(|e| err(e.to_string()))
+            let mut types = dwarf::parse(data, &file.arena).map_err(|e| err(e.to_string()))?;
+            types.source = crate::types::SourceFormat::Dwarf;
+            Ok(types)
         }
     }
 }

@@ -28,6 +28,12 @@ impl Qualifier {
     }
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceFormat {
+    Btf,
+    Dwarf,
+}
+
 /// Where a type was declared, when the reader knows (DWARF). Used to tell apart two different
 /// structs that share a name in different compile units.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -142,9 +148,9 @@ pub struct Types<'a> {
     pub types: Vec<Type<'a>>,
     /// Size of a data pointer on the target, in bytes.
     pub pointer_size: u32,
-    /// Whether the input records alignment attributes (DWARF `DW_AT_alignment`). When it
-    /// does not (BTF), the layout model infers them from holes.
-    pub records_alignment: bool,
+    /// Which format the types were read from. BTF records no alignment attributes (the
+    /// layout model infers them from holes, as pahole does); DWARF records them.
+    pub source: SourceFormat,
     /// log2 of each type's natural alignment, computed on first use.
     align_memo: std::sync::OnceLock<Vec<u8>>,
 }
@@ -161,7 +167,7 @@ impl<'a> Types<'a> {
                 kind: Kind::Void,
             }],
             pointer_size,
-            records_alignment: false,
+            source: SourceFormat::Btf,
             align_memo: std::sync::OnceLock::new(),
         }
     }
