@@ -12,6 +12,8 @@ const TYPE_WIDTH: i64 = 26;
 const NAME_WIDTH: i64 = 23;
 /// pahole gives top-level unions a narrower name column.
 const UNION_NAME_WIDTH: i64 = 21;
+/// Deepest nesting of pointed-to anonymous types printed in place.
+const MAX_NESTING: usize = 15;
 
 /// Appends the pahole text of `layout` (a type from `types`) to `out`.
 pub fn write_layout(out: &mut Vec<u8>, types: &Types<'_>, layout: &Layout) {
@@ -540,8 +542,10 @@ impl Printer<'_, '_> {
                                 tc.t,
                             );
                         }
+                        // Expansion stops at a depth real code never reaches: a corrupted or
+                        // self-referencing anonymous type must not recurse without end.
                         Kind::Struct(_) | Kind::Union(_) | Kind::Enum { .. }
-                            if pt.name.is_empty() =>
+                            if pt.name.is_empty() && tc.indent < MAX_NESTING =>
                         {
                             // pahole shows the pointed-to anonymous type, offsets relative.
                             let n = format!("* {}", name.as_deref().unwrap_or(""));

@@ -1,2 +1,20 @@
 //! The access profile: who loads and stores which bytes of which struct, from where.
-//! (Being written: model, c2c/perf-script/sketch importers.)
+//!
+//! [`model`] is the normalized, versioned profile every importer produces and every analysis
+//! consumes (documented in `docs/profile.md`). The importers read evidence and know nothing
+//! about layouts:
+//! - [`c2c`]: `perf c2c report --stdio` text, including the trimmed forms pasted into mail;
+//! - [`perf_script`]: `perf script` output of memory samples;
+//! - [`sketch`]: a hand-written TOML access sketch.
+
+pub mod c2c;
+mod error;
+pub mod model;
+pub mod perf_script;
+pub mod sketch;
+
+pub use c2c::{C2cOptions, import_c2c, import_c2c_with};
+pub use error::ProfileError;
+pub use model::*;
+pub use perf_script::{PerfScriptOptions, import_perf_script};
+pub use sketch::import_sketch;

@@ -1,0 +1,1041 @@
+//! The normalized access profile: the contract between evidence (perf c2c, perf script memory
+//! samples, hand-written sketches, lineup's own recording) and analysis.
+//!
+//! A profile holds accesses in one of two coordinate systems:
+//! - [`LineProfile`]: a raw cache line by address, offsets within the line, as c2c and memory
+//!   samples give them before anyone knows which struct the line belongs to;
+//! - [`TypeProfile`]: a named type, accesses by field name and/or byte offset within the type,
+//!   as a sketch gives them or as attribution produces them.
+//!
+//! Each [`Access`] carries counts (loads, stores, atomic read-modify-writes, HITM and peer
+//! snoops), latency where the tool measured it, which CPUs / nodes / threads made it, and the
+//! code location that made it. [`AccessGroup`]s record which bytes one code path touches
+//! together, for the optimizer. The helpers at the end aggregate per byte range, which is the
+//! question `diagnose` asks of a cache line.
+//!
+//! The JSON form is versioned by [`SCHEMA_VERSION`] and documented in `docs/profile.md`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::error::ProfileError;
+
+/// Version of the JSON form; bumped on any change an older reader would misread.
+pub const SCHEMA_VERSION: u32 = 1;
+/// Cache line size assumed when the evidence does not say.
+pub const DEFAULT_CACHELINE_SIZE: u64 = 64;
+
+/// One access profile: one measurement (or one sketch) of one workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    pub schema_version: u32,
+    /// Which table of a multi-table input this is ("Baseline", "With this change").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub provenance: Provenance,
+    /// What the numbers in [`Counts`] mean.
+    pub unit: Unit,
+    /// Bytes per cache line that line addresses and offsets refer to.
+    pub cacheline_size: u64,
+    /// Tool-wide totals, by section then key (c2c's "Trace Event Information":
+    /// `trace_events.load_local_hitm`). Keys are the tool's labels in snake_case; values given
+    /// as percentages get a `_pct` suffix.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub summary: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Raw cache lines, before attribution to a type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<LineProfile>,
+    /// Accesses already attributed to named types.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub types: Vec<TypeProfile>,
+    /// Bytes touched together on one code path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<AccessGroup>,
+}
+
+/// What access counts are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Sampled events (perf c2c, perf mem): proportional to the real rates, not equal to them.
+    Samples,
+    /// Events per second (a sketch with rates, an exact recording).
+    PerSecond,
+    /// Relative weights with no absolute scale (a sketch with weights).
+    Relative,
+}
+
+/// Where a profile came from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// `perf c2c report`, `perf script`, `lineup sketch`, ...
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_version: Option<String>,
+    /// The command line that produced the evidence, when the input records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The file it was read from; importers leave this to their caller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    #[serde(default, skip_serializing_if = "Machine::is_unknown")]
+    pub machine: Machine,
+    /// Sampling events (`cpu/mem-loads,ldlat=30/P`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<String>,
+    /// Tool settings that change what the numbers mean (c2c's sort order and grouping).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The machine the evidence was taken on, as far as the evidence says.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_nodes: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cacheline_size: Option<u64>,
+    /// Free text: "Icelake 2S 80C/160T", the CPU model string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+impl Machine {
+    pub fn is_unknown(&self) -> bool {
+        *self == Machine::default()
+    }
+}
+
+/// One cache line by address, with accesses at offsets within it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LineProfile {
+    /// Address of the line's first byte (a virtual data address).
+    #[serde(with = "hex")]
+    pub address: u64,
+    /// The tool's rank of this line (c2c's cache line index, 0 = most contended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// NUMA node(s) holding the line's memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_nodes: Option<Vec<u32>>,
+    /// Data symbol the tool resolved the address to (`nohz+0x10`), a hint for attribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_symbol: Option<String>,
+    /// Totals for the whole line as the tool reported them (they include accesses too rare
+    /// to be listed per offset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub totals: Option<Counts>,
+    /// Other per-line numbers the tool reported, by snake_case name (`records`,
+    /// `st_l1miss`, `ld_l2hit`, `pa_count`, `percent_costly_snoop`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub details: BTreeMap<String, f64>,
+    /// Which type the line was attributed to, once analysis decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binding: Option<Binding>,
+    /// Offsets in [`Access::offset`] are relative to `address`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accesses: Vec<Access>,
+}
+
+/// A raw line attributed to a type: type offset = `line_start` + line offset.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Binding {
+    pub type_name: String,
+    /// Offset within the type at which the cache line starts; negative when the object
+    /// starts part-way into the line.
+    pub line_start: i64,
+}
+
+/// Accesses to one named type (struct, union, or a named anonymous object such as `nohz`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TypeProfile {
+    pub type_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Offsets in [`Access::offset`] are relative to the start of the type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accesses: Vec<Access>,
+}
+
+/// Accesses to one place (byte range or field) from one code location.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Access {
+    /// Byte offset within the line ([`LineProfile`]) or the type ([`TypeProfile`]); unknown
+    /// for sketch accesses named by field until resolved against a layout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// Access size in bytes, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Field name or dotted path (`rto_count`, `cpupri.pri_to_cpu[0].count`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    #[serde(default)]
+    pub counts: Counts,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+    /// CPUs that made these accesses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<CpuUse>,
+    /// NUMA nodes of the CPUs that made them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<u32>>,
+    /// NUMA node(s) of the memory accessed, when the tool resolved physical addresses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_nodes: Option<Vec<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<ThreadUse>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodeLocation>,
+    /// Names of co-access groups this access belongs to (see [`AccessGroup`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// Tool-specific extras by name (c2c's `pa_count`, `records`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub details: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Event counts, in the profile's [`Unit`]. `loads`, `stores` and `rmw` are disjoint: a locked
+/// read-modify-write counts once, as `rmw`. HITM and peer counts are the subset of loads (and
+/// rmw) that found the line modified in (HITM) or forwarded from (peer) another core's cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub loads: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stores: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rmw: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lcl_hitm: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rmt_hitm: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lcl_peer: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rmt_peer: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+impl Counts {
+    /// Stores plus read-modify-writes: everything that takes the line exclusive.
+    pub fn writes(&self) -> f64 {
+        self.stores + self.rmw
+    }
+    /// Loads plus read-modify-writes: everything that reads.
+    pub fn reads(&self) -> f64 {
+        self.loads + self.rmw
+    }
+    pub fn accesses(&self) -> f64 {
+        self.loads + self.stores + self.rmw
+    }
+    pub fn hitm(&self) -> f64 {
+        self.lcl_hitm + self.rmt_hitm
+    }
+    pub fn peer(&self) -> f64 {
+        self.lcl_peer + self.rmt_peer
+    }
+    /// Cache-to-cache transfers of any kind (HITM or peer snoop).
+    pub fn transfers(&self) -> f64 {
+        self.hitm() + self.peer()
+    }
+    pub fn add(&mut self, o: &Counts) {
+        self.loads += o.loads;
+        self.stores += o.stores;
+        self.rmw += o.rmw;
+        self.lcl_hitm += o.lcl_hitm;
+        self.rmt_hitm += o.rmt_hitm;
+        self.lcl_peer += o.lcl_peer;
+        self.rmt_peer += o.rmt_peer;
+    }
+    pub fn is_empty(&self) -> bool {
+        self.accesses() == 0.0 && self.transfers() == 0.0
+    }
+}
+
+/// Load latency in core cycles, as far as the tool measured it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Mean cycles of loads that were neither HITM nor peer (c2c's "load" cycles column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_load: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_lcl_hitm: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_rmt_hitm: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_lcl_peer: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_rmt_peer: Option<f64>,
+    /// Cycles summed over all loads counted in the access (reported, or derived from the
+    /// means and counts); what per-range aggregation adds up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_cycles: Option<f64>,
+    /// A range of cycles per load quoted by a human ("~10K to 59K").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<(f64, f64)>,
+}
+
+/// Which CPUs made the accesses.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuUse {
+    /// Number of distinct CPUs (c2c's "cpu cnt").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// Every CPU of the machine (a sketch's `cpus = "all"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
+    /// The CPUs themselves, sorted, when known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub list: Vec<u32>,
+}
+
+impl CpuUse {
+    pub fn count(n: u32) -> Self {
+        CpuUse {
+            count: Some(n),
+            ..Default::default()
+        }
+    }
+    pub fn list(cpus: impl IntoIterator<Item = u32>) -> Self {
+        let list: Vec<u32> = cpus
+            .into_iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        CpuUse {
+            count: Some(list.len() as u32),
+            all: false,
+            list,
+        }
+    }
+    /// Distinct CPUs as far as known: the list, else the count.
+    pub fn distinct(&self) -> Option<u32> {
+        if !self.list.is_empty() {
+            Some(self.list.len() as u32)
+        } else {
+            self.count
+        }
+    }
+}
+
+/// Which threads made the accesses.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadUse {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pids: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tids: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comms: Vec<String>,
+}
+
+/// The code that made an access.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeLocation {
+    /// Function (`update_load_avg`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    /// Byte offset of the instruction in the function (`update_load_avg+940` → 940).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol_offset: Option<u64>,
+    /// Instruction address.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "hex_opt")]
+    pub address: Option<u64>,
+    /// Binary or module (`[kernel.kallsyms]`, `libc.so.6`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
+    /// Source file and line (`fair.c:4021`), when debug info gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub privilege: Option<Privilege>,
+}
+
+/// perf's `[k]`, `[.]`, `[g]`, `[u]`, `[H]` markers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Privilege {
+    Kernel,
+    User,
+    GuestKernel,
+    GuestUser,
+    Hypervisor,
+}
+
+impl Privilege {
+    pub fn from_perf_marker(c: char) -> Option<Self> {
+        Some(match c {
+            'k' => Privilege::Kernel,
+            '.' => Privilege::User,
+            'g' => Privilege::GuestKernel,
+            'u' => Privilege::GuestUser,
+            'H' => Privilege::Hypervisor,
+            _ => return None,
+        })
+    }
+}
+
+impl CodeLocation {
+    /// A function name to rank and print: the symbol, else the address, else `?`.
+    pub fn function(&self) -> String {
+        match (&self.symbol, self.address) {
+            (Some(s), _) => s.clone(),
+            (None, Some(a)) => format!("{a:#x}"),
+            (None, None) => "?".to_string(),
+        }
+    }
+    /// `symbol+offset` (decimal, as the kernel engineers' c2c pastes show it).
+    pub fn display(&self) -> String {
+        match self.symbol_offset {
+            Some(off) if self.symbol.is_some() => format!("{}+{off}", self.function()),
+            _ => self.function(),
+        }
+    }
+}
+
+/// A set of bytes one code path touches together, with how often it runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AccessGroup {
+    /// Code path or function (`set_task_cpu`), or a sketch's group name.
+    pub name: String,
+    /// How often the path runs, in the profile's unit (for derived groups: the accesses'
+    /// total count).
+    pub weight: f64,
+    pub members: Vec<GroupMember>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupMember {
+    pub place: Place,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+/// The coordinate system of an offset: a raw line or a named type.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Place {
+    Line {
+        #[serde(with = "hex")]
+        address: u64,
+    },
+    Type {
+        name: String,
+    },
+}
+
+// ---------------------------------------------------------------------------------------
+// Construction, JSON, lookups
+// ---------------------------------------------------------------------------------------
+
+impl Profile {
+    pub fn new(tool: impl Into<String>, unit: Unit, cacheline_size: u64) -> Self {
+        Profile {
+            schema_version: SCHEMA_VERSION,
+            label: None,
+            provenance: Provenance {
+                tool: tool.into(),
+                ..Default::default()
+            },
+            unit,
+            cacheline_size,
+            summary: BTreeMap::new(),
+            lines: Vec::new(),
+            types: Vec::new(),
+            groups: Vec::new(),
+        }
+    }
+
+    /// Reads a profile written by [`Profile::to_json`], refusing other schema versions.
+    pub fn from_json(text: &str) -> Result<Profile, ProfileError> {
+        // Look at the version first, so a newer file says so instead of failing on a field.
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| ProfileError::Json(e.to_string()))?;
+        let version = value
+            .get("schema_version")
+            .and_then(|v| v.as_u64())
+            .ok_or_else(|| ProfileError::Json("no schema_version: not a lineup profile".into()))?;
+        if version != u64::from(SCHEMA_VERSION) {
+            return Err(ProfileError::Schema {
+                found: u32::try_from(version).unwrap_or(u32::MAX),
+                supported: SCHEMA_VERSION,
+            });
+        }
+        let profile: Profile =
+            serde_json::from_value(value).map_err(|e| ProfileError::Json(e.to_string()))?;
+        profile.validate()?;
+        Ok(profile)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("profile serializes")
+    }
+
+    /// Checks what serde cannot: a sane line size and line offsets inside their line.
+    pub fn validate(&self) -> Result<(), ProfileError> {
+        if self.schema_version != SCHEMA_VERSION {
+            return Err(ProfileError::Schema {
+                found: self.schema_version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if !self.cacheline_size.is_power_of_two() {
+            return Err(ProfileError::Json(format!(
+                "cacheline_size {} is not a power of two",
+                self.cacheline_size
+            )));
+        }
+        for line in &self.lines {
+            if let Some(a) = line
+                .accesses
+                .iter()
+                .find(|a| a.offset.is_some_and(|o| o >= self.cacheline_size))
+            {
+                return Err(ProfileError::Json(format!(
+                    "line {:#x}: offset {:#x} is outside a {}-byte cache line",
+                    line.address,
+                    a.offset.unwrap_or(0),
+                    self.cacheline_size
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// No accesses and no line totals: nothing to diagnose.
+    pub fn is_empty(&self) -> bool {
+        self.lines
+            .iter()
+            .all(|l| l.accesses.is_empty() && l.totals.is_none_or(|t| t.is_empty()))
+            && self.types.iter().all(|t| t.accesses.is_empty())
+    }
+
+    /// Start of the cache line holding `address`.
+    pub fn line_start(&self, address: u64) -> u64 {
+        address - address % self.cacheline_size.max(1)
+    }
+
+    /// The raw line holding `address` (any byte of it).
+    pub fn line(&self, address: u64) -> Option<&LineProfile> {
+        let start = self.line_start(address);
+        self.lines.iter().find(|l| l.address == start)
+    }
+
+    pub fn line_mut(&mut self, address: u64) -> Option<&mut LineProfile> {
+        let start = self.line_start(address);
+        self.lines.iter_mut().find(|l| l.address == start)
+    }
+
+    pub fn type_profile(&self, name: &str) -> Option<&TypeProfile> {
+        self.types.iter().find(|t| t.type_name == name)
+    }
+
+    /// The type's entry, created empty if missing.
+    pub fn type_profile_mut(&mut self, name: &str) -> &mut TypeProfile {
+        if let Some(i) = self.types.iter().position(|t| t.type_name == name) {
+            &mut self.types[i]
+        } else {
+            self.types.push(TypeProfile {
+                type_name: name.to_string(),
+                ..Default::default()
+            });
+            self.types.last_mut().expect("just pushed")
+        }
+    }
+
+    /// Records that raw line `address` is the part of `type_name` starting at `line_start`.
+    /// Returns false when there is no such line.
+    pub fn bind_line(&mut self, address: u64, type_name: &str, line_start: i64) -> bool {
+        match self.line_mut(address) {
+            Some(line) => {
+                line.binding = Some(Binding {
+                    type_name: type_name.to_string(),
+                    line_start,
+                });
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Every access known for `type_name`, offsets relative to the type: the type's own
+    /// accesses plus those of raw lines bound to it (accesses that would land before the
+    /// type's start are left out).
+    pub fn type_accesses(&self, type_name: &str) -> Vec<Access> {
+        let mut out: Vec<Access> = self
+            .type_profile(type_name)
+            .map(|t| t.accesses.clone())
+            .unwrap_or_default();
+        for line in &self.lines {
+            let Some(b) = line.binding.as_ref().filter(|b| b.type_name == type_name) else {
+                continue;
+            };
+            for a in &line.accesses {
+                let mut a = a.clone();
+                if let Some(off) = a.offset {
+                    match i64::try_from(off)
+                        .ok()
+                        .and_then(|o| b.line_start.checked_add(o))
+                    {
+                        Some(shifted) if shifted >= 0 => a.offset = Some(shifted as u64),
+                        _ => continue,
+                    }
+                }
+                out.push(a);
+            }
+        }
+        out
+    }
+
+    /// Fills in offsets and sizes of accesses to `type_name` named only by field, using
+    /// `resolve(field) -> (offset, size)` (typically a lookup in the type's layout). Returns
+    /// the field names it could not resolve, sorted and once each.
+    pub fn resolve_fields(
+        &mut self,
+        type_name: &str,
+        resolve: impl Fn(&str) -> Option<(u64, u64)>,
+    ) -> Vec<String> {
+        let mut missing = BTreeSet::new();
+        if let Some(t) = self.types.iter_mut().find(|t| t.type_name == type_name) {
+            for a in &mut t.accesses {
+                if a.offset.is_some() {
+                    continue;
+                }
+                let Some(field) = &a.field else { continue };
+                match resolve(field) {
+                    Some((off, size)) => {
+                        a.offset = Some(off);
+                        if a.size.is_none() {
+                            a.size = Some(size);
+                        }
+                    }
+                    None => {
+                        missing.insert(field.clone());
+                    }
+                }
+            }
+        }
+        // Group members named by field follow their accesses.
+        for g in &mut self.groups {
+            for m in &mut g.members {
+                let is_type = matches!(&m.place, Place::Type { name } if name == type_name);
+                if !is_type || m.offset.is_some() {
+                    continue;
+                }
+                if let Some((off, size)) = m.field.as_deref().and_then(&resolve) {
+                    m.offset = Some(off);
+                    m.size.get_or_insert(size);
+                }
+            }
+        }
+        missing.into_iter().collect()
+    }
+
+    /// Per byte range of raw line `address`: what `diagnose` prints for a line not yet
+    /// bound to a type.
+    pub fn line_ranges(&self, address: u64) -> Vec<RangeStats> {
+        let machine_cpus = self.provenance.machine.cpus;
+        self.line(address)
+            .map(|l| summarize(l.accesses.iter(), machine_cpus))
+            .unwrap_or_default()
+    }
+
+    /// Per byte range of cache line `line_index` of `type_name` (bytes
+    /// `line_index * cacheline_size ..` of the type), from the type's accesses and bound
+    /// lines. Accesses whose offset is unknown are left out (resolve fields first).
+    pub fn type_line_ranges(&self, type_name: &str, line_index: u64) -> Vec<RangeStats> {
+        let cls = self.cacheline_size.max(1);
+        let lo = line_index.saturating_mul(cls);
+        let hi = lo.saturating_add(cls);
+        let accesses = self.type_accesses(type_name);
+        let in_line = accesses.iter().filter(|a| {
+            a.offset.is_some_and(|o| {
+                let end = o.saturating_add(a.size.unwrap_or(1).max(1));
+                o < hi && end > lo
+            })
+        });
+        summarize(in_line, self.provenance.machine.cpus)
+    }
+
+    /// Adds one group per function that touches two or more distinct places (offsets or
+    /// fields), across all lines and types: the co-access evidence a sampled profile holds.
+    /// Groups already present by name are kept as they are.
+    pub fn derive_function_groups(&mut self) {
+        let mut by_fn: BTreeMap<String, (f64, BTreeSet<MemberKey>)> = BTreeMap::new();
+        let mut note = |place: Place, a: &Access| {
+            let Some(code) = &a.code else { return };
+            let entry = by_fn.entry(code.function()).or_default();
+            entry.0 += a.counts.accesses();
+            entry.1.insert(MemberKey {
+                place,
+                offset: a.offset,
+                size: a.size,
+                field: a.field.clone(),
+            });
+        };
+        for line in &self.lines {
+            for a in &line.accesses {
+                note(
+                    Place::Line {
+                        address: line.address,
+                    },
+                    a,
+                );
+            }
+        }
+        for t in &self.types {
+            for a in &t.accesses {
+                note(
+                    Place::Type {
+                        name: t.type_name.clone(),
+                    },
+                    a,
+                );
+            }
+        }
+        for (name, (weight, members)) in by_fn {
+            if members.len() < 2 || self.groups.iter().any(|g| g.name == name) {
+                continue;
+            }
+            self.groups.push(AccessGroup {
+                name,
+                weight,
+                members: members
+                    .into_iter()
+                    .map(|k| GroupMember {
+                        place: k.place,
+                        offset: k.offset,
+                        size: k.size,
+                        field: k.field,
+                    })
+                    .collect(),
+            });
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct MemberKey {
+    place: Place,
+    offset: Option<u64>,
+    size: Option<u64>,
+    field: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------
+// Aggregation per byte range
+// ---------------------------------------------------------------------------------------
+
+/// Everything known about one byte range (or one unresolved field) of a line.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RangeStats {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// Widest access size seen at this offset, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Field names the accesses gave, if any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    pub counts: Counts,
+    pub cpus: CpuStats,
+    /// Load cycles summed over the range, when the evidence measured them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_cycles: Option<f64>,
+    /// Functions by how much they access the range, most first.
+    pub functions: Vec<FunctionStats>,
+}
+
+impl RangeStats {
+    /// Mean cycles per load (loads and rmw), when cycles were measured.
+    pub fn cycles_per_load(&self) -> Option<f64> {
+        let n = self.counts.reads();
+        self.load_cycles.filter(|_| n > 0.0).map(|c| c / n)
+    }
+    pub fn function(&self, name: &str) -> Option<&FunctionStats> {
+        self.functions.iter().find(|f| f.name == name)
+    }
+}
+
+/// Distinct CPUs behind aggregated accesses. Counts of different records cannot be added
+/// (the same CPU may appear in both), so without CPU lists only a lower bound is known.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CpuStats {
+    /// At least this many distinct CPUs (the largest count of any one record, or the size of
+    /// the union when lists are known, or the machine's CPUs for "all").
+    pub at_least: u32,
+    /// The exact set, when every record listed its CPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact: Option<Vec<u32>>,
+    /// Some record said "all CPUs".
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
+}
+
+impl CpuStats {
+    fn merge(&mut self, cpus: Option<&CpuUse>, machine_cpus: Option<u32>, first: bool) {
+        let Some(c) = cpus else {
+            self.exact = None;
+            return;
+        };
+        if c.all {
+            self.all = true;
+            if let Some(n) = machine_cpus {
+                self.at_least = self.at_least.max(n);
+            }
+        }
+        self.at_least = self.at_least.max(c.distinct().unwrap_or(0));
+        match (&mut self.exact, c.list.is_empty()) {
+            (_, true) => self.exact = None,
+            (Some(set), false) => {
+                let union: BTreeSet<u32> = set.iter().chain(c.list.iter()).copied().collect();
+                *set = union.into_iter().collect();
+            }
+            (None, false) if first => self.exact = Some(c.list.clone()),
+            (None, false) => {}
+        }
+        if let Some(set) = &self.exact {
+            self.at_least = self.at_least.max(set.len() as u32);
+        }
+    }
+}
+
+/// One function's part in a range.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FunctionStats {
+    pub name: String,
+    pub counts: Counts,
+    pub cpus: CpuStats,
+    /// Code locations (`set_task_cpu+279`) that made the accesses.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<String>,
+}
+
+/// Groups accesses by byte range (offset and size; by field where the offset is unknown)
+/// and adds them up. Ranges come out by offset, unresolved fields last.
+pub fn summarize<'a>(
+    accesses: impl IntoIterator<Item = &'a Access>,
+    machine_cpus: Option<u32>,
+) -> Vec<RangeStats> {
+    // Key: offset when known (sizes merge: the widest wins), else the field name.
+    let mut ranges: BTreeMap<(Option<u64>, Option<String>), Vec<&Access>> = BTreeMap::new();
+    for a in accesses {
+        let key = match a.offset {
+            Some(o) => (Some(o), None),
+            None => (None, a.field.clone()),
+        };
+        ranges.entry(key).or_default().push(a);
+    }
+    let mut out: Vec<RangeStats> = ranges
+        .into_iter()
+        .map(|((offset, _), group)| range_stats(offset, &group, machine_cpus))
+        .collect();
+    // BTreeMap puts None first; unresolved fields read better last.
+    out.sort_by_key(|r| (r.offset.is_none(), r.offset));
+    out
+}
+
+fn range_stats(offset: Option<u64>, group: &[&Access], machine_cpus: Option<u32>) -> RangeStats {
+    let mut counts = Counts::default();
+    let mut cpus = CpuStats::default();
+    let mut cycles: Option<f64> = None;
+    let mut fields = BTreeSet::new();
+    let mut size: Option<u64> = None;
+    let mut fns: BTreeMap<String, (Counts, CpuStats, BTreeSet<String>, bool)> = BTreeMap::new();
+    for (i, a) in group.iter().enumerate() {
+        counts.add(&a.counts);
+        cpus.merge(a.cpus.as_ref(), machine_cpus, i == 0);
+        if let Some(c) = a.latency.and_then(|l| l.total_cycles) {
+            *cycles.get_or_insert(0.0) += c;
+        }
+        if let Some(f) = &a.field {
+            fields.insert(f.clone());
+        }
+        if let Some(s) = a.size {
+            size = Some(size.map_or(s, |old| old.max(s)));
+        }
+        let name = a
+            .code
+            .as_ref()
+            .map(CodeLocation::function)
+            .unwrap_or_else(|| "?".to_string());
+        let entry = fns.entry(name).or_insert_with(|| {
+            (
+                Counts::default(),
+                CpuStats::default(),
+                BTreeSet::new(),
+                true,
+            )
+        });
+        entry.0.add(&a.counts);
+        let first = entry.3;
+        entry.1.merge(a.cpus.as_ref(), machine_cpus, first);
+        entry.3 = false;
+        if let Some(code) = &a.code {
+            entry.2.insert(code.display());
+        }
+    }
+    let mut functions: Vec<FunctionStats> = fns
+        .into_iter()
+        .map(|(name, (counts, cpus, locs, _))| FunctionStats {
+            name,
+            counts,
+            cpus,
+            locations: locs.into_iter().collect(),
+        })
+        .collect();
+    functions.sort_by(|a, b| {
+        b.counts
+            .accesses()
+            .total_cmp(&a.counts.accesses())
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    RangeStats {
+        offset,
+        size,
+        fields: fields.into_iter().collect(),
+        counts,
+        cpus,
+        load_cycles: cycles,
+        functions,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Addresses as "0x..." strings in JSON: readable, and safe for readers whose numbers are
+// doubles (kernel addresses do not fit 53 bits).
+// ---------------------------------------------------------------------------------------
+
+mod hex {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{v:#x}"))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let text = String::deserialize(d)?;
+        super::parse_hex(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("not a 0x address: {text:?}")))
+    }
+}
+
+mod hex_opt {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.serialize_str(&format!("{v:#x}")),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        text.map(|t| {
+            super::parse_hex(&t)
+                .ok_or_else(|| serde::de::Error::custom(format!("not a 0x address: {t:?}")))
+        })
+        .transpose()
+    }
+}
+
+/// `0x1f` / `0X1F` → 31.
+pub(crate) fn parse_hex(s: &str) -> Option<u64> {
+    let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    u64::from_str_radix(digits, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn access(offset: u64, sym: &str, loads: f64, stores: f64, cpus: u32) -> Access {
+        Access {
+            offset: Some(offset),
+            counts: Counts {
+                loads,
+                stores,
+                ..Default::default()
+            },
+            cpus: Some(CpuUse::count(cpus)),
+            code: Some(CodeLocation {
+                symbol: Some(sym.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ranges_add_counts_and_rank_functions() {
+        let accs = [
+            access(0, "a", 10.0, 0.0, 4),
+            access(0, "b", 1.0, 50.0, 8),
+            access(8, "a", 3.0, 0.0, 2),
+        ];
+        let r = summarize(accs.iter(), None);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].offset, Some(0));
+        assert_eq!(r[0].counts.loads, 11.0);
+        assert_eq!(r[0].counts.stores, 50.0);
+        assert_eq!(r[0].cpus.at_least, 8);
+        assert_eq!(r[0].cpus.exact, None);
+        assert_eq!(r[0].functions[0].name, "b");
+        assert_eq!(r[1].functions[0].name, "a");
+    }
+
+    #[test]
+    fn cpu_lists_union() {
+        let mut a = access(0, "a", 1.0, 0.0, 0);
+        a.cpus = Some(CpuUse::list([1, 2]));
+        let mut b = access(0, "b", 1.0, 0.0, 0);
+        b.cpus = Some(CpuUse::list([2, 3]));
+        let r = summarize([&a, &b], None);
+        assert_eq!(r[0].cpus.exact, Some(vec![1, 2, 3]));
+        assert_eq!(r[0].cpus.at_least, 3);
+    }
+
+    #[test]
+    fn bound_lines_shift_into_type_coordinates() {
+        let mut p = Profile::new("test", Unit::Samples, 64);
+        p.lines.push(LineProfile {
+            address: 0x1000,
+            accesses: vec![access(8, "f", 1.0, 0.0, 1)],
+            ..Default::default()
+        });
+        assert!(p.bind_line(0x1008, "task_group", 256));
+        let r = p.type_line_ranges("task_group", 4);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].offset, Some(264));
+        assert!(p.type_line_ranges("task_group", 3).is_empty());
+    }
+
+    #[test]
+    fn json_rejects_other_versions() {
+        let mut p = Profile::new("test", Unit::Relative, 64);
+        p.schema_version = 2;
+        let err = Profile::from_json(&serde_json::to_string(&p).unwrap()).unwrap_err();
+        assert!(matches!(err, ProfileError::Schema { found: 2, .. }));
+    }
+}

@@ -1,0 +1,430 @@
+//! A hand-written access sketch (TOML): the pattern an engineer knows without PEBS or IBS —
+//! "`cpupri_vec.count` is incremented by every CPU in cpupri_set, `mask` is read by all CPUs in
+//! cpupri_find" — turned into the same [`Profile`] the samplers produce.
+//!
+//! ```toml
+//! [sketch]
+//! title = "cpupri_vec under 480 RT threads"
+//! source = "seed 003"
+//!
+//! [machine]
+//! cpus = 480
+//!
+//! [[type]]
+//! name = "cpupri_vec"
+//!
+//! [[type.access]]
+//! field = "count"          # or offset = 0 (and size = 4)
+//! kind = "rmw"             # load | store | rmw
+//! by = "cpupri_set"        # the function (optional)
+//! weight = 100             # relative; or rate = 2.0e6 (per second)
+//! cpus = "all"             # or a number
+//! groups = ["enqueue"]     # code paths that touch fields together (optional)
+//! ```
+//!
+//! The full format is in `docs/profile.md`.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::error::ProfileError;
+use super::model::{
+    Access, AccessGroup, CodeLocation, Counts, CpuUse, DEFAULT_CACHELINE_SIZE, GroupMember,
+    Latency, Place, Profile, ThreadUse, Unit,
+};
+
+/// Reads a TOML access sketch into a profile with one [`super::TypeProfile`] per `[[type]]`.
+/// Accesses are named by field (resolved against a layout later) or by explicit offset.
+pub fn import_sketch(text: &str) -> Result<Profile, ProfileError> {
+    let raw: RawSketch = toml::from_str(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| format!("line {}: ", line_of(text, s.start)))
+            .unwrap_or_default();
+        ProfileError::Sketch(format!("{at}{}", one_line(e.message())))
+    })?;
+    convert(text, raw)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSketch {
+    #[serde(default)]
+    sketch: RawHeader,
+    #[serde(default)]
+    machine: RawMachine,
+    #[serde(default, rename = "type")]
+    types: Vec<Spanned<RawType>>,
+    #[serde(default, rename = "group")]
+    groups: Vec<Spanned<RawGroup>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHeader {
+    title: Option<String>,
+    /// Where the knowledge comes from (a mail, a seed, a benchmark).
+    source: Option<String>,
+    note: Option<String>,
+    unit: Option<RawUnit>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RawUnit {
+    PerSecond,
+    Relative,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMachine {
+    cpus: Option<u32>,
+    numa_nodes: Option<u32>,
+    cacheline_size: Option<u64>,
+    description: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawType {
+    name: String,
+    note: Option<String>,
+    #[serde(default, rename = "access")]
+    accesses: Vec<Spanned<RawAccess>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAccess {
+    field: Option<String>,
+    offset: Option<u64>,
+    size: Option<u64>,
+    kind: RawKind,
+    by: Option<String>,
+    rate: Option<f64>,
+    weight: Option<f64>,
+    cpus: Option<RawCpus>,
+    nodes: Option<Vec<u32>>,
+    threads: Option<u32>,
+    cycles: Option<RawCycles>,
+    #[serde(default)]
+    groups: Vec<String>,
+    note: Option<String>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RawKind {
+    Load,
+    Store,
+    Rmw,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawCpus {
+    Count(u32),
+    Word(String),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawCycles {
+    Mean(f64),
+    Range([f64; 2]),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGroup {
+    name: String,
+    weight: Option<f64>,
+    /// `type.field` (the field may itself be a dotted path).
+    members: Vec<String>,
+}
+
+fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
+    let err = |span: std::ops::Range<usize>, msg: String| {
+        ProfileError::Sketch(format!("line {}: {msg}", line_of(text, span.start)))
+    };
+    let cls = raw.machine.cacheline_size.unwrap_or(DEFAULT_CACHELINE_SIZE);
+    if !cls.is_power_of_two() {
+        return Err(ProfileError::Sketch(format!(
+            "machine.cacheline_size {cls} is not a power of two"
+        )));
+    }
+    let mut unit = raw.sketch.unit.map(|u| match u {
+        RawUnit::PerSecond => Unit::PerSecond,
+        RawUnit::Relative => Unit::Relative,
+    });
+    let mut profile = Profile::new("lineup sketch", Unit::Relative, cls);
+    profile.label = raw.sketch.title.clone();
+    profile.provenance.tool_version = Some(env!("CARGO_PKG_VERSION").to_string());
+    profile.provenance.note = match (&raw.sketch.source, &raw.sketch.note) {
+        (Some(s), Some(n)) => Some(format!("{s}; {n}")),
+        (s, n) => s.clone().or_else(|| n.clone()),
+    };
+    let m = &mut profile.provenance.machine;
+    m.cpus = raw.machine.cpus;
+    m.numa_nodes = raw.machine.numa_nodes;
+    m.cacheline_size = raw.machine.cacheline_size;
+    m.description = raw.machine.description.clone();
+    let machine_cpus = raw.machine.cpus;
+
+    // Group name → (weight, members), from the accesses' `groups` tags.
+    let mut tagged: BTreeMap<String, (f64, Vec<GroupMember>)> = BTreeMap::new();
+    let mut total_accesses = 0;
+    for ty in &raw.types {
+        let span = ty.span();
+        let ty = ty.get_ref();
+        if ty.name.trim().is_empty() {
+            return Err(err(span, "a [[type]] needs a name".into()));
+        }
+        if profile.type_profile(&ty.name).is_some() {
+            return Err(err(span, format!("type {:?} is sketched twice", ty.name)));
+        }
+        let mut accesses = Vec::new();
+        for acc in &ty.accesses {
+            let span = acc.span();
+            let a = acc.get_ref();
+            let what = a
+                .field
+                .clone()
+                .or_else(|| a.offset.map(|o| format!("offset {o}")))
+                .ok_or_else(|| {
+                    err(
+                        span.clone(),
+                        format!("an access to {} needs `field` or `offset`", ty.name),
+                    )
+                })?;
+            let place = format!("{}.{what}", ty.name);
+            let (amount, this_unit) = match (a.rate, a.weight) {
+                (Some(r), None) => (r, Unit::PerSecond),
+                (None, Some(w)) => (w, Unit::Relative),
+                (Some(_), Some(_)) => {
+                    return Err(err(
+                        span,
+                        format!("{place}: give `rate` or `weight`, not both"),
+                    ));
+                }
+                (None, None) => {
+                    return Err(err(
+                        span,
+                        format!("{place}: give `rate` (per second) or `weight` (relative)"),
+                    ));
+                }
+            };
+            if !amount.is_finite() || amount < 0.0 {
+                return Err(err(span, format!("{place}: rate/weight must be ≥ 0")));
+            }
+            match unit {
+                None => unit = Some(this_unit),
+                Some(u) if u != this_unit => {
+                    return Err(err(
+                        span,
+                        format!("{place}: mixes rates and weights; a sketch uses one or the other"),
+                    ));
+                }
+                Some(_) => {}
+            }
+            let mut counts = Counts::default();
+            match a.kind {
+                RawKind::Load => counts.loads = amount,
+                RawKind::Store => counts.stores = amount,
+                RawKind::Rmw => counts.rmw = amount,
+            }
+            let cpus = match &a.cpus {
+                None => None,
+                Some(RawCpus::Count(n)) => Some(CpuUse::count(*n)),
+                Some(RawCpus::Word(w)) if w == "all" => Some(CpuUse {
+                    count: machine_cpus,
+                    all: true,
+                    list: Vec::new(),
+                }),
+                Some(RawCpus::Word(w)) => {
+                    return Err(err(
+                        span,
+                        format!("{place}: cpus = {w:?}; expected a number or \"all\""),
+                    ));
+                }
+            };
+            let finite = match &a.cycles {
+                Some(RawCycles::Mean(c)) => c.is_finite() && *c >= 0.0,
+                Some(RawCycles::Range(r)) => r.iter().all(|c| c.is_finite() && *c >= 0.0),
+                None => true,
+            };
+            if !finite {
+                return Err(err(span, format!("{place}: cycles must be finite and ≥ 0")));
+            }
+            let reads = counts.reads();
+            let latency = match a.cycles {
+                None => None,
+                Some(RawCycles::Mean(c)) => Some(Latency {
+                    mean_load: Some(c),
+                    total_cycles: (reads > 0.0).then_some(c * reads),
+                    ..Default::default()
+                }),
+                Some(RawCycles::Range([lo, hi])) if lo <= hi => Some(Latency {
+                    range: Some((lo, hi)),
+                    ..Default::default()
+                }),
+                Some(RawCycles::Range(_)) => {
+                    return Err(err(
+                        span,
+                        format!("{place}: cycles range must be [low, high]"),
+                    ));
+                }
+            };
+            let access = Access {
+                offset: a.offset,
+                size: a.size,
+                field: a.field.clone(),
+                counts,
+                latency,
+                cpus,
+                nodes: a.nodes.clone(),
+                threads: a.threads.map(|n| ThreadUse {
+                    count: Some(n),
+                    ..Default::default()
+                }),
+                code: a.by.as_ref().map(|f| CodeLocation {
+                    symbol: Some(f.clone()),
+                    ..Default::default()
+                }),
+                groups: a.groups.clone(),
+                note: a.note.clone(),
+                ..Default::default()
+            };
+            for g in &a.groups {
+                let entry = tagged.entry(g.clone()).or_default();
+                entry.0 += amount;
+                let member = GroupMember {
+                    place: Place::Type {
+                        name: ty.name.clone(),
+                    },
+                    offset: a.offset,
+                    size: a.size,
+                    field: a.field.clone(),
+                };
+                if !entry.1.contains(&member) {
+                    entry.1.push(member);
+                }
+            }
+            accesses.push(access);
+        }
+        total_accesses += accesses.len();
+        let t = profile.type_profile_mut(&ty.name);
+        t.note = ty.note.clone();
+        t.accesses = accesses;
+    }
+    if total_accesses == 0 {
+        return Err(ProfileError::Sketch(
+            "no accesses: add [[type]] tables with [[type.access]] entries".into(),
+        ));
+    }
+    profile.unit = unit.unwrap_or(Unit::Relative);
+
+    for g in &raw.groups {
+        let span = g.span();
+        let g = g.get_ref();
+        let mut members = Vec::new();
+        for m in &g.members {
+            let (ty, field) = m.split_once('.').ok_or_else(|| {
+                err(
+                    span.clone(),
+                    format!("group {:?}: member {m:?} should be type.field", g.name),
+                )
+            })?;
+            members.push(GroupMember {
+                place: Place::Type { name: ty.into() },
+                offset: None,
+                size: None,
+                field: Some(field.into()),
+            });
+        }
+        let entry = tagged.entry(g.name.clone()).or_default();
+        if let Some(w) = g.weight {
+            entry.0 = w;
+        }
+        for m in members {
+            if !entry.1.contains(&m) {
+                entry.1.push(m);
+            }
+        }
+    }
+    profile.groups = tagged
+        .into_iter()
+        .map(|(name, (weight, members))| AccessGroup {
+            name,
+            weight,
+            members,
+        })
+        .collect();
+    profile.derive_function_groups();
+    Ok(profile)
+}
+
+/// 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_sketch() {
+        let p = import_sketch(
+            r#"
+            [machine]
+            cpus = 8
+            [[type]]
+            name = "s"
+            access = [
+              { field = "a", kind = "rmw", by = "f", rate = 1000.0, cpus = "all", groups = ["p"] },
+              { field = "b", kind = "load", by = "f", rate = 10.0, cpus = 2, groups = ["p"] },
+            ]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(p.unit, Unit::PerSecond);
+        let t = p.type_profile("s").unwrap();
+        assert_eq!(t.accesses[0].counts.rmw, 1000.0);
+        assert_eq!(t.accesses[0].cpus.as_ref().unwrap().count, Some(8));
+        assert!(p.groups.iter().any(|g| g.name == "p" && g.weight == 1010.0));
+        assert!(
+            p.groups
+                .iter()
+                .any(|g| g.name == "f" && g.members.len() == 2)
+        );
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = import_sketch(
+            "[[type]]\nname = \"s\"\n[[type.access]]\nfield = \"a\"\nkind = \"load\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "sketch: line 3: s.a: give `rate` (per second) or `weight` (relative)"
+        );
+        let e = import_sketch(
+            "[[type]]\nname = \"s\"\n[[type.access]]\nfield = \"a\"\nkind = \"peek\"\nrate = 1\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().starts_with("sketch: line 5: "), "{e}");
+    }
+}
