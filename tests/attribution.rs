@@ -82,3 +82,25 @@ fn without_a_type_task_group_is_a_candidate() {
         ranked.iter().map(|c| &c.type_name).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn dotted_paths_resolve_to_offsets() {
+    use lineup::analysis::fields::resolve_path;
+    let file = InputFile::open(&common::bundled_btf()).unwrap();
+    let types = load(&file, Format::Btf, None).unwrap();
+    let tg = types.find_composites("task_group")[0];
+    assert_eq!(resolve_path(&types, tg, "load_avg"), Some((256, 8)));
+    assert_eq!(resolve_path(&types, tg, "load_avg.counter"), Some((256, 8)));
+    assert_eq!(resolve_path(&types, tg, "no_such_field"), None);
+    let rd = types.find_composites("root_domain")[0];
+    let (base, _) = resolve_path(&types, rd, "cpupri").unwrap();
+    let (c0, size) = resolve_path(&types, rd, "cpupri.pri_to_cpu[0].count").unwrap();
+    let (c1, _) = resolve_path(&types, rd, "cpupri.pri_to_cpu[1].count").unwrap();
+    assert_eq!(c0, base);
+    assert_eq!(size, 4);
+    assert!(c1 > c0, "element 1 lies after element 0");
+    assert_eq!(
+        resolve_path(&types, rd, "cpupri.pri_to_cpu[100000].count"),
+        None
+    );
+}

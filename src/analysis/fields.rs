@@ -151,3 +151,51 @@ pub fn leaf_at(leaves: &[Leaf], offset: u64) -> Option<&Leaf> {
         .filter(|l| l.offset <= offset && offset < l.offset + l.size.max(1))
         .max_by_key(|l| (l.depth, l.offset == offset))
 }
+
+/// Offset and size of the member at dotted `path` in struct/union `id`
+/// (`rto_count`, `cpupri.pri_to_cpu[0].count`, `load_avg.counter`). Members of anonymous
+/// structs and unions are found by their own names, as C lets code name them.
+pub fn resolve_path(types: &Types<'_>, id: TypeId, path: &str) -> Option<(u64, u64)> {
+    let mut ty = id;
+    let mut offset = 0u64;
+    for part in path.split('.') {
+        let (name, indices) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        let (member_offset, member_ty) = find_member(types, ty, name, 0)?;
+        offset += member_offset;
+        ty = member_ty;
+        for idx in indices.split('[').skip(1) {
+            let i: u64 = idx.strip_suffix(']')?.trim().parse().ok()?;
+            let Kind::Array { elem, count } = &types.get(types.resolve(ty)).kind else {
+                return None;
+            };
+            if *count != 0 && i >= *count {
+                return None;
+            }
+            offset += i * types.size_of(*elem);
+            ty = *elem;
+        }
+    }
+    Some((offset, types.size_of(ty)))
+}
+
+/// The member `name` of `ty`, looking through anonymous members; (offset, type).
+fn find_member(types: &Types<'_>, ty: TypeId, name: &str, depth: usize) -> Option<(u64, TypeId)> {
+    let comp = types.composite(types.resolve(ty))?;
+    for m in &comp.members {
+        if m.name == name {
+            return Some((m.bit_offset / 8, m.ty));
+        }
+    }
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    comp.members
+        .iter()
+        .filter(|m| m.name.is_empty())
+        .find_map(|m| {
+            find_member(types, m.ty, name, depth + 1).map(|(o, t)| (m.bit_offset / 8 + o, t))
+        })
+}

@@ -2,4 +2,5 @@
 //! contended line belongs to (and later: verdicts, cost model, optimizer).
 
 pub mod attribute;
+pub mod diagnose;
 pub mod fields;

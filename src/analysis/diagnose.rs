@@ -1,0 +1,547 @@
+//! `diagnose`: for one struct and one access profile, who touches each member and what each
+//! cache line suffers from, in the words the seeds' engineers use.
+//!
+//! Verdicts per cache line:
+//! - **false sharing**: different members, at least one written, touched from more than one
+//!   CPU: removable by moving them apart;
+//! - **true sharing**: one member written from many CPUs and nothing else of note on the line:
+//!   no layout helps, only splitting the data (per CPU, per node) or sharding;
+//! - **read-mostly next to write-hot**: a written member beside read members, without evidence
+//!   that more than one CPU is involved (a sketch without CPU counts, a single-CPU profile);
+//! - **read-shared**: only loads: cheap, copies stay valid in every cache;
+//! - **cold**: no recorded access.
+
+use serde::Serialize;
+
+use crate::layout::{Field, Layout};
+use crate::profile::{Access, Counts, Profile};
+
+/// Members whose share of a line's accesses is below this do not change its verdict.
+const NEGLIGIBLE: f64 = 0.02;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    FalseSharing,
+    TrueSharing,
+    ReadMostlyNextToWriteHot,
+    ReadShared,
+    Cold,
+}
+
+impl Verdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::FalseSharing => "false sharing",
+            Verdict::TrueSharing => "true sharing",
+            Verdict::ReadMostlyNextToWriteHot => "read-mostly next to write-hot",
+            Verdict::ReadShared => "read-shared",
+            Verdict::Cold => "cold",
+        }
+    }
+}
+
+/// What one member of the struct saw.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemberUse {
+    /// Member name as pahole shows it (inline anonymous members by their own names).
+    pub name: String,
+    pub offset: u64,
+    pub size: u64,
+    pub cacheline: u64,
+    pub counts: Counts,
+    /// At least this many distinct CPUs touched it (the evidence rarely gives exact sets).
+    pub cpus: u32,
+    /// Functions by accesses, most first: (name, writes, reads).
+    pub functions: Vec<FunctionUse>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FunctionUse {
+    pub name: String,
+    pub writes: f64,
+    pub reads: f64,
+    pub cpus: u32,
+}
+
+impl MemberUse {
+    fn total(&self) -> f64 {
+        self.counts.accesses()
+    }
+    fn writers(&self) -> impl Iterator<Item = &FunctionUse> {
+        self.functions.iter().filter(|f| f.writes > 0.0)
+    }
+    fn readers(&self) -> impl Iterator<Item = &FunctionUse> {
+        self.functions.iter().filter(|f| f.reads > 0.0)
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LineDiagnosis {
+    pub index: u64,
+    pub start: u64,
+    pub end: u64,
+    pub verdict: Verdict,
+    /// One or two sentences saying why.
+    pub explanation: String,
+    /// Estimated coherence cost, for ranking lines (see `docs/diagnose.md`).
+    pub cost: f64,
+    /// Members of the line that were touched, by offset.
+    pub members: Vec<MemberUse>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Diagnosis {
+    pub type_name: String,
+    pub size: u64,
+    pub cacheline_size: u64,
+    /// Lines with accesses, most costly first; cold lines are counted, not listed.
+    pub lines: Vec<LineDiagnosis>,
+    pub cold_lines: u64,
+    /// Every touched member, by offset.
+    pub members: Vec<MemberUse>,
+    /// Accesses the profile names by field that the struct has no member for.
+    pub unresolved_fields: Vec<String>,
+}
+
+impl Diagnosis {
+    pub fn has_contention(&self) -> bool {
+        self.lines.iter().any(|l| {
+            matches!(
+                l.verdict,
+                Verdict::FalseSharing | Verdict::TrueSharing | Verdict::ReadMostlyNextToWriteHot
+            )
+        })
+    }
+}
+
+/// The member shown by pahole that holds byte `offset`: inline anonymous structs and unions
+/// are looked into, named members are not.
+pub fn display_member(fields: &[Field], offset: u64) -> Option<&Field> {
+    let f = fields
+        .iter()
+        .filter(|f| f.offset <= offset && offset < f.offset + f.size.max(1))
+        .last()?;
+    if f.inline.is_some() {
+        display_member(&f.members, offset).or(Some(f))
+    } else {
+        Some(f)
+    }
+}
+
+/// Diagnoses `layout` from `accesses` (offsets relative to the struct, as
+/// [`Profile::type_accesses`] gives them). `machine_cpus` turns "all CPUs" into a number.
+pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>) -> Diagnosis {
+    let cls = layout.cacheline_size;
+    // (line index, member name, member offset) -> accumulated use.
+    let mut uses: Vec<(u64, MemberUse)> = Vec::new();
+    for a in accesses {
+        let Some(off) = a.offset else { continue };
+        let Some(f) = display_member(&layout.members, off) else {
+            continue;
+        };
+        let line = off / cls;
+        let cpus = a
+            .cpus
+            .as_ref()
+            .map(|c| {
+                if c.all {
+                    machine_cpus.unwrap_or(2).max(c.distinct().unwrap_or(0))
+                } else {
+                    c.distinct().unwrap_or(0)
+                }
+            })
+            .unwrap_or(0);
+        let name = if f.name.is_empty() {
+            format!("<anonymous @{}>", f.offset)
+        } else {
+            f.name.clone()
+        };
+        let slot = match uses
+            .iter()
+            .position(|(l, u)| *l == line && u.offset == f.offset && u.name == name)
+        {
+            Some(i) => i,
+            None => {
+                uses.push((
+                    line,
+                    MemberUse {
+                        name,
+                        offset: f.offset,
+                        size: f.size,
+                        cacheline: f.cacheline,
+                        counts: Counts::default(),
+                        cpus: 0,
+                        functions: Vec::new(),
+                    },
+                ));
+                uses.len() - 1
+            }
+        };
+        let u = &mut uses[slot].1;
+        u.counts.add(&a.counts);
+        u.cpus = u.cpus.max(cpus);
+        let function = a
+            .code
+            .as_ref()
+            .map(|c| c.function())
+            .unwrap_or_else(|| "?".into());
+        match u.functions.iter_mut().find(|x| x.name == function) {
+            Some(x) => {
+                x.writes += a.counts.writes();
+                x.reads += a.counts.reads();
+                x.cpus = x.cpus.max(cpus);
+            }
+            None => u.functions.push(FunctionUse {
+                name: function,
+                writes: a.counts.writes(),
+                reads: a.counts.reads(),
+                cpus,
+            }),
+        }
+    }
+    for (_, u) in &mut uses {
+        u.functions.sort_by(|a, b| {
+            (b.writes + b.reads)
+                .total_cmp(&(a.writes + a.reads))
+                .then(a.name.cmp(&b.name))
+        });
+    }
+    uses.sort_by_key(|(l, u)| (*l, u.offset));
+
+    let total_lines = layout.size.div_ceil(cls).max(1);
+    let mut lines = Vec::new();
+    let mut i = 0;
+    while i < uses.len() {
+        let line = uses[i].0;
+        let mut members = Vec::new();
+        while i < uses.len() && uses[i].0 == line {
+            members.push(uses[i].1.clone());
+            i += 1;
+        }
+        lines.push(judge(line, cls, members));
+    }
+    lines.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.index.cmp(&b.index)));
+    let cold_lines = total_lines.saturating_sub(lines.len() as u64);
+
+    // Per member over the whole struct (a member spanning lines appears once).
+    let mut members: Vec<MemberUse> = Vec::new();
+    for (_, u) in uses {
+        match members
+            .iter_mut()
+            .find(|m| m.offset == u.offset && m.name == u.name)
+        {
+            Some(m) => {
+                m.counts.add(&u.counts);
+                m.cpus = m.cpus.max(u.cpus);
+                for f in u.functions {
+                    match m.functions.iter_mut().find(|x| x.name == f.name) {
+                        Some(x) => {
+                            x.writes += f.writes;
+                            x.reads += f.reads;
+                            x.cpus = x.cpus.max(f.cpus);
+                        }
+                        None => m.functions.push(f),
+                    }
+                }
+            }
+            None => members.push(u),
+        }
+    }
+    members.sort_by_key(|m| m.offset);
+
+    Diagnosis {
+        type_name: layout.name.clone(),
+        size: layout.size,
+        cacheline_size: cls,
+        lines,
+        cold_lines,
+        members,
+        unresolved_fields: Vec::new(),
+    }
+}
+
+fn judge(index: u64, cls: u64, members: Vec<MemberUse>) -> LineDiagnosis {
+    let total: f64 = members.iter().map(MemberUse::total).sum();
+    let significant: Vec<&MemberUse> = members
+        .iter()
+        .filter(|m| total > 0.0 && m.total() / total >= NEGLIGIBLE)
+        .collect();
+    let written: Vec<&MemberUse> = significant
+        .iter()
+        .copied()
+        .filter(|m| m.counts.writes() > 0.0)
+        .collect();
+    let multi_cpu = significant.iter().any(|m| m.cpus > 1);
+    let writes: f64 = members.iter().map(|m| m.counts.writes()).sum();
+    let transfers: f64 = members.iter().map(|m| m.counts.transfers()).sum();
+    let rmt: f64 = members
+        .iter()
+        .map(|m| m.counts.rmt_hitm + m.counts.rmt_peer)
+        .sum();
+
+    let (verdict, explanation) = if total <= 0.0 {
+        (Verdict::Cold, "no recorded access".to_string())
+    } else if written.is_empty() {
+        (
+            Verdict::ReadShared,
+            format!(
+                "{} only loaded: read sharing keeps a valid copy in every cache",
+                names(&significant)
+            ),
+        )
+    } else if significant.len() == 1 {
+        let m = significant[0];
+        if m.cpus > 1 {
+            (
+                Verdict::TrueSharing,
+                format!(
+                    "{}; no layout helps: only splitting `{}` (per CPU, per LLC or per node) or sharding it does",
+                    describe_writes(m),
+                    m.name
+                ),
+            )
+        } else {
+            (
+                Verdict::ReadShared,
+                format!(
+                    "{} and nothing else on the line is touched",
+                    describe_writes(m)
+                ),
+            )
+        }
+    } else {
+        let others: Vec<&MemberUse> = significant
+            .iter()
+            .copied()
+            .filter(|m| {
+                !written
+                    .iter()
+                    .any(|w| w.offset == m.offset && w.name == m.name)
+            })
+            .collect();
+        let mut text = written
+            .iter()
+            .map(|w| describe_writes(w))
+            .collect::<Vec<_>>()
+            .join(", and ");
+        if !others.is_empty() {
+            text.push_str(&format!(
+                " while {} on the same line {} {}",
+                names(&others),
+                if others.len() == 1 { "is" } else { "are" },
+                describe_reads(&others)
+            ));
+        } else if written.len() > 1 {
+            text.push_str(": different members written on one line");
+        }
+        let truly: Vec<&&MemberUse> = written.iter().filter(|w| w.cpus > 1).collect();
+        if multi_cpu {
+            if !truly.is_empty() {
+                let list: Vec<&MemberUse> = truly.iter().map(|w| **w).collect();
+                text.push_str(&format!(
+                    ". Moving them apart removes the false sharing; {} {} truly shared (written from many CPUs): only splitting helps there",
+                    names(&list),
+                    if list.len() == 1 { "itself stays" } else { "stay" }
+                ));
+            }
+            (Verdict::FalseSharing, text)
+        } else {
+            text.push_str(". The evidence does not say how many CPUs: if more than one, this is false sharing");
+            (Verdict::ReadMostlyNextToWriteHot, text)
+        }
+    };
+    // Cost: measured transfers (remote ones count twice) when the evidence has them;
+    // otherwise writes times the number of members touched, since each write invalidates the
+    // line for every other user.
+    let cost = if transfers > 0.0 {
+        transfers + rmt
+    } else {
+        let users = significant.len().max(1) as f64;
+        let spread = if multi_cpu { 2.0 } else { 1.0 };
+        writes * users * spread
+    };
+    LineDiagnosis {
+        index,
+        start: index * cls,
+        end: (index + 1) * cls - 1,
+        verdict,
+        explanation,
+        cost: if matches!(verdict, Verdict::ReadShared | Verdict::Cold) {
+            0.0
+        } else {
+            cost
+        },
+        members,
+    }
+}
+
+fn names(ms: &[&MemberUse]) -> String {
+    let quoted: Vec<String> = ms.iter().map(|m| format!("`{}`", m.name)).collect();
+    match quoted.len() {
+        0 => String::new(),
+        1 => quoted[0].clone(),
+        n => format!("{} and {}", quoted[..n - 1].join(", "), quoted[n - 1]),
+    }
+}
+
+fn cpus_phrase(n: u32) -> String {
+    match n {
+        0 => String::new(),
+        1 => " on 1 CPU".into(),
+        n => format!(" on {n} CPUs"),
+    }
+}
+
+/// "`load_avg` is stored by update_load_avg on 160 CPUs"
+fn describe_writes(m: &MemberUse) -> String {
+    // Writers with a tenth of the top writer's writes or more; the rest is noise.
+    let top = m.writers().map(|f| f.writes).fold(0.0, f64::max);
+    let writers: Vec<&FunctionUse> = m
+        .writers()
+        .filter(|f| f.writes >= 0.1 * top)
+        .take(2)
+        .collect();
+    let by = writers
+        .iter()
+        .map(|f| format!("{}{}", f.name, cpus_phrase(f.cpus)))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    let verb = if m.counts.rmw > m.counts.stores {
+        "atomically updated"
+    } else {
+        "stored"
+    };
+    if by.is_empty() {
+        format!("`{}` is {verb}{}", m.name, cpus_phrase(m.cpus))
+    } else {
+        format!("`{}` is {verb} by {by}", m.name)
+    }
+}
+
+/// "loaded by set_task_cpu"
+fn describe_reads(ms: &[&MemberUse]) -> String {
+    let mut readers: Vec<(String, f64)> = Vec::new();
+    for m in ms {
+        for f in m.readers() {
+            match readers.iter_mut().find(|(n, _)| *n == f.name) {
+                Some((_, r)) => *r += f.reads,
+                None => readers.push((f.name.clone(), f.reads)),
+            }
+        }
+    }
+    readers.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let any_writes = ms.iter().any(|m| m.counts.writes() > 0.0);
+    let verb = if any_writes { "touched" } else { "loaded" };
+    if readers.is_empty() {
+        return verb.to_string();
+    }
+    format!(
+        "{verb} by {}",
+        readers
+            .iter()
+            .take(2)
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(" and ")
+    )
+}
+
+/// The profile's accesses to `type_name`, with fields named by path resolved against the
+/// struct. Returns the accesses and the field names that could not be resolved.
+pub fn accesses_for(
+    profile: &mut Profile,
+    types: &crate::types::Types<'_>,
+    id: crate::types::TypeId,
+    type_name: &str,
+) -> (Vec<Access>, Vec<String>) {
+    let missing = profile.resolve_fields(type_name, |field| {
+        super::fields::resolve_path(types, id, field)
+    });
+    (profile.type_accesses(type_name), missing)
+}
+
+/// How one raw cache line of the evidence was bound to the struct.
+#[derive(Clone, Debug, Serialize)]
+pub struct LineBinding {
+    pub address: u64,
+    /// Struct offset where the line starts.
+    pub line_start: i64,
+    /// Whether the engineer gave it (`--line-offset`) rather than lineup inferring it.
+    pub given: bool,
+    /// Other placements that fit the offsets as well (within 0.05 of the best score).
+    pub alternatives: Vec<i64>,
+    pub score: f64,
+}
+
+/// Binds every raw line of `profile` not yet bound to struct `id` (named `type_name`): at
+/// `line_start` when given, else at the best-scoring placement of its offsets
+/// ([`super::attribute::candidates`]). Lines no placement fits stay unbound.
+pub fn bind_raw_lines(
+    profile: &mut Profile,
+    types: &crate::types::Types<'_>,
+    id: crate::types::TypeId,
+    type_name: &str,
+    line_start: Option<i64>,
+) -> Vec<LineBinding> {
+    let cls = profile.cacheline_size.max(1);
+    let mut out = Vec::new();
+    let addresses: Vec<u64> = profile
+        .lines
+        .iter()
+        .filter(|l| l.binding.is_none())
+        .map(|l| l.address)
+        .collect();
+    for address in addresses {
+        let Some(line) = profile.line(address) else {
+            continue;
+        };
+        let accesses: Vec<super::attribute::LineAccess> = line
+            .accesses
+            .iter()
+            .filter_map(|a| {
+                let total = a.counts.accesses();
+                Some(super::attribute::LineAccess {
+                    offset: a.offset?,
+                    size: a.size.and_then(|s| u32::try_from(s).ok()),
+                    weight: total.max(a.counts.transfers()).max(1.0),
+                    store_share: if total > 0.0 {
+                        a.counts.writes() / total
+                    } else {
+                        0.0
+                    },
+                    symbols: a.code.iter().map(|c| c.function()).collect(),
+                })
+            })
+            .collect();
+        let binding = match line_start {
+            Some(start) => Some(LineBinding {
+                address,
+                line_start: start,
+                given: true,
+                alternatives: Vec::new(),
+                score: 1.0,
+            }),
+            None => {
+                let c = super::attribute::candidates(types, id, &accesses, cls);
+                c.first().map(|best| LineBinding {
+                    address,
+                    line_start: best.line_start,
+                    given: false,
+                    alternatives: c
+                        .iter()
+                        .skip(1)
+                        .filter(|x| best.score() - x.score() < 0.05)
+                        .map(|x| x.line_start)
+                        .collect(),
+                    score: best.score(),
+                })
+            }
+        };
+        if let Some(b) = binding {
+            profile.bind_line(address, type_name, b.line_start);
+            out.push(b);
+        }
+    }
+    out
+}
