@@ -1,5 +1,7 @@
 //! The command line: argument parsing and wiring, nothing else.
 
+mod diagnose;
+mod evidence;
 mod layout;
 mod source;
 
@@ -23,6 +25,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Layout(layout::Args),
+    Import(evidence::ImportArgs),
+    Diagnose(diagnose::Args),
 }
 
 /// Runs the command line and returns the process exit code: 0 on success, 2 on any error,
@@ -38,6 +42,8 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::Layout(args) => layout::run(args),
+        Command::Import(args) => evidence::run_import(args),
+        Command::Diagnose(args) => diagnose::run(args),
     };
     match result {
         Ok(()) => 0,

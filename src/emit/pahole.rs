@@ -17,10 +17,22 @@ const MAX_NESTING: usize = 15;
 
 /// Appends the pahole text of `layout` (a type from `types`) to `out`.
 pub fn write_layout(out: &mut Vec<u8>, types: &Types<'_>, layout: &Layout) {
+    write_layout_with_notes(out, types, layout, None)
+}
+
+/// [`write_layout`], with `notes(field)` printed after the offset comment of each struct
+/// member it returns a note for.
+pub fn write_layout_with_notes(
+    out: &mut Vec<u8>,
+    types: &Types<'_>,
+    layout: &Layout,
+    notes: Option<Notes<'_>>,
+) {
     let mut p = Printer {
         types,
         cls: layout.cacheline_size,
         cell: 0,
+        notes,
     };
     let conf = Conf {
         indent: 0,
@@ -75,11 +87,15 @@ struct Conf {
     emit_stats: bool,
 }
 
-struct Printer<'t, 'a> {
+/// A note to print after a member's line (`diagnose` puts who touched it there).
+pub type Notes<'n> = &'n dyn Fn(&Field) -> Option<String>;
+
+struct Printer<'t, 'a, 'n> {
     types: &'t Types<'a>,
     cls: u64,
     /// Last cache line a boundary comment was printed for; shared by all nesting levels.
     cell: u64,
+    notes: Option<Notes<'n>>,
 }
 
 /// The members of an inline struct or union, when the layout computed them.
@@ -144,7 +160,7 @@ fn hole_comment(out: &mut Vec<u8>, indent: usize, n: u64, unit: &str) {
     push_str(out, " hole, try to pack */");
 }
 
-impl Printer<'_, '_> {
+impl Printer<'_, '_, '_> {
     fn kind(&self, id: TypeId) -> &Kind<'_> {
         &self.types.get(id).kind
     }
@@ -241,6 +257,10 @@ impl Printer<'_, '_> {
             cc.first = last.is_none();
             tabs(out, ind);
             self.member_line(out, f, false, cc);
+            if let Some(note) = self.notes.and_then(|n| n(f)) {
+                push_str(out, " <- ");
+                push_str(out, &note);
+            }
             if f.type_padding > 0 {
                 if !newline {
                     newline = true;
@@ -893,6 +913,7 @@ impl Printer<'_, '_> {
                     types: self.types,
                     cls: self.cls,
                     cell: 0,
+                    notes: None,
                 };
                 p.params(&mut buf, params, *variadic);
                 s.push_str(&String::from_utf8_lossy(&buf));

@@ -1,0 +1,249 @@
+//! `lineup diagnose`: the layout of one struct annotated with the evidence, and a verdict per
+//! cache line.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use lineup::analysis::diagnose::{self, Diagnosis, LineBinding};
+use lineup::emit;
+use lineup::layout::{self, Field};
+
+use super::evidence::{EvidenceArgs, PickArgs};
+use super::source::SourceArgs;
+
+#[derive(clap::Args)]
+#[command(
+    about = "Explain each cache line of a struct from contention evidence",
+    after_help = "Examples:\n  lineup diagnose --type task_group --c2c c2c.txt\n  \
+                  lineup diagnose --type root_domain --sketch examples/sketches/seed003_root_domain.toml\n  \
+                  lineup diagnose --type task_group --c2c mail.txt --report 2 --line-offset 256 --json"
+)]
+pub struct Args {
+    /// The struct the evidence is about
+    #[arg(long = "type", value_name = "TYPE")]
+    type_name: String,
+    #[command(flatten)]
+    evidence: EvidenceArgs,
+    #[command(flatten)]
+    pick: PickArgs,
+    /// Struct offset at which the evidence's cache line starts, when lineup's inference
+    /// (shown in the output) picks the wrong one
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
+    line_offset: Option<i64>,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    schema: u32,
+    evidence: Option<&'a str>,
+    bindings: &'a [LineBinding],
+    #[serde(flatten)]
+    diagnosis: &'a Diagnosis,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let mut profile = args.evidence.load(&args.pick)?;
+    let opened = args.source.open()?;
+    let types = opened.types()?;
+    let found = types.find_composites(&args.type_name);
+    let Some(&id) = found.first() else {
+        let close = types.similar_composite_names(&args.type_name, 5);
+        let hint = if close.is_empty() {
+            String::new()
+        } else {
+            format!("; did you mean: {}?", close.join(", "))
+        };
+        bail!(
+            "{}: no struct or union named '{}'{hint}",
+            opened.label,
+            args.type_name
+        );
+    };
+    let cls = profile.cacheline_size.max(1);
+    let layout = layout::layout(&types, id, cls).expect("a defined struct has a layout");
+    let bindings =
+        diagnose::bind_raw_lines(&mut profile, &types, id, &args.type_name, args.line_offset);
+    let (accesses, missing) = diagnose::accesses_for(&mut profile, &types, id, &args.type_name);
+    if accesses.iter().all(|a| a.offset.is_none()) {
+        if !missing.is_empty() {
+            bail!(
+                "{}: the profile names fields struct {} does not have: {}",
+                evidence_label(&profile),
+                args.type_name,
+                missing.join(", ")
+            );
+        }
+        let about: Vec<&str> = profile.types.iter().map(|t| t.type_name.as_str()).collect();
+        let hint = if about.is_empty() {
+            String::new()
+        } else {
+            format!("; it describes {}", about.join(", "))
+        };
+        bail!(
+            "{}: the profile holds no access to struct {} ({} bytes){hint}",
+            evidence_label(&profile),
+            args.type_name,
+            layout.size
+        );
+    }
+    let mut d = diagnose::diagnose(&layout, &accesses, profile.provenance.machine.cpus);
+    d.unresolved_fields = missing;
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        let report = Report {
+            schema: 1,
+            evidence: profile.provenance.input.as_deref(),
+            bindings: &bindings,
+            diagnosis: &d,
+        };
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "struct {}: {} bytes, {} cache lines of {cls} bytes; evidence: {}{}",
+        d.type_name,
+        d.size,
+        d.size.div_ceil(cls),
+        profile.provenance.tool,
+        profile
+            .label
+            .as_ref()
+            .map(|l| format!(" \"{l}\""))
+            .unwrap_or_default()
+    );
+    for b in &bindings {
+        let how = if b.given { "as given" } else { "inferred" };
+        let _ = write!(
+            text,
+            "data line {:#x} is bytes {}..{} of the struct ({how})",
+            b.address,
+            b.line_start,
+            b.line_start + cls as i64 - 1
+        );
+        if !b.alternatives.is_empty() {
+            let alts: Vec<String> = b.alternatives.iter().take(6).map(i64::to_string).collect();
+            let _ = write!(
+                text,
+                "; the offsets fit {} other placements about as well (--line-offset {} ...)",
+                b.alternatives.len(),
+                alts.join(", ")
+            );
+        }
+        text.push('\n');
+    }
+    if !d.unresolved_fields.is_empty() {
+        let _ = writeln!(
+            text,
+            "fields the profile names that the struct lacks (ignored): {}",
+            d.unresolved_fields.join(", ")
+        );
+    }
+    text.push('\n');
+    if !d.has_contention() {
+        text.push_str(
+            "no contention found: no line has a written member shared with other accesses\n\n",
+        );
+    }
+    for line in &d.lines {
+        let _ = writeln!(
+            text,
+            "cache line {} (bytes {}-{}): {}{}",
+            line.index,
+            line.start,
+            line.end,
+            line.verdict.label(),
+            if line.cost > 0.0 {
+                format!(", estimated cost {:.0}", line.cost)
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(text, "  {}", line.explanation);
+        let _ = writeln!(
+            text,
+            "  {:<24} {:>6} {:>5} {:>10} {:>10} {:>10} {:>10} {:>5}  functions",
+            "member", "offset", "size", "loads", "stores", "rmw", "HITM", "CPUs"
+        );
+        for m in &line.members {
+            let fns: Vec<&str> = m
+                .functions
+                .iter()
+                .take(3)
+                .map(|f| f.name.as_str())
+                .collect();
+            let _ = writeln!(
+                text,
+                "  {:<24} {:>6} {:>5} {:>10.0} {:>10.0} {:>10.0} {:>10.0} {:>5}  {}",
+                m.name,
+                m.offset,
+                m.size,
+                m.counts.loads,
+                m.counts.stores,
+                m.counts.rmw,
+                m.counts.hitm() + m.counts.peer(),
+                m.cpus,
+                fns.join(", ")
+            );
+        }
+        text.push('\n');
+    }
+    let _ = writeln!(
+        text,
+        "{} cache line(s) without recorded accesses\n",
+        d.cold_lines
+    );
+    out.write_all(text.as_bytes())?;
+
+    // The layout, each touched member annotated.
+    let note = |f: &Field| -> Option<String> {
+        let m = d
+            .members
+            .iter()
+            .find(|m| m.offset == f.offset && (m.name == f.name || f.name.is_empty()))?;
+        let mut s = String::new();
+        if m.counts.writes() > 0.0 {
+            let _ = write!(s, "writes {:.0} ", m.counts.writes());
+        }
+        if m.counts.reads() > 0.0 {
+            let _ = write!(s, "reads {:.0} ", m.counts.reads());
+        }
+        if m.counts.hitm() > 0.0 {
+            let _ = write!(s, "HITM {:.0} ", m.counts.hitm());
+        }
+        if m.cpus > 0 {
+            let _ = write!(s, "on {} CPUs ", m.cpus);
+        }
+        let fns: Vec<&str> = m
+            .functions
+            .iter()
+            .take(2)
+            .map(|f| f.name.as_str())
+            .collect();
+        let _ = write!(s, "by {}", fns.join(", "));
+        Some(s)
+    };
+    let mut buf = Vec::new();
+    emit::pahole::write_layout_with_notes(&mut buf, &types, &layout, Some(&note));
+    out.write_all(&buf)?;
+    Ok(())
+}
+
+fn evidence_label(p: &lineup::profile::Profile) -> String {
+    p.provenance
+        .input
+        .clone()
+        .unwrap_or_else(|| p.provenance.tool.clone())
+}

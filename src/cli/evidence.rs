@@ -1,0 +1,123 @@
+//! `lineup import` and the evidence flags shared with `diagnose`: read c2c text, perf script
+//! samples, a TOML sketch or a saved profile into one access profile.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use lineup::profile::{self, Profile};
+
+#[derive(clap::Args, Clone, Debug)]
+#[group(required = true, multiple = false)]
+pub struct EvidenceArgs {
+    /// `perf c2c report --stdio` text (full report or a paste from mail)
+    #[arg(long, value_name = "FILE")]
+    pub c2c: Option<PathBuf>,
+    /// `perf script` output of memory samples (perf mem / perf c2c record)
+    #[arg(long, value_name = "FILE")]
+    pub perf_script: Option<PathBuf>,
+    /// A hand-written access sketch (TOML, see docs/profile.md)
+    #[arg(long, value_name = "FILE")]
+    pub sketch: Option<PathBuf>,
+    /// A profile saved by `lineup import` (JSON)
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct PickArgs {
+    /// Which report of a c2c text holding several ("Baseline:" then "With this change:"),
+    /// counted from 1
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub report: usize,
+}
+
+fn read(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {}",
+            path.display(),
+            match e.kind() {
+                std::io::ErrorKind::NotFound => "no such file".to_string(),
+                _ => e.to_string(),
+            }
+        )
+    })?;
+    String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{}: not text (invalid UTF-8)", path.display()))
+}
+
+impl EvidenceArgs {
+    fn path(&self) -> &Path {
+        [&self.c2c, &self.perf_script, &self.sketch, &self.profile]
+            .into_iter()
+            .flatten()
+            .next()
+            .expect("clap requires one evidence flag")
+    }
+
+    /// Reads the evidence; for c2c text holding several reports, the `pick.report`-th.
+    pub fn load(&self, pick: &PickArgs) -> Result<Profile> {
+        let path = self.path();
+        let text = read(path)?;
+        let with_path = |e: profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
+        let mut p = if self.c2c.is_some() {
+            let mut all = profile::import_c2c(&text).map_err(with_path)?;
+            let n = all.len();
+            if pick.report == 0 || pick.report > n {
+                bail!(
+                    "{}: --report {} but the text holds {n} report{}",
+                    path.display(),
+                    pick.report,
+                    if n == 1 { "" } else { "s" }
+                );
+            }
+            all.swap_remove(pick.report - 1)
+        } else if self.perf_script.is_some() {
+            profile::import_perf_script(&text, &profile::PerfScriptOptions::default())
+                .map_err(with_path)?
+        } else if self.sketch.is_some() {
+            profile::import_sketch(&text).map_err(with_path)?
+        } else {
+            Profile::from_json(&text).map_err(with_path)?
+        };
+        if p.provenance.input.is_none() {
+            p.provenance.input = Some(path.display().to_string());
+        }
+        Ok(p)
+    }
+}
+
+#[derive(clap::Args)]
+#[command(
+    about = "Read contention evidence into one access profile (JSON)",
+    after_help = "Examples:\n  lineup import --c2c c2c.txt -o profile.json        # perf c2c report --stdio\n  \
+                  lineup import --c2c mail.txt --report 2 -o after.json\n  \
+                  lineup import --sketch examples/sketches/seed003_root_domain.toml"
+)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    evidence: EvidenceArgs,
+    #[command(flatten)]
+    pick: PickArgs,
+    /// Write the profile here instead of standard output
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+pub fn run_import(args: ImportArgs) -> Result<()> {
+    let p = args.evidence.load(&args.pick)?;
+    let json = p.to_json();
+    match &args.output {
+        // Written whole, then renamed: no partial file on failure.
+        Some(out) => {
+            let tmp = out.with_extension("json.partial");
+            std::fs::write(&tmp, json.as_bytes())
+                .with_context(|| format!("{}: cannot write", tmp.display()))?;
+            std::fs::rename(&tmp, out)
+                .with_context(|| format!("{}: cannot write", out.display()))?;
+        }
+        None => println!("{json}"),
+    }
+    Ok(())
+}
