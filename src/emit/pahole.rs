@@ -12,6 +12,8 @@ const TYPE_WIDTH: i64 = 26;
 const NAME_WIDTH: i64 = 23;
 /// pahole gives top-level unions a narrower name column.
 const UNION_NAME_WIDTH: i64 = 21;
+/// Deepest recursion of type printing before a type is declared a loop.
+const MAX_RECURSION: usize = 64;
 /// Deepest nesting of pointed-to anonymous types printed in place.
 const MAX_NESTING: usize = 15;
 
@@ -33,6 +35,7 @@ pub fn write_layout_with_notes(
         cls: layout.cacheline_size,
         cell: 0,
         notes,
+        depth: 0,
     };
     let conf = Conf {
         indent: 0,
@@ -96,6 +99,8 @@ struct Printer<'t, 'a, 'n> {
     /// Last cache line a boundary comment was printed for; shared by all nesting levels.
     cell: u64,
     notes: Option<Notes<'n>>,
+    /// Current recursion depth of type printing.
+    depth: usize,
 }
 
 /// The members of an inline struct or union, when the layout computed them.
@@ -536,6 +541,25 @@ impl Printer<'_, '_, '_> {
         conf: Conf,
         body: Body<'_>,
     ) {
+        // Arrays of arrays and prototypes taking pointers to themselves recurse; corrupted
+        // input can make that a cycle.
+        if self.depth > MAX_RECURSION {
+            push_str(out, "<type loop>");
+            return;
+        }
+        self.depth += 1;
+        self.type_print_inner(out, id, name, conf, body);
+        self.depth -= 1;
+    }
+
+    fn type_print_inner(
+        &mut self,
+        out: &mut Vec<u8>,
+        id: TypeId,
+        name: Option<&str>,
+        conf: Conf,
+        body: Body<'_>,
+    ) {
         let mut tc = conf;
         let mut suffix: Option<String> = if self.is_aggregate(id) {
             tc.emit_stats = false;
@@ -765,6 +789,23 @@ impl Printer<'_, '_, '_> {
 
     /// `ret (*name)(params)` for function pointers, `ret (name)(params)` for prototypes.
     fn ftype(&mut self, out: &mut Vec<u8>, proto: TypeId, name: &str, pointer: bool, width: i64) {
+        if self.depth > MAX_RECURSION {
+            push_str(out, "<type loop>");
+            return;
+        }
+        self.depth += 1;
+        self.ftype_inner(out, proto, name, pointer, width);
+        self.depth -= 1;
+    }
+
+    fn ftype_inner(
+        &mut self,
+        out: &mut Vec<u8>,
+        proto: TypeId,
+        name: &str,
+        pointer: bool,
+        width: i64,
+    ) {
         let Kind::FuncProto {
             ret,
             params,
@@ -914,6 +955,7 @@ impl Printer<'_, '_, '_> {
                     cls: self.cls,
                     cell: 0,
                     notes: None,
+                    depth: self.depth,
                 };
                 p.params(&mut buf, params, *variadic);
                 s.push_str(&String::from_utf8_lossy(&buf));
