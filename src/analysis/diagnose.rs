@@ -120,8 +120,8 @@ impl Diagnosis {
 pub fn display_member(fields: &[Field], offset: u64) -> Option<&Field> {
     let f = fields
         .iter()
-        .filter(|f| f.offset <= offset && offset < f.offset + f.size.max(1))
-        .last()?;
+        .rev()
+        .find(|f| f.offset <= offset && offset < f.offset + f.size.max(1))?;
     if f.inline.is_some() {
         display_member(&f.members, offset).or(Some(f))
     } else {

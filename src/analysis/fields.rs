@@ -40,6 +40,7 @@ pub fn leaves(types: &Types<'_>, id: TypeId) -> Vec<Leaf> {
     out
 }
 
+#[allow(clippy::too_many_arguments)]
 fn walk(
     types: &Types<'_>,
     id: TypeId,

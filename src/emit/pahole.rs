@@ -14,6 +14,8 @@ const NAME_WIDTH: i64 = 23;
 const UNION_NAME_WIDTH: i64 = 21;
 /// Deepest recursion of type printing before a type is declared a loop.
 const MAX_RECURSION: usize = 64;
+/// Type-printing steps allowed per top-level member (the kernel's deepest needs under 100).
+const MEMBER_BUDGET: usize = 4096;
 /// Deepest nesting of pointed-to anonymous types printed in place.
 const MAX_NESTING: usize = 15;
 
@@ -36,6 +38,7 @@ pub fn write_layout_with_notes(
         cell: 0,
         notes,
         depth: 0,
+        budget: MEMBER_BUDGET,
     };
     let conf = Conf {
         indent: 0,
@@ -93,6 +96,14 @@ struct Conf {
 /// A note to print after a member's line (`diagnose` puts who touched it there).
 pub type Notes<'n> = &'n dyn Fn(&Field) -> Option<String>;
 
+impl Conf {
+    /// pahole prints a zero-length array as `[]` only as the last (not only) member of a
+    /// struct outside any union; elsewhere as `[0]`.
+    fn flexible_array_slot(&self) -> bool {
+        self.last && !self.first && !self.union_member
+    }
+}
+
 struct Printer<'t, 'a, 'n> {
     types: &'t Types<'a>,
     cls: u64,
@@ -101,6 +112,9 @@ struct Printer<'t, 'a, 'n> {
     notes: Option<Notes<'n>>,
     /// Current recursion depth of type printing.
     depth: usize,
+    /// Type-printing steps left for the current top-level member: a prototype whose
+    /// parameters point back at it branches at every level, and must not take forever.
+    budget: usize,
 }
 
 /// The members of an inline struct or union, when the layout computed them.
@@ -261,6 +275,9 @@ impl Printer<'_, '_, '_> {
             cc.last = k + 1 == fields.len();
             cc.first = last.is_none();
             tabs(out, ind);
+            if conf.indent == 0 {
+                self.budget = MEMBER_BUDGET;
+            }
             self.member_line(out, f, false, cc);
             if let Some(note) = self.notes.and_then(|n| n(f)) {
                 push_str(out, " <- ");
@@ -543,10 +560,11 @@ impl Printer<'_, '_, '_> {
     ) {
         // Arrays of arrays and prototypes taking pointers to themselves recurse; corrupted
         // input can make that a cycle.
-        if self.depth > MAX_RECURSION {
+        if self.depth > MAX_RECURSION || self.budget == 0 {
             push_str(out, "<type loop>");
             return;
         }
+        self.budget -= 1;
         self.depth += 1;
         self.type_print_inner(out, id, name, conf, body);
         self.depth -= 1;
@@ -627,11 +645,7 @@ impl Printer<'_, '_, '_> {
                         elem = *e;
                     }
                     self.type_print(out, elem, name.as_deref(), tc, body);
-                    let flexible = dims.len() == 1
-                        && dims[0] == 0
-                        && tc.last
-                        && !(tc.first && tc.last)
-                        && !tc.union_member;
+                    let flexible = dims.len() == 1 && dims[0] == 0 && tc.flexible_array_slot();
                     for (i, count) in dims.iter().enumerate() {
                         if i == 0 && flexible {
                             push_str(out, "[]");
@@ -656,8 +670,7 @@ impl Printer<'_, '_, '_> {
                         }
                     }
                     self.type_print(out, elem, name.as_deref(), tc, body);
-                    let flexible =
-                        *count == 0 && tc.last && !(tc.first && tc.last) && !tc.union_member;
+                    let flexible = *count == 0 && tc.flexible_array_slot();
                     if flexible {
                         push_str(out, "[]");
                     } else {
@@ -742,6 +755,9 @@ impl Printer<'_, '_, '_> {
         let saved = self.cell;
         for f in fields {
             tabs(out, uc.indent);
+            if conf.indent == 0 {
+                self.budget = MEMBER_BUDGET;
+            }
             self.member_line(out, f, true, uc);
             out.push(b'\n');
             self.cell = saved;
@@ -789,10 +805,11 @@ impl Printer<'_, '_, '_> {
 
     /// `ret (*name)(params)` for function pointers, `ret (name)(params)` for prototypes.
     fn ftype(&mut self, out: &mut Vec<u8>, proto: TypeId, name: &str, pointer: bool, width: i64) {
-        if self.depth > MAX_RECURSION {
+        if self.depth > MAX_RECURSION || self.budget == 0 {
             push_str(out, "<type loop>");
             return;
         }
+        self.budget -= 1;
         self.depth += 1;
         self.ftype_inner(out, proto, name, pointer, width);
         self.depth -= 1;
@@ -956,6 +973,7 @@ impl Printer<'_, '_, '_> {
                     cell: 0,
                     notes: None,
                     depth: self.depth,
+                    budget: self.budget,
                 };
                 p.params(&mut buf, params, *variadic);
                 s.push_str(&String::from_utf8_lossy(&buf));

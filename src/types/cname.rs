@@ -12,6 +12,8 @@ pub struct Decl {
 }
 
 const MAX_DEPTH: usize = 48;
+/// Naming steps allowed for one type (the kernel's deepest needs under 100).
+const NAME_BUDGET: usize = 4096;
 
 /// Splits the declaration of a member called `name` of type `ty`.
 pub fn member_decl(types: &Types<'_>, ty: TypeId, name: &str) -> Decl {
@@ -61,7 +63,14 @@ pub fn member_decl(types: &Types<'_>, ty: TypeId, name: &str) -> Decl {
             declarator.push_str(name);
             declarator.push_str(&dims);
             declarator.push(')');
-            push_params(types, params, *variadic, &mut declarator, 0);
+            push_params(
+                types,
+                params,
+                *variadic,
+                &mut declarator,
+                0,
+                &mut { NAME_BUDGET },
+            );
             return Decl {
                 type_part: type_name(types, *ret),
                 declarator,
@@ -80,11 +89,18 @@ pub fn member_decl(types: &Types<'_>, ty: TypeId, name: &str) -> Decl {
 /// The C name of a type on its own (`struct list_head *`, `long unsigned int`).
 pub fn type_name(types: &Types<'_>, ty: TypeId) -> String {
     let mut s = String::new();
-    push_name(types, ty, &mut s, 0);
+    push_name(types, ty, &mut s, 0, &mut { NAME_BUDGET });
     s
 }
 
-fn push_params(types: &Types<'_>, params: &[TypeId], variadic: bool, s: &mut String, depth: usize) {
+fn push_params(
+    types: &Types<'_>,
+    params: &[TypeId],
+    variadic: bool,
+    s: &mut String,
+    depth: usize,
+    budget: &mut usize,
+) {
     s.push('(');
     if params.is_empty() && !variadic {
         s.push_str("void");
@@ -93,7 +109,7 @@ fn push_params(types: &Types<'_>, params: &[TypeId], variadic: bool, s: &mut Str
         if i > 0 {
             s.push_str(", ");
         }
-        push_name(types, *p, s, depth + 1);
+        push_name(types, *p, s, depth + 1, budget);
     }
     if variadic {
         if !params.is_empty() {
@@ -104,11 +120,14 @@ fn push_params(types: &Types<'_>, params: &[TypeId], variadic: bool, s: &mut Str
     s.push(')');
 }
 
-fn push_name(types: &Types<'_>, ty: TypeId, s: &mut String, depth: usize) {
-    if depth > MAX_DEPTH {
+fn push_name(types: &Types<'_>, ty: TypeId, s: &mut String, depth: usize, budget: &mut usize) {
+    // Depth bounds cycles; the budget bounds prototypes whose parameters point back at them,
+    // which branch at every level.
+    if depth > MAX_DEPTH || *budget == 0 {
         s.push_str("<type loop>");
         return;
     }
+    *budget -= 1;
     let t = types.get(ty);
     match &t.kind {
         Kind::Void => s.push_str("void"),
@@ -127,16 +146,16 @@ fn push_name(types: &Types<'_>, ty: TypeId, s: &mut String, depth: usize) {
                 variadic,
             } = &types.get(*target).kind
             {
-                push_name(types, *ret, s, depth + 1);
+                push_name(types, *ret, s, depth + 1, budget);
                 s.push_str(" (*)");
-                push_params(types, params, *variadic, s, depth);
+                push_params(types, params, *variadic, s, depth, budget);
             } else {
-                push_name(types, *target, s, depth + 1);
+                push_name(types, *target, s, depth + 1, budget);
                 s.push_str(" *");
             }
         }
         Kind::Array { elem, count } => {
-            push_name(types, *elem, s, depth + 1);
+            push_name(types, *elem, s, depth + 1, budget);
             if *count == 0 {
                 s.push_str("[]");
             } else {
@@ -148,26 +167,26 @@ fn push_name(types: &Types<'_>, ty: TypeId, s: &mut String, depth: usize) {
         Kind::Qualified { qualifier, target } => {
             // pahole ends a qualified name with a space, hence its `const char  *`.
             if matches!(types.get(*target).kind, Kind::Pointer { .. }) {
-                push_name(types, *target, s, depth + 1);
+                push_name(types, *target, s, depth + 1, budget);
                 s.push(' ');
                 s.push_str(qualifier.keyword());
                 s.push(' ');
             } else {
                 s.push_str(qualifier.keyword());
                 s.push(' ');
-                push_name(types, *target, s, depth + 1);
+                push_name(types, *target, s, depth + 1, budget);
                 s.push(' ');
             }
         }
-        Kind::TypeTag { target, .. } => push_name(types, *target, s, depth + 1),
+        Kind::TypeTag { target, .. } => push_name(types, *target, s, depth + 1, budget),
         Kind::FuncProto {
             ret,
             params,
             variadic,
         } => {
-            push_name(types, *ret, s, depth + 1);
+            push_name(types, *ret, s, depth + 1, budget);
             s.push(' ');
-            push_params(types, params, *variadic, s, depth);
+            push_params(types, params, *variadic, s, depth, budget);
         }
     }
 }
