@@ -405,7 +405,7 @@ fn scan_holes(spans: &[Span], size: u64, holes: &mut [(u64, u64)]) -> Inner {
 /// alignment `natural` cannot explain `delta`, was aligned to the next power of two above
 /// `delta`, rounded up to 64 (`____cacheline_aligned`) when the offset is 64-aligned.
 fn infer_align(offset: u64, natural: u64, prev_end: u64) -> Option<u64> {
-    if offset <= prev_end || offset % 2 != 0 {
+    if offset <= prev_end || !offset.is_multiple_of(2) {
         return None;
     }
     let delta = offset - prev_end;
@@ -413,7 +413,7 @@ fn infer_align(offset: u64, natural: u64, prev_end: u64) -> Option<u64> {
     if a <= natural || a == 1 {
         return None;
     }
-    if a < 64 && 64 % a == 0 && offset % 64 == 0 {
+    if a < 64 && 64 % a == 0 && offset.is_multiple_of(64) {
         return Some(64);
     }
     Some(a)
@@ -567,11 +567,11 @@ fn infer_packed(types: &Types<'_>, fields: &[Field], base: u64, size: u64, inner
             continue;
         }
         max_align = max_align.max(a);
-        if (f.offset - base) % a != 0 {
+        if !(f.offset - base).is_multiple_of(a) {
             return true;
         }
     }
-    max_align != 1 && size % max_align != 0
+    max_align != 1 && !size.is_multiple_of(max_align)
 }
 
 #[cfg(test)]

@@ -167,7 +167,7 @@ fn elf_without_debug_info_is_one_line() {
         return;
     }
     let out = lineup(&["layout", "--dwarf", bin.to_str().unwrap(), "s"]);
-    assert_one_line_error(&out, "nodebug", "debug");
+    assert_one_line_error(&out, "nodebug", "no .debug_info section");
     let out = lineup(&["layout", "--btf", bin.to_str().unwrap(), "s"]);
     assert_one_line_error(&out, "nodebug", "no .BTF section");
 }

@@ -660,15 +660,14 @@ impl Printer<'_, '_, '_> {
                 Kind::Array { elem, count } => {
                     // BTF: pahole prints nested arrays innermost dimension first.
                     let mut elem = *elem;
-                    if *count == 0 {
-                        if let Kind::Qualified {
+                    if *count == 0
+                        && let Kind::Qualified {
                             qualifier: Qualifier::Const,
                             target,
                         } = self.kind(elem)
                         {
                             elem = *target;
                         }
-                    }
                     self.type_print(out, elem, name.as_deref(), tc, body);
                     let flexible = *count == 0 && tc.flexible_array_slot();
                     if flexible {
@@ -934,12 +933,10 @@ impl Printer<'_, '_, '_> {
                     qualifier: Qualifier::Const,
                     target: inner,
                 } = self.kind(nt)
-                {
-                    if matches!(self.kind(*inner), Kind::Pointer { .. }) {
+                    && matches!(self.kind(*inner), Kind::Pointer { .. }) {
                         const_pointer = "const ";
                         nt = *inner;
                     }
-                }
                 self.name_into(s, nt, depth + 1);
                 s.push(' ');
                 s.push_str(const_pointer);

@@ -136,7 +136,7 @@ fn header(data: &[u8]) -> Result<Header<'_>, BtfError> {
     };
     let types = section("type", type_off, type_len)?;
     let strings = section("string", str_off, str_len)?;
-    if type_len % 4 != 0 {
+    if !type_len.is_multiple_of(4) {
         return Err(BtfError::Corrupt(format!(
             "type section length {type_len} is not a multiple of 4"
         )));

@@ -117,7 +117,7 @@ pub fn parse(text: &str) -> Result<Vec<TypeFacts>, ParseError> {
                 continue;
             }
             let (name, bitfield) =
-                split_bitfield(declared_name(&closing), bit).map_err(|p| err(p))?;
+                split_bitfield(declared_name(&closing), bit).map_err(&err)?;
             match placeholder {
                 Some(idx) => {
                     let m = &mut cur.members[idx];
@@ -137,7 +137,7 @@ pub fn parse(text: &str) -> Result<Vec<TypeFacts>, ParseError> {
             continue;
         }
         let (name, bitfield) =
-            split_bitfield(declared_name(decl.trim_end_matches(';')), bit).map_err(|p| err(p))?;
+            split_bitfield(declared_name(decl.trim_end_matches(';')), bit).map_err(err)?;
         cur.members.push(MemberFacts {
             depth: open.len(),
             name,
@@ -206,7 +206,7 @@ fn declared_name(decl: &str) -> String {
     }
     let decl = decl.split('[').next().unwrap_or(decl).trim_end();
     let start = decl
-        .rfind(|c: char| c == ' ' || c == '*' || c == '\t' || c == '}')
+        .rfind([' ', '*', '\t', '}'])
         .map(|i| i + 1)
         .unwrap_or(0);
     decl[start..].to_string()

@@ -48,8 +48,8 @@ pub fn member_decl(types: &Types<'_>, ty: TypeId, name: &str) -> Decl {
             _ => break,
         }
     }
-    if stars > 0 {
-        if let Kind::FuncProto {
+    if stars > 0
+        && let Kind::FuncProto {
             ret,
             params,
             variadic,
@@ -63,20 +63,14 @@ pub fn member_decl(types: &Types<'_>, ty: TypeId, name: &str) -> Decl {
             declarator.push_str(name);
             declarator.push_str(&dims);
             declarator.push(')');
-            push_params(
-                types,
-                params,
-                *variadic,
-                &mut declarator,
-                0,
-                &mut { NAME_BUDGET },
-            );
+            push_params(types, params, *variadic, &mut declarator, 0, &mut {
+                NAME_BUDGET
+            });
             return Decl {
                 type_part: type_name(types, *ret),
                 declarator,
             };
         }
-    }
     let mut declarator = String::with_capacity(name.len() + dims.len());
     declarator.push_str(name);
     declarator.push_str(&dims);

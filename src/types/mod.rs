@@ -265,11 +265,10 @@ impl<'a> Types<'a> {
     /// Fills `memo[id]` with log2 of the natural alignment (0 in `memo` means "not yet", which
     /// is also log2 of 1: recomputing an alignment of 1 is cheap and harmless).
     fn align_into(&self, id: TypeId, memo: &mut [u8], depth: usize) -> u64 {
-        if let Some(&log2) = memo.get(id as usize) {
-            if log2 != 0 {
+        if let Some(&log2) = memo.get(id as usize)
+            && log2 != 0 {
                 return 1 << log2;
             }
-        }
         if depth > MAX_CHAIN {
             return 1;
         }

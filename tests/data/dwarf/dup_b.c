@@ -7,7 +7,12 @@ struct dup {
 	short z;
 };
 
+struct opaque_thing {
+	int secret;
+};
+
 struct dup dup_b_var;
+struct opaque_thing thing_b;
 struct shared_hdr hdr_b;
 shared_anon_t anon_b;
 

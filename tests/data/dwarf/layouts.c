@@ -146,7 +146,6 @@ struct quals {
 	const char *cp;
 	char *const pc;
 	int *restrict rp;
-	_Atomic int at;
 	enum color col;
 	enum big_enum big;
 	myint_t mi;

@@ -9,6 +9,7 @@ struct shared_hdr {
 	unsigned char kind : 5;
 	void *owner;
 	struct shared_hdr *next;
+	struct opaque_thing *handle; /* only dup_b.c defines it */
 };
 
 typedef struct {
