@@ -1,6 +1,10 @@
 //! Analysis over layouts and access profiles: which field an offset is, which struct a
-//! contended line belongs to (and later: verdicts, cost model, optimizer).
+//! contended line belongs to, verdicts per line, the machine and cost models, the optimizer.
 
 pub mod attribute;
+pub mod candidate;
+pub mod cost;
 pub mod diagnose;
 pub mod fields;
+pub mod machine;
+pub mod optimize;

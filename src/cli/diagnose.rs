@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 
 use lineup::analysis::diagnose::{self, Diagnosis, LineBinding};
@@ -13,6 +13,7 @@ use lineup::layout::{self, Field};
 
 use super::evidence::{EvidenceArgs, PickArgs};
 use super::source::SourceArgs;
+use super::subject;
 
 #[derive(clap::Args)]
 #[command(
@@ -53,47 +54,21 @@ pub fn run(args: Args) -> Result<()> {
     let mut profile = args.evidence.load(&args.pick)?;
     let opened = args.source.open()?;
     let types = opened.types()?;
-    let found = types.find_composites(&args.type_name);
-    let Some(&id) = found.first() else {
-        let close = types.similar_composite_names(&args.type_name, 5);
-        let hint = if close.is_empty() {
-            String::new()
-        } else {
-            format!("; did you mean: {}?", close.join(", "))
-        };
-        bail!(
-            "{}: no struct or union named '{}'{hint}",
-            opened.label,
-            args.type_name
-        );
-    };
+    let id = subject::find_type(&types, &opened.label, &args.type_name)?;
     let cls = profile.cacheline_size.max(1);
     let layout = layout::layout(&types, id, cls).expect("a defined struct has a layout");
-    let bindings =
-        diagnose::bind_raw_lines(&mut profile, &types, id, &args.type_name, args.line_offset);
-    let (accesses, missing) = diagnose::accesses_for(&mut profile, &types, id, &args.type_name);
-    if accesses.iter().all(|a| a.offset.is_none()) {
-        if !missing.is_empty() {
-            bail!(
-                "{}: the profile names fields struct {} does not have: {}",
-                evidence_label(&profile),
-                args.type_name,
-                missing.join(", ")
-            );
-        }
-        let about: Vec<&str> = profile.types.iter().map(|t| t.type_name.as_str()).collect();
-        let hint = if about.is_empty() {
-            String::new()
-        } else {
-            format!("; it describes {}", about.join(", "))
-        };
-        bail!(
-            "{}: the profile holds no access to struct {} ({} bytes){hint}",
-            evidence_label(&profile),
-            args.type_name,
-            layout.size
-        );
-    }
+    let subject::Evidence {
+        bindings,
+        accesses,
+        missing,
+    } = subject::gather(
+        &mut profile,
+        &types,
+        id,
+        &args.type_name,
+        layout.size,
+        args.line_offset,
+    )?;
     let mut d = diagnose::diagnose(&layout, &accesses, profile.provenance.machine.cpus);
     d.unresolved_fields = missing;
 
@@ -239,11 +214,4 @@ pub fn run(args: Args) -> Result<()> {
     emit::pahole::write_layout_with_notes(&mut buf, &types, &layout, Some(&note));
     out.write_all(&buf)?;
     Ok(())
-}
-
-fn evidence_label(p: &lineup::profile::Profile) -> String {
-    p.provenance
-        .input
-        .clone()
-        .unwrap_or_else(|| p.provenance.tool.clone())
 }

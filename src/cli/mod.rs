@@ -3,7 +3,10 @@
 mod diagnose;
 mod evidence;
 mod layout;
+mod optimize;
+mod predict;
 mod source;
+mod subject;
 
 use clap::{Parser, Subcommand};
 
@@ -27,6 +30,8 @@ enum Command {
     Layout(layout::Args),
     Import(evidence::ImportArgs),
     Diagnose(diagnose::Args),
+    Optimize(optimize::Args),
+    Predict(predict::Args),
 }
 
 /// Runs the command line and returns the process exit code: 0 on success, 2 on any error,
@@ -44,15 +49,18 @@ pub fn main() -> i32 {
         Command::Layout(args) => layout::run(args),
         Command::Import(args) => evidence::run_import(args),
         Command::Diagnose(args) => diagnose::run(args),
+        Command::Optimize(args) => optimize::run(args),
+        Command::Predict(args) => predict::run(args),
     };
     match result {
         Ok(()) => 0,
         Err(e) => {
             // A closed pipe (`lineup layout --all | head`) is not an error worth a message.
             if let Some(io) = e.downcast_ref::<std::io::Error>()
-                && io.kind() == std::io::ErrorKind::BrokenPipe {
-                    return 0;
-                }
+                && io.kind() == std::io::ErrorKind::BrokenPipe
+            {
+                return 0;
+            }
             eprintln!("lineup: {e:#}");
             2
         }

@@ -665,9 +665,9 @@ impl Printer<'_, '_, '_> {
                             qualifier: Qualifier::Const,
                             target,
                         } = self.kind(elem)
-                        {
-                            elem = *target;
-                        }
+                    {
+                        elem = *target;
+                    }
                     self.type_print(out, elem, name.as_deref(), tc, body);
                     let flexible = *count == 0 && tc.flexible_array_slot();
                     if flexible {
@@ -933,10 +933,11 @@ impl Printer<'_, '_, '_> {
                     qualifier: Qualifier::Const,
                     target: inner,
                 } = self.kind(nt)
-                    && matches!(self.kind(*inner), Kind::Pointer { .. }) {
-                        const_pointer = "const ";
-                        nt = *inner;
-                    }
+                    && matches!(self.kind(*inner), Kind::Pointer { .. })
+                {
+                    const_pointer = "const ";
+                    nt = *inner;
+                }
                 self.name_into(s, nt, depth + 1);
                 s.push(' ');
                 s.push_str(const_pointer);

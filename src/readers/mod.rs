@@ -1,7 +1,9 @@
 //! Readers turn debug-info files into the [`Types`] graph. They know nothing about analysis.
 
 pub mod btf;
+pub mod c_struct;
 pub mod dwarf;
+pub mod host;
 pub mod pahole_text;
 
 use std::path::{Path, PathBuf};

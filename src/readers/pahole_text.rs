@@ -116,8 +116,7 @@ pub fn parse(text: &str) -> Result<Vec<TypeFacts>, ParseError> {
                 });
                 continue;
             }
-            let (name, bitfield) =
-                split_bitfield(declared_name(&closing), bit).map_err(&err)?;
+            let (name, bitfield) = split_bitfield(declared_name(&closing), bit).map_err(&err)?;
             match placeholder {
                 Some(idx) => {
                     let m = &mut cur.members[idx];

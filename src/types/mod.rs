@@ -173,6 +173,8 @@ impl<'a> Types<'a> {
     }
 
     pub fn push(&mut self, ty: Type<'a>) -> TypeId {
+        // Alignments computed so far do not cover the new type.
+        self.align_memo.take();
         self.types.push(ty);
         (self.types.len() - 1) as TypeId
     }
@@ -266,9 +268,10 @@ impl<'a> Types<'a> {
     /// is also log2 of 1: recomputing an alignment of 1 is cheap and harmless).
     fn align_into(&self, id: TypeId, memo: &mut [u8], depth: usize) -> u64 {
         if let Some(&log2) = memo.get(id as usize)
-            && log2 != 0 {
-                return 1 << log2;
-            }
+            && log2 != 0
+        {
+            return 1 << log2;
+        }
         if depth > MAX_CHAIN {
             return 1;
         }

@@ -1,0 +1,538 @@
+//! The cost model: what a layout costs on a machine, given who touches which bytes.
+//!
+//! The struct is cut into movable [`Unit`]s (top-level members; a run of bitfields sharing
+//! storage and an inline anonymous struct or union move whole). The evidence becomes
+//! [`Stream`]s: one code path's loads and writes to some bytes of one unit, from some number
+//! of CPUs. A layout is a [`Placement`]: an offset per unit. The model, per cache line
+//! (`docs/cost-model.md` says it in prose):
+//!
+//! - every write to the line (rate `W` in total) invalidates the other copies; between two
+//!   writes, stream `b` makes `x_b / W` accesses spread over its `n_b` CPUs, so each of its
+//!   CPUs touches the line with probability `p_b = 1 - exp(-x_b / (W n_b))` and misses once
+//!   when it does, unless it is the CPU that wrote;
+//! - the misses of `b` caused by writes of stream `a` are `w_a * p_b * (n_b - o_ab)`, where
+//!   `o_ab` is the chance that the writing CPU is one of `b`'s CPUs;
+//! - a miss is *true sharing* when `a` and `b` touch overlapping bytes (only splitting the
+//!   data helps), else *false sharing* (moving the bytes apart removes it);
+//! - a miss costs a modified-line transfer, local or remote by how far the CPUs spread
+//!   ([`MachineModel::transfer_cycles`]);
+//! - *locality*: each hot code path pays, per extra cache line it touches, a small share of
+//!   an LLC hit ([`LOCALITY_MISS_SHARE`]).
+//!
+//! All rates are in the profile's unit (samples or events per second), so costs are
+//! comparable between layouts of one profile, not across profiles.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::machine::MachineModel;
+use crate::layout::Layout;
+use crate::profile::Access;
+use crate::types::Types;
+
+/// Share of a hot path's executions assumed to find an extra line outside the private
+/// caches. An assumption, not a measurement: it only has to make "fewer lines per path"
+/// worth something next to coherence misses, which dwarf it.
+pub const LOCALITY_MISS_SHARE: f64 = 0.02;
+
+/// Utilization assumed for the busiest line of the current layout when the evidence measured
+/// no latencies: evidence is usually taken because a line is contended, so half-saturated.
+pub const DEFAULT_UTILIZATION: f64 = 0.5;
+/// No line is modeled beyond this utilization (the queue would be unbounded).
+pub const MAX_UTILIZATION: f64 = 0.95;
+
+/// Transfers of one line are served one at a time: a line that many CPUs want queues them.
+/// A line's utilization is `utilization * transfers / reference`, with `reference` the
+/// transfers of the busiest line of the *current* layout (so every candidate is measured
+/// against the same scale), and each transfer costs `1 / (1 - utilization)` times its
+/// latency (an M/M/1 queue's time in system).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Queueing {
+    pub reference: f64,
+    pub utilization: f64,
+}
+
+impl Queueing {
+    /// No queueing: every transfer costs its latency.
+    pub const NONE: Queueing = Queueing {
+        reference: f64::INFINITY,
+        utilization: 0.0,
+    };
+
+    pub fn factor(&self, transfers: f64) -> f64 {
+        if !(self.reference > 0.0) || self.utilization <= 0.0 {
+            return 1.0;
+        }
+        let rho = (self.utilization * transfers / self.reference).min(MAX_UTILIZATION);
+        1.0 / (1.0 - rho)
+    }
+
+    /// Utilization of the busiest line from a measured mean transfer latency against the
+    /// machine's unloaded one: `measured = nominal / (1 - u)`.
+    pub fn utilization_from_latency(measured: f64, nominal: f64) -> f64 {
+        if measured > nominal && nominal > 0.0 {
+            (1.0 - nominal / measured).clamp(0.0, MAX_UTILIZATION)
+        } else {
+            0.0
+        }
+    }
+}
+
+/// One movable piece of the struct.
+#[derive(Clone, Debug, Serialize)]
+pub struct Unit {
+    /// Member name; for a bitfield run or inline anonymous member, its names joined by `/`.
+    pub name: String,
+    /// Names of the members (`layout.members` entries) it holds.
+    pub members: Vec<String>,
+    /// Indices into the struct's direct members (`Composite::members`).
+    #[serde(skip)]
+    pub member_indices: Vec<usize>,
+    pub offset: u64,
+    pub size: u64,
+    /// Alignment it needs: natural, or forced by an attribute the struct already has.
+    pub align: u64,
+    /// Alignment of its type alone, without attributes.
+    pub natural_align: u64,
+}
+
+/// Loads and writes of one code path to some bytes of one unit.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stream {
+    pub unit: usize,
+    /// Offset of the bytes within the unit.
+    pub inner: u64,
+    pub size: u64,
+    /// Field touched (display name).
+    pub field: String,
+    /// Function or code path.
+    pub path: String,
+    pub reads: f64,
+    /// Stores plus atomic read-modify-writes.
+    pub writes: f64,
+    /// Distinct CPUs (at least 1).
+    pub cpus: u32,
+    /// The CPUs themselves, when the evidence lists them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpu_list: Vec<u32>,
+}
+
+impl Stream {
+    fn overlaps(&self, o: &Stream) -> bool {
+        self.unit == o.unit
+            && self.inner < o.inner + o.size.max(1)
+            && o.inner < self.inner + self.size.max(1)
+    }
+    /// Chance that a CPU writing for `self` is one of `b`'s CPUs.
+    fn cpu_overlap(&self, b: &Stream) -> f64 {
+        if !self.cpu_list.is_empty() && !b.cpu_list.is_empty() {
+            let a: BTreeSet<u32> = self.cpu_list.iter().copied().collect();
+            let common = b.cpu_list.iter().filter(|c| a.contains(c)).count();
+            return common as f64 / a.len() as f64;
+        }
+        // Without lists, assume the smaller set lies inside the larger one.
+        f64::from(self.cpus.min(b.cpus)) / f64::from(self.cpus.max(1))
+    }
+}
+
+/// An offset for every unit, and the struct's size.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Placement {
+    pub offsets: Vec<u64>,
+    pub size: u64,
+}
+
+/// Modeled cost of one cache line.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LineCost {
+    pub index: u64,
+    /// Units on the line that have streams.
+    pub fields: Vec<String>,
+    pub false_transfers: f64,
+    pub true_transfers: f64,
+    pub false_cycles: f64,
+    pub true_cycles: f64,
+}
+
+/// Modeled cost of a whole layout.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Cost {
+    /// Lines with any cost, by index.
+    pub lines: Vec<LineCost>,
+    pub false_transfers: f64,
+    pub true_transfers: f64,
+    pub false_cycles: f64,
+    pub true_cycles: f64,
+    /// Cache lines each hot path touches.
+    pub path_lines: BTreeMap<String, u64>,
+    pub locality_cycles: f64,
+    pub size: u64,
+    pub cachelines: u64,
+}
+
+impl Cost {
+    pub fn total_cycles(&self) -> f64 {
+        self.false_cycles + self.true_cycles + self.locality_cycles
+    }
+}
+
+/// The movable units of a laid-out struct.
+pub fn units(types: &Types<'_>, layout: &Layout) -> Vec<Unit> {
+    let mut out: Vec<Unit> = Vec::new();
+    let mut index = 0usize;
+    let mut i = 0usize;
+    let fields = &layout.members;
+    while i < fields.len() {
+        let f = &fields[i];
+        if f.is_bitfield() {
+            // A run of bitfields sharing storage units moves as one.
+            let start = f.offset;
+            let mut end = f.end();
+            let mut names = vec![f.name.clone()];
+            let mut idx = vec![index];
+            let mut j = i + 1;
+            while j < fields.len() && fields[j].is_bitfield() && fields[j].offset < end {
+                end = end.max(fields[j].end());
+                names.push(fields[j].name.clone());
+                idx.push(index + (j - i));
+                j += 1;
+            }
+            let align = fields[i..j]
+                .iter()
+                .map(|f| types.natural_align(f.ty))
+                .max()
+                .unwrap_or(1);
+            let names: Vec<String> = names.into_iter().filter(|n| !n.is_empty()).collect();
+            out.push(Unit {
+                name: names.join("/"),
+                members: names,
+                member_indices: idx,
+                offset: start,
+                size: end - start,
+                align: align.max(1),
+                natural_align: align.max(1),
+            });
+            index += j - i;
+            i = j;
+            continue;
+        }
+        let members: Vec<String> = if f.name.is_empty() {
+            f.members.iter().map(|m| m.name.clone()).collect()
+        } else {
+            vec![f.name.clone()]
+        };
+        let name = if f.name.is_empty() {
+            format!("{{{}}}", members.join("/"))
+        } else {
+            f.name.clone()
+        };
+        out.push(Unit {
+            name,
+            members,
+            member_indices: vec![index],
+            offset: f.offset,
+            size: f.size,
+            align: f
+                .forced_align
+                .unwrap_or(0)
+                .max(types.natural_align(f.ty))
+                .max(1),
+            natural_align: types.natural_align(f.ty).max(1),
+        });
+        index += 1;
+        i += 1;
+    }
+    out
+}
+
+/// The placement the struct has now.
+pub fn current_placement(layout: &Layout, units: &[Unit]) -> Placement {
+    Placement {
+        offsets: units.iter().map(|u| u.offset).collect(),
+        size: layout.size,
+    }
+}
+
+/// Streams from accesses with struct-relative offsets: one per (unit, bytes, path), counts
+/// summed, CPUs the most any access reported. `machine_cpus` stands for "all CPUs" and for
+/// accesses that do not say.
+pub fn streams(
+    units: &[Unit],
+    layout: &Layout,
+    accesses: &[Access],
+    machine_cpus: u32,
+) -> Vec<Stream> {
+    let mut by_key: BTreeMap<(usize, u64, u64, String), Stream> = BTreeMap::new();
+    for a in accesses {
+        let Some(off) = a.offset else { continue };
+        let Some(u) = units
+            .iter()
+            .position(|u| u.offset <= off && off < u.offset + u.size.max(1))
+        else {
+            continue;
+        };
+        let unit = &units[u];
+        let size = a
+            .size
+            .unwrap_or(1)
+            .max(1)
+            .min(unit.offset + unit.size - off);
+        let path = a
+            .code
+            .as_ref()
+            .map(|c| c.function())
+            .or_else(|| a.groups.first().cloned())
+            .unwrap_or_else(|| "?".to_string());
+        let field = super::diagnose::display_member(&layout.members, off)
+            .map(|f| f.name.clone())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| unit.name.clone());
+        let cpus = match &a.cpus {
+            Some(c) if c.all => machine_cpus,
+            Some(c) => c.distinct().unwrap_or(machine_cpus),
+            None => machine_cpus,
+        }
+        .clamp(1, machine_cpus.max(1));
+        let list = a.cpus.as_ref().map(|c| c.list.clone()).unwrap_or_default();
+        let s = by_key
+            .entry((u, off - unit.offset, size, path.clone()))
+            .or_insert_with(|| Stream {
+                unit: u,
+                inner: off - unit.offset,
+                size,
+                field,
+                path,
+                reads: 0.0,
+                writes: 0.0,
+                cpus: 1,
+                cpu_list: Vec::new(),
+            });
+        s.reads += a.counts.loads;
+        // A read-modify-write both reads and writes; it counts once, as a write.
+        s.writes += a.counts.writes();
+        s.cpus = s.cpus.max(cpus);
+        if !list.is_empty() {
+            let mut all: BTreeSet<u32> = s.cpu_list.iter().copied().collect();
+            all.extend(list);
+            s.cpu_list = all.into_iter().collect();
+        }
+    }
+    by_key
+        .into_values()
+        .filter(|s| s.reads + s.writes > 0.0)
+        .collect()
+}
+
+/// Transfers and cycles of a set of streams sharing one line:
+/// (false transfers, true transfers, false cycles, true cycles).
+pub fn line_terms(streams: &[&Stream], machine: &MachineModel) -> (f64, f64, f64, f64) {
+    let w: f64 = streams.iter().map(|s| s.writes).sum();
+    let mut out = (0.0, 0.0, 0.0, 0.0);
+    if w <= 0.0 {
+        return out;
+    }
+    for b in streams {
+        let x = b.reads + b.writes;
+        if x <= 0.0 {
+            continue;
+        }
+        let n = f64::from(b.cpus.max(1));
+        let p = 1.0 - (-x / (w * n)).exp();
+        for a in streams.iter().filter(|a| a.writes > 0.0) {
+            let misses = a.writes * p * (n - a.cpu_overlap(b)).max(0.0);
+            if misses <= 0.0 {
+                continue;
+            }
+            let cycles = misses * machine.transfer_cycles(a.cpus.max(b.cpus));
+            if a.overlaps(b) {
+                out.1 += misses;
+                out.3 += cycles;
+            } else {
+                out.0 += misses;
+                out.2 += cycles;
+            }
+        }
+    }
+    out
+}
+
+/// [`line_terms`] with the line's queueing applied to the cycles.
+pub fn queued_line_terms(
+    streams: &[&Stream],
+    machine: &MachineModel,
+    q: &Queueing,
+) -> (f64, f64, f64, f64) {
+    let (ft, tt, fc, tc) = line_terms(streams, machine);
+    let f = q.factor(ft + tt);
+    (ft, tt, fc * f, tc * f)
+}
+
+/// Transfers on the busiest line of `placement` (the queueing reference).
+pub fn busiest_line(
+    streams: &[Stream],
+    placement: &Placement,
+    cacheline_size: u64,
+    machine: &MachineModel,
+) -> f64 {
+    let cls = cacheline_size.max(1);
+    let mut by_line: BTreeMap<u64, Vec<&Stream>> = BTreeMap::new();
+    for s in streams {
+        by_line
+            .entry((placement.offsets[s.unit] + s.inner) / cls)
+            .or_default()
+            .push(s);
+    }
+    by_line
+        .values()
+        .map(|v| {
+            let (f, t, _, _) = line_terms(v, machine);
+            f + t
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The model's cost of `placement`.
+pub fn evaluate(
+    units: &[Unit],
+    streams: &[Stream],
+    placement: &Placement,
+    cacheline_size: u64,
+    machine: &MachineModel,
+    q: &Queueing,
+) -> Cost {
+    let cls = cacheline_size.max(1);
+    let line_of = |s: &Stream| (placement.offsets[s.unit] + s.inner) / cls;
+    let mut by_line: BTreeMap<u64, Vec<&Stream>> = BTreeMap::new();
+    for s in streams {
+        by_line.entry(line_of(s)).or_default().push(s);
+    }
+    let mut cost = Cost {
+        size: placement.size,
+        cachelines: placement.size.div_ceil(cls),
+        ..Default::default()
+    };
+    for (&index, on_line) in &by_line {
+        let (ft, tt, fc, tc) = queued_line_terms(on_line, machine, q);
+        let mut fields: Vec<String> = on_line.iter().map(|s| units[s.unit].name.clone()).collect();
+        fields.dedup();
+        let fields = fields
+            .into_iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        cost.false_transfers += ft;
+        cost.true_transfers += tt;
+        cost.false_cycles += fc;
+        cost.true_cycles += tc;
+        cost.lines.push(LineCost {
+            index,
+            fields,
+            false_transfers: ft,
+            true_transfers: tt,
+            false_cycles: fc,
+            true_cycles: tc,
+        });
+    }
+    // Locality: a path runs about as often as its busiest access; each line past the first
+    // costs a share of an LLC hit per run.
+    let mut paths: BTreeMap<&str, (f64, BTreeSet<u64>)> = BTreeMap::new();
+    for s in streams {
+        let e = paths.entry(s.path.as_str()).or_default();
+        e.0 = e.0.max(s.reads + s.writes);
+        e.1.insert(line_of(s));
+    }
+    for (path, (rate, lines)) in paths {
+        let n = lines.len() as u64;
+        cost.path_lines.insert(path.to_string(), n);
+        cost.locality_cycles +=
+            rate * n.saturating_sub(1) as f64 * machine.llc_hit * LOCALITY_MISS_SHARE;
+    }
+    cost
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::machine::preset;
+
+    fn stream(unit: usize, reads: f64, writes: f64, cpus: u32, path: &str) -> Stream {
+        Stream {
+            unit,
+            inner: 0,
+            size: 8,
+            field: format!("f{unit}"),
+            path: path.to_string(),
+            reads,
+            writes,
+            cpus,
+            cpu_list: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn one_cpu_alone_costs_nothing() {
+        let m = preset("icelake-2s").unwrap();
+        let s = stream(0, 100.0, 100.0, 1, "f");
+        assert_eq!(line_terms(&[&s], &m), (0.0, 0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn readers_only_cost_nothing() {
+        let m = preset("icelake-2s").unwrap();
+        let a = stream(0, 100.0, 0.0, 160, "f");
+        let b = stream(1, 100.0, 0.0, 160, "g");
+        assert_eq!(line_terms(&[&a, &b], &m).0, 0.0);
+    }
+
+    #[test]
+    fn a_counter_written_everywhere_is_true_sharing() {
+        let m = preset("icelake-2s").unwrap();
+        let c = stream(0, 0.0, 1000.0, 160, "inc");
+        let (f, t, _, tc) = line_terms(&[&c], &m);
+        assert_eq!(f, 0.0);
+        // Nearly every increment comes from a CPU that did not write last.
+        assert!(t > 990.0 && t < 1000.0, "{t}");
+        assert!(tc > t * m.local_hitm);
+    }
+
+    #[test]
+    fn a_reader_next_to_a_writer_is_false_sharing_and_grows_with_both_rates() {
+        let m = preset("icelake-2s").unwrap();
+        let w = stream(0, 0.0, 100.0, 160, "store");
+        let r = stream(1, 1000.0, 0.0, 160, "load");
+        let (f, _, _, _) = line_terms(&[&w, &r], &m);
+        assert!(f > 0.0);
+        // At most one miss per read; fewer when reads outnumber what a write can invalidate.
+        assert!(f <= 1000.0, "{f}");
+        let r2 = stream(1, 2000.0, 0.0, 160, "load");
+        assert!(line_terms(&[&w, &r2], &m).0 > f);
+        let w2 = stream(0, 0.0, 200.0, 160, "store");
+        assert!(line_terms(&[&w2, &r], &m).0 > f);
+    }
+
+    #[test]
+    fn sharing_a_line_never_costs_less_than_apart() {
+        // The optimizer's bound relies on this: a line's cost is at least the sum of what
+        // its streams cost on lines of their own.
+        let m = preset("nehalem-ex-8s").unwrap();
+        let all = [
+            stream(0, 10.0, 300.0, 128, "a"),
+            stream(1, 500.0, 0.0, 128, "b"),
+            stream(2, 0.0, 45.0, 1, "c"),
+            stream(3, 90.0, 30.0, 64, "d"),
+        ];
+        for mask in 1u32..16 {
+            let set: Vec<&Stream> = (0..4)
+                .filter(|i| mask >> i & 1 == 1)
+                .map(|i| &all[i])
+                .collect();
+            let together = line_terms(&set, &m);
+            let apart: f64 = set
+                .iter()
+                .map(|s| line_terms(&[*s], &m).3 + line_terms(&[*s], &m).2)
+                .sum();
+            assert!(together.2 + together.3 >= apart - 1e-9, "mask {mask}");
+        }
+    }
+}

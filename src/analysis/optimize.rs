@@ -1,0 +1,717 @@
+//! `optimize`: the member order and alignment that minimize the modeled cost
+//! ([`super::cost`]) under the engineer's constraints, and split advice where no order helps.
+//!
+//! The search works on *items* (a unit, or several units that must stay together) that have
+//! streams. Only which hot items share a cache line matters to the coherence cost, so the
+//! search is over groupings: every item that is written goes to a *write line* (alone or with
+//! other items), an item that is only read goes to a write line or to the *read area* (lines
+//! without writes). Items that are never touched fill holes afterwards. Because a line's cost
+//! never drops when a stream joins it (`cost::tests::sharing_a_line_never_costs_less_than_apart`),
+//! the cost of a partial grouping plus every unplaced item's cost alone is a lower bound, and
+//! depth-first branch and bound over groupings finds the optimum; a node budget keeps large
+//! cases fast, and then the result is reported with its bound instead of as optimal.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::cost::{self, Cost, Placement, Queueing, Stream, Unit, queued_line_terms};
+use super::machine::MachineModel;
+use crate::types::{Composite, Kind, Member, Type, TypeId, Types};
+
+/// Nodes of the search before it settles for the best grouping found.
+pub const NODE_BUDGET: u64 = 400_000;
+
+/// What the engineer allows.
+#[derive(Clone, Debug, Default)]
+pub struct Constraints {
+    /// Members that must keep their offset.
+    pub pinned: Vec<String>,
+    /// Sets of members that must stay together, in their current order (an `#ifdef` block).
+    pub together: Vec<Vec<String>>,
+    /// Largest acceptable size in bytes.
+    pub max_size: Option<u64>,
+}
+
+/// The optimizer's answer.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    /// Unit indices in declaration order.
+    pub order: Vec<usize>,
+    /// Units that get a cache-line alignment attribute.
+    pub line_aligned: Vec<usize>,
+    pub placement: Placement,
+    pub cost: Cost,
+    /// The search explored every grouping (within the model, the result is the optimum).
+    pub optimal: bool,
+    /// A lower bound on the coherence and locality cycles of any grouping.
+    pub lower_bound: f64,
+    pub nodes: u64,
+    /// Units whose offset changed.
+    pub moved: Vec<String>,
+    /// Hot items the search placed on lines of their own or with others, for the report.
+    pub write_lines: Vec<Vec<String>>,
+}
+
+#[derive(Clone, Debug)]
+struct Item {
+    units: Vec<usize>,
+    size: u64,
+    align: u64,
+    streams: Vec<usize>,
+    writes: f64,
+    /// Larger than a line: it gets lines of its own.
+    big: bool,
+}
+
+/// Computes offsets the way a C compiler does for members declared in `order`, with
+/// `line_aligned` units aligned to `cls`; `min_align` is alignment the struct keeps anyway.
+pub fn derive(
+    units: &[Unit],
+    order: &[usize],
+    line_aligned: &BTreeSet<usize>,
+    cls: u64,
+    min_align: u64,
+) -> Placement {
+    let mut offsets = vec![0u64; units.len()];
+    let mut cursor = 0u64;
+    let mut struct_align = min_align.max(1);
+    for &u in order {
+        let mut align = units[u].align.max(1);
+        if line_aligned.contains(&u) {
+            align = align.max(cls);
+        }
+        struct_align = struct_align.max(align);
+        let off = cursor.div_ceil(align) * align;
+        offsets[u] = off;
+        cursor = off + units[u].size;
+    }
+    Placement {
+        offsets,
+        size: cursor.div_ceil(struct_align) * struct_align,
+    }
+}
+
+fn pack_fits(items: &[&Item], cls: u64) -> bool {
+    let mut v: Vec<(u64, u64)> = items.iter().map(|i| (i.align, i.size)).collect();
+    v.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut cur = 0u64;
+    for (a, s) in v {
+        cur = cur.div_ceil(a.max(1)) * a.max(1) + s;
+    }
+    cur <= cls
+}
+
+struct Search<'a> {
+    q: Queueing,
+    items: &'a [Item],
+    streams: &'a [Stream],
+    machine: &'a MachineModel,
+    cls: u64,
+    /// Hot items in search order.
+    order: Vec<usize>,
+    /// Each item's cost on a line of its own.
+    alone: Vec<f64>,
+    /// Path name -> (rate, items).
+    paths: Vec<(f64, Vec<usize>)>,
+    best: Option<(f64, Vec<Option<usize>>)>,
+    nodes: u64,
+    exhausted: bool,
+    max_bins: Option<usize>,
+}
+
+impl Search<'_> {
+    fn bin_cost(&self, members: &[usize]) -> f64 {
+        let s: Vec<&Stream> = members
+            .iter()
+            .flat_map(|&i| self.items[i].streams.iter().map(|&s| &self.streams[s]))
+            .collect();
+        let (_, _, f, t) = queued_line_terms(&s, self.machine, &self.q);
+        f + t
+    }
+
+    fn locality(&self, assign: &[Option<usize>], read_area: usize) -> f64 {
+        let mut total = 0.0;
+        for (rate, items) in &self.paths {
+            let lines: BTreeSet<usize> = items
+                .iter()
+                .filter_map(|&i| assign[i])
+                .map(|b| b.min(read_area))
+                .collect();
+            total += rate
+                * lines.len().saturating_sub(1) as f64
+                * self.machine.llc_hit
+                * cost::LOCALITY_MISS_SHARE;
+        }
+        total
+    }
+
+    /// Depth-first over `self.order[depth..]`; `bins` are write lines (item lists),
+    /// `assign[item]` = bin index, or `usize::MAX` for the read area.
+    fn run(
+        &mut self,
+        depth: usize,
+        bins: &mut Vec<Vec<usize>>,
+        bin_costs: &mut Vec<f64>,
+        assign: &mut Vec<Option<usize>>,
+        rest_bound: f64,
+    ) {
+        self.nodes += 1;
+        if self.nodes > NODE_BUDGET {
+            self.exhausted = true;
+            return;
+        }
+        let sum: f64 = bin_costs.iter().sum();
+        let loc = self.locality(assign, usize::MAX);
+        let bound = sum + loc + rest_bound;
+        if let Some((best, _)) = &self.best
+            && bound >= *best - 1e-9 * best.abs().max(1.0)
+        {
+            return;
+        }
+        if depth == self.order.len() {
+            self.best = Some((sum + loc, assign.clone()));
+            return;
+        }
+        let item = self.order[depth];
+        let rest = rest_bound - self.alone[item];
+        // Options, cheapest first: an existing write line, a new one, the read area.
+        let mut options: Vec<(f64, usize)> = Vec::new();
+        if !self.items[item].big {
+            for (b, members) in bins.iter().enumerate() {
+                if members.iter().any(|&m| self.items[m].big) {
+                    continue;
+                }
+                let mut with: Vec<&Item> = members.iter().map(|&m| &self.items[m]).collect();
+                with.push(&self.items[item]);
+                if !pack_fits(&with, self.cls) {
+                    continue;
+                }
+                let mut m = members.clone();
+                m.push(item);
+                options.push((self.bin_cost(&m) - bin_costs[b], b));
+            }
+        }
+        let can_open = self.max_bins.is_none_or(|max| bins.len() < max);
+        if self.items[item].writes > 0.0 || self.items[item].big {
+            if can_open {
+                options.push((self.alone[item], bins.len()));
+            }
+        } else {
+            options.push((0.0, usize::MAX));
+        }
+        options.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (_, choice) in options {
+            if choice == usize::MAX {
+                assign[item] = Some(usize::MAX);
+                self.run(depth + 1, bins, bin_costs, assign, rest);
+            } else if choice == bins.len() {
+                bins.push(vec![item]);
+                bin_costs.push(self.alone[item]);
+                assign[item] = Some(choice);
+                self.run(depth + 1, bins, bin_costs, assign, rest);
+                bins.pop();
+                bin_costs.pop();
+            } else {
+                let old = bin_costs[choice];
+                bins[choice].push(item);
+                bin_costs[choice] = self.bin_cost(&bins[choice]);
+                assign[item] = Some(choice);
+                self.run(depth + 1, bins, bin_costs, assign, rest);
+                bins[choice].pop();
+                bin_costs[choice] = old;
+            }
+            assign[item] = None;
+            if self.exhausted && self.best.is_some() {
+                return;
+            }
+        }
+    }
+}
+
+/// Finds the best order and alignment for `units` under `constraints`. `current` is the
+/// struct as it is; `min_align` is the struct's own alignment.
+#[allow(clippy::too_many_arguments)]
+pub fn optimize(
+    units: &[Unit],
+    streams: &[Stream],
+    current: &Placement,
+    min_align: u64,
+    constraints: &Constraints,
+    cls: u64,
+    machine: &MachineModel,
+    q: &Queueing,
+) -> Result<Plan, String> {
+    let unit_of = |name: &str| -> Result<usize, String> {
+        units
+            .iter()
+            .position(|u| u.name == name || u.members.iter().any(|m| m == name))
+            .ok_or_else(|| format!("no member named '{name}'"))
+    };
+    // Items: together-groups first, then every other unit alone.
+    let mut item_of = vec![usize::MAX; units.len()];
+    let mut items: Vec<Item> = Vec::new();
+    for group in &constraints.together {
+        let mut us: Vec<usize> = group.iter().map(|n| unit_of(n)).collect::<Result<_, _>>()?;
+        us.sort_by_key(|&u| current.offsets[u]);
+        us.dedup();
+        if let Some(&u) = us.iter().find(|&&u| item_of[u] != usize::MAX) {
+            return Err(format!(
+                "member '{}' is in two --together groups",
+                units[u].name
+            ));
+        }
+        for &u in &us {
+            item_of[u] = items.len();
+        }
+        items.push(Item {
+            units: us,
+            size: 0,
+            align: 1,
+            streams: vec![],
+            writes: 0.0,
+            big: false,
+        });
+    }
+    for u in 0..units.len() {
+        if item_of[u] == usize::MAX {
+            item_of[u] = items.len();
+            items.push(Item {
+                units: vec![u],
+                size: 0,
+                align: 1,
+                streams: vec![],
+                writes: 0.0,
+                big: false,
+            });
+        }
+    }
+    for it in &mut items {
+        let first = current.offsets[it.units[0]];
+        let last = *it.units.last().unwrap();
+        it.size = if it.units.len() == 1 {
+            units[last].size
+        } else {
+            current.offsets[last] + units[last].size - first
+        };
+        it.align = it.units.iter().map(|&u| units[u].align).max().unwrap_or(1);
+        it.big = it.size > cls;
+    }
+    // Streams of a together-group keep their offsets relative to its first unit.
+    let mut streams: Vec<Stream> = streams.to_vec();
+    for s in &mut streams {
+        let it = &items[item_of[s.unit]];
+        let base = current.offsets[it.units[0]];
+        s.inner += current.offsets[s.unit] - base;
+    }
+    for (i, s) in streams.iter().enumerate() {
+        let it = &mut items[item_of[s.unit]];
+        it.streams.push(i);
+        it.writes += s.writes;
+    }
+    let pinned: BTreeSet<usize> = constraints
+        .pinned
+        .iter()
+        .map(|n| unit_of(n).map(|u| item_of[u]))
+        .collect::<Result<_, _>>()?;
+
+    // Search over hot, movable items.
+    let hot: Vec<usize> = (0..items.len())
+        .filter(|&i| !items[i].streams.is_empty() && !pinned.contains(&i))
+        .collect();
+    // Costs on a line of its own (a big item: its streams by the line they fall on).
+    let scratch = Search {
+        q: *q,
+        items: &items,
+        streams: &streams,
+        machine,
+        cls,
+        order: vec![],
+        alone: vec![],
+        paths: vec![],
+        best: None,
+        nodes: 0,
+        exhausted: false,
+        max_bins: None,
+    };
+    let alone: Vec<f64> = (0..items.len())
+        .map(|i| {
+            if items[i].big {
+                let mut by_line: BTreeMap<u64, Vec<&Stream>> = BTreeMap::new();
+                for &s in &items[i].streams {
+                    by_line
+                        .entry(streams[s].inner / cls)
+                        .or_default()
+                        .push(&streams[s]);
+                }
+                by_line
+                    .values()
+                    .map(|v| {
+                        let (_, _, f, t) = queued_line_terms(v, machine, q);
+                        f + t
+                    })
+                    .sum()
+            } else {
+                scratch.bin_cost(&[i])
+            }
+        })
+        .collect();
+    let mut order = hot.clone();
+    order.sort_by(|&a, &b| {
+        let key = |i: usize| (items[i].writes > 0.0, alone[i], items[i].writes);
+        let (ka, kb) = (key(a), key(b));
+        kb.0.cmp(&ka.0)
+            .then(kb.1.total_cmp(&ka.1))
+            .then(kb.2.total_cmp(&ka.2))
+    });
+    let mut paths: BTreeMap<&str, (f64, BTreeSet<usize>)> = BTreeMap::new();
+    for &i in &hot {
+        for &s in &items[i].streams {
+            let e = paths.entry(streams[s].path.as_str()).or_default();
+            e.0 = e.0.max(streams[s].reads + streams[s].writes);
+            e.1.insert(i);
+        }
+    }
+    let max_bins = constraints.max_size.map(|m| (m / cls).max(1) as usize);
+    let mut search = Search {
+        q: *q,
+        items: &items,
+        streams: &streams,
+        machine,
+        cls,
+        order: order.clone(),
+        alone: alone.clone(),
+        paths: paths
+            .into_values()
+            .map(|(r, s)| (r, s.into_iter().collect()))
+            .collect(),
+        best: None,
+        nodes: 0,
+        exhausted: false,
+        max_bins,
+    };
+    let rest: f64 = order.iter().map(|&i| alone[i]).sum();
+    let mut assign = vec![None; items.len()];
+    search.run(0, &mut Vec::new(), &mut Vec::new(), &mut assign, rest);
+    let nodes = search.nodes;
+    let optimal = !search.exhausted;
+    let Some((_, assign)) = search.best else {
+        return Err("no grouping of the hot members fits the size budget".to_string());
+    };
+
+    // Build the declaration order with as few moves as possible: walk the current order;
+    // where a write line's first item comes, start a fresh line with the whole group, then
+    // fill the rest of that line with the cold items that follow (hot items met meanwhile wait
+    // until the line is full); everything else keeps its place.
+    let mut bins: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for &i in &hot {
+        if let Some(b) = assign[i].filter(|&b| b != usize::MAX) {
+            bins.entry(b).or_default().push(i);
+        }
+    }
+    let bin_of: BTreeMap<usize, usize> = bins
+        .iter()
+        .flat_map(|(&b, members)| members.iter().map(move |&i| (i, b)))
+        .collect();
+    let write_lines: Vec<Vec<String>> = bins
+        .values()
+        .map(|m| {
+            m.iter()
+                .flat_map(|&i| items[i].units.iter().map(|&u| units[u].name.clone()))
+                .collect()
+        })
+        .collect();
+    let mut by_offset: Vec<usize> = (0..items.len()).collect();
+    by_offset.sort_by_key(|&i| current.offsets[items[i].units[0]]);
+    let mut emitted = vec![false; items.len()];
+    let mut item_order: Vec<usize> = Vec::new();
+    let mut aligned_items: BTreeSet<usize> = BTreeSet::new();
+    let mut cursor = 0u64;
+    let place = |i: usize, cursor: &mut u64, aligned: bool| {
+        let a = if aligned {
+            items[i].align.max(cls)
+        } else {
+            items[i].align.max(1)
+        };
+        *cursor = cursor.div_ceil(a) * a + items[i].size;
+    };
+    // After a write line: the end of that line, which nothing hot may reach back into.
+    let mut fence: Option<u64> = None;
+    let mut waiting: Vec<usize> = Vec::new();
+    let mut k = 0;
+    while k < by_offset.len() || !waiting.is_empty() {
+        // Once the line is full, the items that waited come next.
+        if fence.is_some_and(|f| cursor >= f) || (k >= by_offset.len() && !waiting.is_empty()) {
+            fence = None;
+            for i in std::mem::take(&mut waiting) {
+                if !emitted[i] {
+                    item_order.push(i);
+                    emitted[i] = true;
+                    place(i, &mut cursor, false);
+                }
+            }
+            continue;
+        }
+        if k >= by_offset.len() {
+            break;
+        }
+        let i = by_offset[k];
+        k += 1;
+        if emitted[i] {
+            continue;
+        }
+        if let Some(&b) = bin_of.get(&i) {
+            // A new write line starts a fresh line even if the last one is still open; what
+            // waited goes after it.
+            let mut group = bins[&b].clone();
+            group.sort_by(|&x, &y| {
+                items[y].align.cmp(&items[x].align).then(
+                    current.offsets[items[x].units[0]].cmp(&current.offsets[items[y].units[0]]),
+                )
+            });
+            for (n, &g) in group.iter().enumerate() {
+                if n == 0 {
+                    aligned_items.insert(g);
+                }
+                item_order.push(g);
+                emitted[g] = true;
+                place(g, &mut cursor, n == 0);
+            }
+            fence = Some(cursor.div_ceil(cls) * cls);
+            continue;
+        }
+        // While a write line is open, hot items wait; a cold item goes on even when it
+        // straddles into the next line (it keeps its place in the order).
+        if fence.is_some() && (!items[i].streams.is_empty() || pinned.contains(&i)) {
+            waiting.push(i);
+            continue;
+        }
+        item_order.push(i);
+        emitted[i] = true;
+        place(i, &mut cursor, false);
+    }
+    // Anything hot right after a write line that did not fill up must start a new line.
+    let mut unit_order = Vec::new();
+    let mut line_aligned = BTreeSet::new();
+    let mut cur = 0u64;
+    let mut open_fence: Option<u64> = None;
+    for &i in &item_order {
+        let mut al = aligned_items.contains(&i);
+        if let Some(f) = open_fence {
+            if cur >= f {
+                open_fence = None;
+            } else if !items[i].streams.is_empty() && !bin_of.contains_key(&i) {
+                al = true;
+                open_fence = None;
+            }
+        }
+        if al {
+            line_aligned.insert(items[i].units[0]);
+        }
+        place(i, &mut cur, al);
+        if bin_of.contains_key(&i) {
+            open_fence = Some(cur.div_ceil(cls) * cls);
+        }
+        unit_order.extend(items[i].units.iter().copied());
+    }
+    // Pinned units: align them back onto their offsets when the cursor allows.
+    let mut placement = derive(units, &unit_order, &line_aligned, cls, min_align);
+    for &i in &pinned {
+        let u = items[i].units[0];
+        let want = current.offsets[u];
+        if placement.offsets[u] != want {
+            return Err(format!(
+                "cannot keep '{}' at offset {want}: the new order puts it at {}",
+                units[u].name, placement.offsets[u]
+            ));
+        }
+    }
+    // Drop alignments the layout does not need (the cursor was on a line start anyway), so
+    // the declaration carries only attributes that do something.
+    for u in line_aligned.clone() {
+        let mut without = line_aligned.clone();
+        without.remove(&u);
+        let p = derive(units, &unit_order, &without, cls, min_align);
+        if p == placement {
+            line_aligned = without;
+        }
+    }
+    placement = derive(units, &unit_order, &line_aligned, cls, min_align);
+    if let Some(max) = constraints.max_size
+        && placement.size > max
+    {
+        return Err(format!(
+            "the best layout found needs {} bytes, over the budget of {max}",
+            placement.size
+        ));
+    }
+    let cost = cost::evaluate(
+        units,
+        &streams_in_units(&streams, &items, &item_of, current),
+        &placement,
+        cls,
+        machine,
+        q,
+    );
+    let moved = units
+        .iter()
+        .enumerate()
+        .filter(|(u, _)| placement.offsets[*u] != current.offsets[*u])
+        .map(|(_, x)| x.name.clone())
+        .collect();
+    Ok(Plan {
+        order: unit_order,
+        line_aligned: line_aligned.into_iter().collect(),
+        placement,
+        optimal,
+        lower_bound: if optimal { cost.total_cycles() } else { rest },
+        nodes,
+        moved,
+        write_lines,
+        cost,
+    })
+}
+
+/// Streams back in unit coordinates (undoing the together-group shift).
+fn streams_in_units(
+    streams: &[Stream],
+    items: &[Item],
+    item_of: &[usize],
+    current: &Placement,
+) -> Vec<Stream> {
+    streams
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            let base = current.offsets[items[item_of[s.unit]].units[0]];
+            s.inner -= current.offsets[s.unit] - base;
+            s
+        })
+        .collect()
+}
+
+/// One way to split a truly shared member, and what the model predicts for it.
+#[derive(Clone, Debug, Serialize)]
+pub struct SplitOption {
+    /// "per CPU", "per LLC", "per NUMA node", "4 shards".
+    pub how: String,
+    pub copies: u32,
+    /// Modeled cycles of the member's traffic after the split.
+    pub cycles: f64,
+    /// The same before.
+    pub cycles_before: f64,
+    /// Extra bytes: one line per copy beyond the first.
+    pub extra_bytes: u64,
+}
+
+/// Whether readers need every copy (a total: `rto_count`) or only their own (a queue shard).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadScope {
+    AllCopies,
+    OwnCopy,
+}
+
+/// Split advice for the truly shared unit `unit`: per CPU, per LLC, per node and a few shard
+/// counts, each with its modeled cost. Each copy sits on its own line; writers spread evenly
+/// over copies; readers read all copies or their own, as `scope` says.
+pub fn split_options(
+    unit: usize,
+    streams: &[Stream],
+    machine: &MachineModel,
+    q: &Queueing,
+    scope: ReadScope,
+) -> Vec<SplitOption> {
+    let mine: Vec<&Stream> = streams.iter().filter(|s| s.unit == unit).collect();
+    if mine.is_empty() {
+        return Vec::new();
+    }
+    let (_, _, f0, t0) = queued_line_terms(&mine, machine, q);
+    let before = f0 + t0;
+    let mut ways: Vec<(String, u32)> = vec![
+        ("per NUMA node".to_string(), machine.numa_nodes),
+        ("per LLC".to_string(), machine.llcs),
+        ("per CPU".to_string(), machine.cpus),
+    ];
+    for k in [2u32, 4, 8, 16] {
+        ways.push((format!("{k} shards"), k));
+    }
+    ways.retain(|(_, k)| *k > 1);
+    ways.sort_by_key(|w| w.1);
+    ways.dedup_by_key(|w| w.1);
+    let mut out = Vec::new();
+    for (how, k) in ways {
+        let kf = f64::from(k);
+        let copy: Vec<Stream> = mine
+            .iter()
+            .map(|s| {
+                let mut c = (*s).clone();
+                c.writes /= kf;
+                let writer_cpus = (s.cpus / k).max(1);
+                match scope {
+                    ReadScope::OwnCopy => {
+                        c.reads /= kf;
+                        c.cpus = writer_cpus;
+                    }
+                    ReadScope::AllCopies if s.writes > 0.0 => c.cpus = writer_cpus,
+                    ReadScope::AllCopies => {}
+                }
+                c.cpu_list.clear();
+                c
+            })
+            .collect();
+        let refs: Vec<&Stream> = copy.iter().collect();
+        let (_, _, f, t) = queued_line_terms(&refs, machine, q);
+        out.push(SplitOption {
+            how,
+            copies: k,
+            cycles: (f + t) * kf,
+            cycles_before: before,
+            extra_bytes: u64::from(k - 1) * machine.cacheline_size,
+        });
+    }
+    out
+}
+
+/// The struct `id` with its members in `order` at the offsets of `placement`, as a new type
+/// for the layout engine and the printers. Units in `line_aligned` get a declared alignment
+/// of `cls` (what `____cacheline_aligned` records in DWARF; BTF readers infer it from holes).
+pub fn rearranged<'a>(
+    types: &Types<'a>,
+    id: TypeId,
+    units: &[Unit],
+    order: &[usize],
+    line_aligned: &[usize],
+    placement: &Placement,
+    cls: u64,
+) -> Option<Type<'a>> {
+    let original = types.get(id);
+    let c = types.composite(id)?;
+    let mut members: Vec<Member<'a>> = Vec::with_capacity(c.members.len());
+    for &u in order {
+        let unit = &units[u];
+        let shift = placement.offsets[u] as i64 - unit.offset as i64;
+        for (k, &mi) in unit.member_indices.iter().enumerate() {
+            let mut m = c.members.get(mi)?.clone();
+            m.bit_offset = (m.bit_offset as i64 + shift * 8) as u64;
+            if k == 0 && line_aligned.contains(&u) {
+                m.declared_align = Some(cls as u32);
+            }
+            members.push(m);
+        }
+    }
+    let kind = Composite {
+        size: placement.size,
+        members,
+        declared_align: c.declared_align,
+        is_declaration: false,
+        origin: c.origin.clone(),
+    };
+    Some(Type {
+        name: original.name,
+        kind: if types.is_union(id) {
+            Kind::Union(kind)
+        } else {
+            Kind::Struct(kind)
+        },
+    })
+}

@@ -1,0 +1,429 @@
+//! `lineup optimize`: a better member order and alignment for one struct, as a layout, a C
+//! declaration and (with `--source`) a patch; split advice where only splitting helps.
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use lineup::analysis::cost::Cost;
+use lineup::analysis::optimize::{self, Constraints, Plan, ReadScope, SplitOption};
+use lineup::emit::{self, c::Flavour};
+use lineup::readers::c_struct;
+use lineup::types::SourceFormat;
+
+use super::evidence::{EvidenceArgs, PickArgs};
+use super::source::SourceArgs;
+use super::subject::{self, ModelArgs};
+
+#[derive(clap::Args)]
+#[command(
+    about = "Find the member order and alignment that minimize modeled contention",
+    after_help = "Examples:\n  lineup optimize --type task_group --c2c tests/data/c2c/seed000_paste.txt --machine icelake-2s\n  \
+                  lineup optimize --type root_domain --sketch examples/sketches/seed003_root_domain.toml \\\n      --machine xeon-2s-480 --pin span --max-lines 20\n  \
+                  lineup optimize --type stats --dwarf ./prog --profile rec.json --source stats.h --patch fix.diff"
+)]
+pub struct Args {
+    /// The struct to rearrange
+    #[arg(long = "type", value_name = "TYPE")]
+    type_name: String,
+    #[command(flatten)]
+    evidence: EvidenceArgs,
+    #[command(flatten)]
+    pick: PickArgs,
+    /// Struct offset at which the evidence's cache line starts (see `diagnose`)
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
+    line_offset: Option<i64>,
+    #[command(flatten)]
+    source: SourceArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// A member that must keep its offset (repeatable)
+    #[arg(long, value_name = "MEMBER")]
+    pin: Vec<String>,
+    /// Members that must stay together in their order, comma-separated (repeatable)
+    #[arg(long, value_name = "A,B,...")]
+    together: Vec<String>,
+    /// Largest acceptable size in bytes
+    #[arg(long, value_name = "BYTES")]
+    max_size: Option<u64>,
+    /// Largest acceptable size in cache lines
+    #[arg(long, value_name = "N", conflicts_with = "max_size")]
+    max_lines: Option<u64>,
+    /// The header that declares the struct: print a unified diff against it (its #if blocks
+    /// stay whole)
+    #[arg(long = "header", value_name = "FILE")]
+    header: Option<PathBuf>,
+    /// Path to show in the diff (default: the --header path as given)
+    #[arg(long, value_name = "PATH", requires = "header")]
+    diff_path: Option<String>,
+    /// Write the diff to this file instead of printing it
+    #[arg(long, value_name = "FILE", requires = "header")]
+    patch: Option<PathBuf>,
+    /// C flavour of the declaration: kernel (____cacheline_aligned) or user (alignas);
+    /// default: kernel for BTF, user for DWARF
+    #[arg(long, value_name = "FLAVOUR", value_parser = ["kernel", "user"])]
+    flavour: Option<String>,
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Split<'a> {
+    member: &'a str,
+    /// Readers sum every copy (a counter's total).
+    readers_sum_copies: Vec<SplitOption>,
+    /// Readers use their own copy (a queue shard, a per-node mask).
+    readers_own_copy: Vec<SplitOption>,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    schema: u32,
+    type_name: &'a str,
+    machine: &'a lineup::analysis::machine::MachineModel,
+    cacheline_size: u64,
+    current: &'a Cost,
+    plan: &'a Plan,
+    search_ms: f64,
+    declaration: &'a str,
+    splits: &'a [Split<'a>],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diff: Option<&'a str>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let mut profile = args.evidence.load(&args.pick)?;
+    let opened = args.source.open()?;
+    let mut types = opened.types()?;
+    let id = subject::find_type(&types, &opened.label, &args.type_name)?;
+    let size = types.composite(id).map(|c| c.size).unwrap_or(0);
+    let ev = subject::gather(
+        &mut profile,
+        &types,
+        id,
+        &args.type_name,
+        size,
+        args.line_offset,
+    )?;
+    let model = args.model.build(&types, id, &profile, &ev.accesses)?;
+    if model.streams.is_empty() {
+        bail!(
+            "no access of the profile falls on a member of struct {}",
+            args.type_name
+        );
+    }
+    let cls = model.cls;
+    let flavour = match args.flavour.as_deref() {
+        Some("kernel") => Flavour::Kernel,
+        Some(_) => Flavour::Userspace,
+        None if types.source == SourceFormat::Btf => Flavour::Kernel,
+        None => Flavour::Userspace,
+    };
+
+    // The header, when given: its #if blocks become together-constraints.
+    let header = match &args.header {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("{}: cannot read", path.display()))?;
+            let cs = c_struct::find_struct(&text, &args.type_name)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            Some((path, text, cs))
+        }
+        None => None,
+    };
+    let mut constraints = Constraints {
+        pinned: args.pin.clone(),
+        together: args
+            .together
+            .iter()
+            .map(|t| {
+                t.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .collect(),
+        max_size: args.max_size.or(args.max_lines.map(|n| n * cls)),
+    };
+    if let Some((_, _, cs)) = &header {
+        for (bi, _) in cs.blocks.iter().enumerate() {
+            let names: Vec<String> = cs
+                .decls
+                .iter()
+                .filter(|d| d.block == Some(bi))
+                .flat_map(|d| d.names.clone())
+                .filter(|n| model.units.iter().any(|u| u.members.first() == Some(n)))
+                .collect();
+            if names.len() > 1 {
+                constraints.together.push(names);
+            }
+        }
+    }
+    let min_align = model.layout.forced_align.unwrap_or(1);
+    let started = Instant::now();
+    let plan = optimize::optimize(
+        &model.units,
+        &model.streams,
+        &model.current,
+        min_align,
+        &constraints,
+        cls,
+        &model.machine,
+        &model.queueing,
+    )
+    .map_err(|e| anyhow::anyhow!("{}: struct {}: {e}", opened.label, args.type_name))?;
+    let search_ms = started.elapsed().as_secs_f64() * 1e3;
+    let current = model.evaluate(&model.current);
+
+    // The new layout as a type, for the printers.
+    let aligned_names: Vec<String> = plan
+        .line_aligned
+        .iter()
+        .map(|&u| model.units[u].members.first().cloned().unwrap_or_default())
+        .collect();
+    let new_type = optimize::rearranged(
+        &types,
+        id,
+        &model.units,
+        &plan.order,
+        &plan.line_aligned,
+        &plan.placement,
+        cls,
+    )
+    .context("the struct has no members to rearrange")?;
+    let new_id = types.push(new_type);
+    let new_layout =
+        lineup::layout::layout(&types, new_id, cls).expect("rearranged struct has a layout");
+    let marks = emit::c::Marks {
+        groups: plan
+            .write_lines
+            .iter()
+            .map(|g| {
+                // Name the group's members by their first declared name, in layout order.
+                let mut v: Vec<String> = g
+                    .iter()
+                    .filter_map(|n| {
+                        model
+                            .units
+                            .iter()
+                            .find(|u| &u.name == n)
+                            .and_then(|u| u.members.first().cloned())
+                    })
+                    .collect();
+                v.sort_by_key(|n| new_layout.members.iter().position(|f| &f.name == n));
+                v
+            })
+            .collect(),
+        line_aligned: aligned_names.clone(),
+    };
+    let declaration = emit::c::declaration(&new_layout, &marks, flavour);
+
+    // Split advice for members that stay truly shared.
+    let mut splits = Vec::new();
+    for (u, unit) in model.units.iter().enumerate() {
+        let on_unit: Vec<&lineup::analysis::cost::Stream> =
+            model.streams.iter().filter(|s| s.unit == u).collect();
+        if !on_unit.iter().any(|s| s.writes > 0.0 && s.cpus > 1) {
+            continue;
+        }
+        let (_, t, _, tc) = lineup::analysis::cost::line_terms(&on_unit, &model.machine);
+        if t <= 0.0 || tc < 0.05 * plan.cost.total_cycles().max(1e-9) {
+            continue;
+        }
+        splits.push(Split {
+            member: &unit.name,
+            readers_sum_copies: optimize::split_options(
+                u,
+                &model.streams,
+                &model.machine,
+                &model.queueing,
+                ReadScope::AllCopies,
+            ),
+            readers_own_copy: optimize::split_options(
+                u,
+                &model.streams,
+                &model.machine,
+                &model.queueing,
+                ReadScope::OwnCopy,
+            ),
+        });
+    }
+
+    // The diff against the header.
+    let diff = match &header {
+        Some((path, text, cs)) => {
+            let rank = |name: &str| -> Option<usize> {
+                let u = model
+                    .units
+                    .iter()
+                    .position(|u| u.members.iter().any(|m| m == name))?;
+                plan.order.iter().position(|&x| x == u)
+            };
+            let new_text =
+                emit::patch::rearrange_source(text, cs, &rank, &aligned_names, flavour, cls)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            let shown = args
+                .diff_path
+                .clone()
+                .unwrap_or_else(|| path.display().to_string());
+            Some(emit::patch::unified_diff(text, &new_text, &shown))
+        }
+        None => None,
+    };
+    if let (Some(out), Some(d)) = (&args.patch, &diff) {
+        let tmp = out.with_extension("partial");
+        std::fs::write(&tmp, d).with_context(|| format!("{}: cannot write", tmp.display()))?;
+        std::fs::rename(&tmp, out).with_context(|| format!("{}: cannot write", out.display()))?;
+    }
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        let report = Report {
+            schema: 1,
+            type_name: &args.type_name,
+            machine: &model.machine,
+            cacheline_size: cls,
+            current: &current,
+            plan: &plan,
+            search_ms,
+            declaration: &declaration,
+            splits: &splits,
+            diff: if args.patch.is_some() {
+                None
+            } else {
+                diff.as_deref()
+            },
+        };
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "struct {} on {} ({}), {cls}-byte lines; evidence: {}{}",
+        args.type_name,
+        model.machine.name,
+        model.machine.description,
+        profile.provenance.tool,
+        profile
+            .label
+            .as_ref()
+            .map(|l| format!(" \"{l}\""))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        s,
+        "queueing: the busiest line of the current layout runs at utilization {:.2} ({})",
+        model.queueing.utilization, model.utilization_source
+    );
+    if plan.optimal {
+        let _ = writeln!(
+            s,
+            "search: optimal within the model ({} groupings explored, {search_ms:.1} ms)",
+            plan.nodes
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "search: heuristic, node budget spent ({} nodes, {search_ms:.1} ms); lower bound {:.0} cycles, found {:.0}",
+            plan.nodes,
+            plan.lower_bound,
+            plan.cost.total_cycles()
+        );
+    }
+    s.push('\n');
+    s.push_str(&subject::cost_table(&[
+        ("current".to_string(), &current),
+        ("lineup".to_string(), &plan.cost),
+    ]));
+    s.push('\n');
+    if plan.moved.is_empty() {
+        let _ = writeln!(
+            s,
+            "no member moves: the current layout is already the best the model finds"
+        );
+    } else {
+        let _ = writeln!(s, "moved: {}", plan.moved.join(", "));
+    }
+    for g in &plan.write_lines {
+        let _ = writeln!(s, "own cache line for written member(s): {}", g.join(", "));
+    }
+    s.push('\n');
+    let mut buf = Vec::new();
+    emit::pahole::write_layout(&mut buf, &types, &new_layout);
+    s.push_str(&String::from_utf8_lossy(&buf));
+    let _ = writeln!(
+        s,
+        "\nC declaration ({}):\n",
+        if flavour == Flavour::Kernel {
+            "kernel"
+        } else {
+            "userspace"
+        }
+    );
+    s.push_str(&declaration);
+    for sp in &splits {
+        let before = sp
+            .readers_sum_copies
+            .first()
+            .map(|o| o.cycles_before)
+            .unwrap_or(0.0);
+        let _ = writeln!(
+            s,
+            "\n{}: truly shared (written from many CPUs, {before:.0} cycles); no order helps. Splitting it, one line per copy:",
+            sp.member
+        );
+        let _ = writeln!(
+            s,
+            "  {:<14} {:>6} {:>24} {:>24} {:>8}",
+            "split", "copies", "readers sum all copies", "readers use own copy", "bytes"
+        );
+        let pct = |o: &SplitOption| {
+            if o.cycles_before > 0.0 {
+                (o.cycles - o.cycles_before) / o.cycles_before * 100.0
+            } else {
+                0.0
+            }
+        };
+        for (a, b) in sp.readers_sum_copies.iter().zip(&sp.readers_own_copy) {
+            let _ = writeln!(
+                s,
+                "  {:<14} {:>6} {:>14.0} ({:>+7.1}%) {:>14.0} ({:>+7.1}%) {:>+8}",
+                a.how,
+                a.copies,
+                a.cycles,
+                pct(a),
+                b.cycles,
+                pct(b),
+                a.extra_bytes
+            );
+        }
+    }
+    if let Some(d) = &diff {
+        match &args.patch {
+            Some(p) => {
+                let _ = writeln!(s, "\npatch written to {}", p.display());
+            }
+            None => {
+                s.push('\n');
+                s.push_str(d);
+            }
+        }
+    }
+    if !ev.missing.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nfields the profile names that the struct lacks (ignored): {}",
+            ev.missing.join(", ")
+        );
+    }
+    out.write_all(s.as_bytes())?;
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! `lineup predict`: the modeled cost of the current layout, lineup's, and any candidate
+//! (a C declaration such as a patch's, or pahole text), side by side, on one machine.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use lineup::analysis::cost::Cost;
+use lineup::analysis::{candidate, optimize};
+use lineup::readers::{c_struct, pahole_text};
+
+use super::evidence::{EvidenceArgs, PickArgs};
+use super::source::SourceArgs;
+use super::subject::{self, ModelArgs};
+
+#[derive(clap::Args)]
+#[command(
+    about = "Compare the modeled contention cost of layouts of one struct on one machine",
+    after_help = "A candidate is a file holding the struct as C (`struct T { ... };`, attributes\n\
+                  such as ____cacheline_aligned honoured, members this kernel lacks skipped) or\n\
+                  as pahole prints it.\n\nExamples:\n  \
+                  lineup predict --type task_group --c2c tests/data/c2c/seed000_paste.txt --machine icelake-2s \\\n      --layout examples/seeds/000/seed_fix.h\n  \
+                  lineup predict --type nohz --dwarf nohz.o --sketch examples/sketches/seed001_nohz.toml \\\n      --machine nehalem-ex-8s --layout fix.h --json"
+)]
+pub struct Args {
+    /// The struct the layouts are of
+    #[arg(long = "type", value_name = "TYPE")]
+    type_name: String,
+    #[command(flatten)]
+    evidence: EvidenceArgs,
+    #[command(flatten)]
+    pick: PickArgs,
+    /// Struct offset at which the evidence's cache line starts (see `diagnose`)
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
+    line_offset: Option<i64>,
+    #[command(flatten)]
+    source: SourceArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// A candidate layout: C declaration or pahole text (repeatable)
+    #[arg(long = "layout", value_name = "FILE")]
+    layouts: Vec<PathBuf>,
+    /// Leave lineup's own optimized layout out of the table
+    #[arg(long)]
+    no_lineup: bool,
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Row {
+    layout: String,
+    cost: Cost,
+    total_cycles: f64,
+    /// Change of total cycles against the current layout, in percent.
+    change_pct: Option<f64>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let mut profile = args.evidence.load(&args.pick)?;
+    let opened = args.source.open()?;
+    let types = opened.types()?;
+    let id = subject::find_type(&types, &opened.label, &args.type_name)?;
+    let size = types.composite(id).map(|c| c.size).unwrap_or(0);
+    let ev = subject::gather(
+        &mut profile,
+        &types,
+        id,
+        &args.type_name,
+        size,
+        args.line_offset,
+    )?;
+    let model = args.model.build(&types, id, &profile, &ev.accesses)?;
+    if model.streams.is_empty() {
+        bail!(
+            "no access of the profile falls on a member of struct {}",
+            args.type_name
+        );
+    }
+    let mut rows: Vec<(String, Cost)> =
+        vec![("current".to_string(), model.evaluate(&model.current))];
+    if !args.no_lineup {
+        let min_align = model.layout.forced_align.unwrap_or(1);
+        let plan = optimize::optimize(
+            &model.units,
+            &model.streams,
+            &model.current,
+            min_align,
+            &optimize::Constraints::default(),
+            model.cls,
+            &model.machine,
+            &model.queueing,
+        )
+        .map_err(|e| anyhow::anyhow!("struct {}: {e}", args.type_name))?;
+        rows.push(("lineup".to_string(), plan.cost));
+    }
+    for path in &args.layouts {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read", path.display()))?;
+        let placement = if let Ok(cs) = c_struct::find_struct(&text, &args.type_name) {
+            candidate::from_declaration(&model.units, &cs.members(), model.cls)
+        } else {
+            let facts = pahole_text::parse(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            match facts.iter().find(|f| f.name == args.type_name) {
+                Some(f) => candidate::from_pahole(&model.units, f),
+                None => Err(format!(
+                    "no struct {} in it (as C or as pahole text)",
+                    args.type_name
+                )),
+            }
+        }
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        rows.push((name, model.evaluate(&placement)));
+    }
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let base = rows[0].1.total_cycles();
+    if args.json {
+        let json: Vec<Row> = rows
+            .into_iter()
+            .map(|(layout, cost)| {
+                let total = cost.total_cycles();
+                Row {
+                    layout,
+                    change_pct: (base > 0.0).then(|| (total - base) / base * 100.0),
+                    total_cycles: total,
+                    cost,
+                }
+            })
+            .collect();
+        let v = serde_json::json!({
+            "schema": 1,
+            "type_name": args.type_name,
+            "machine": model.machine,
+            "cacheline_size": model.cls,
+            "unit": profile.unit,
+            "layouts": json,
+        });
+        serde_json::to_writer_pretty(&mut out, &v)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let refs: Vec<(String, &Cost)> = rows.iter().map(|(n, c)| (n.clone(), c)).collect();
+    writeln!(
+        out,
+        "struct {} on {} ({}), {}-byte lines; rates in {:?} of the evidence, cycles = transfers x modeled latency",
+        args.type_name, model.machine.name, model.machine.description, model.cls, profile.unit
+    )?;
+    writeln!(
+        out,
+        "queueing: the busiest line of the current layout runs at utilization {:.2} ({})\n",
+        model.queueing.utilization, model.utilization_source
+    )?;
+    out.write_all(subject::cost_table(&refs).as_bytes())?;
+    for (name, c) in &rows {
+        let hot: Vec<String> = c
+            .lines
+            .iter()
+            .filter(|l| l.false_cycles + l.true_cycles > 0.0)
+            .map(|l| format!("line {}: {}", l.index, l.fields.join(" ")))
+            .collect();
+        if !hot.is_empty() {
+            writeln!(out, "{name}: contended {}", hot.join("; "))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,265 @@
+//! What `diagnose`, `optimize` and `predict` share: find the struct, bind the evidence to it,
+//! and collect its accesses with struct-relative offsets.
+
+use anyhow::{Result, bail};
+
+use lineup::analysis::cost;
+use lineup::analysis::diagnose::{self, LineBinding};
+use lineup::analysis::machine::{self, MachineModel};
+use lineup::profile::{Access, Profile};
+use lineup::types::{TypeId, Types};
+
+/// The struct named `name`, or a one-line error with close names.
+pub fn find_type(types: &Types<'_>, label: &str, name: &str) -> Result<TypeId> {
+    let found = types.find_composites(name);
+    let Some(&id) = found.first() else {
+        let close = types.similar_composite_names(name, 5);
+        let hint = if close.is_empty() {
+            String::new()
+        } else {
+            format!("; did you mean: {}?", close.join(", "))
+        };
+        bail!("{label}: no struct or union named '{name}'{hint}");
+    };
+    Ok(id)
+}
+
+pub struct Evidence {
+    pub bindings: Vec<LineBinding>,
+    pub accesses: Vec<Access>,
+    /// Fields the profile names that the struct lacks.
+    pub missing: Vec<String>,
+}
+
+/// Binds raw lines of `profile` to struct `id` and returns its accesses; an error when the
+/// profile holds none for it.
+pub fn gather(
+    profile: &mut Profile,
+    types: &Types<'_>,
+    id: TypeId,
+    type_name: &str,
+    size: u64,
+    line_offset: Option<i64>,
+) -> Result<Evidence> {
+    let bindings = diagnose::bind_raw_lines(profile, types, id, type_name, line_offset);
+    let (accesses, missing) = diagnose::accesses_for(profile, types, id, type_name);
+    if accesses.iter().all(|a| a.offset.is_none()) {
+        if !missing.is_empty() {
+            bail!(
+                "{}: the profile names fields struct {type_name} does not have: {}",
+                evidence_label(profile),
+                missing.join(", ")
+            );
+        }
+        let about: Vec<&str> = profile.types.iter().map(|t| t.type_name.as_str()).collect();
+        let hint = if about.is_empty() {
+            String::new()
+        } else {
+            format!("; it describes {}", about.join(", "))
+        };
+        bail!(
+            "{}: the profile holds no access to struct {type_name} ({size} bytes){hint}",
+            evidence_label(profile),
+        );
+    }
+    Ok(Evidence {
+        bindings,
+        accesses,
+        missing,
+    })
+}
+
+pub fn evidence_label(p: &Profile) -> String {
+    p.provenance
+        .input
+        .clone()
+        .unwrap_or_else(|| p.provenance.tool.clone())
+}
+
+/// The machine to model and the target line size.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ModelArgs {
+    /// Machine model: `host` (this machine's topology) or a preset: icelake-2s, spr-1s,
+    /// xeon-2s-480, nehalem-ex-8s, power10-96 (data/machines.toml)
+    #[arg(long, default_value = "host", value_name = "NAME")]
+    pub machine: String,
+    /// Target cache-line size in bytes (default: the machine's)
+    #[arg(long, value_name = "BYTES")]
+    pub cacheline_size: Option<u64>,
+    /// Utilization of the busiest line of the current layout, 0 to 0.95 (default: from the
+    /// evidence's measured HITM latency, else 0.5); 0 turns queueing off
+    #[arg(long, value_name = "U")]
+    pub utilization: Option<f64>,
+}
+
+/// Everything the cost model needs about one struct and one profile.
+pub struct Model {
+    pub layout: lineup::layout::Layout,
+    pub units: Vec<cost::Unit>,
+    pub streams: Vec<cost::Stream>,
+    pub current: cost::Placement,
+    pub machine: MachineModel,
+    pub cls: u64,
+    pub queueing: cost::Queueing,
+    /// Where the utilization came from, for the report.
+    pub utilization_source: String,
+}
+
+impl ModelArgs {
+    pub fn machine(&self) -> Result<MachineModel> {
+        if self.machine == "host" {
+            return Ok(lineup::readers::host::read_host(std::path::Path::new(
+                "/sys",
+            )));
+        }
+        machine::preset(&self.machine).ok_or_else(|| {
+            let names: Vec<String> = machine::presets().into_iter().map(|m| m.name).collect();
+            anyhow::anyhow!(
+                "--machine {}: no such preset; known: host, {}",
+                self.machine,
+                names.join(", ")
+            )
+        })
+    }
+
+    pub fn build(
+        &self,
+        types: &Types<'_>,
+        id: TypeId,
+        profile: &Profile,
+        accesses: &[Access],
+    ) -> Result<Model> {
+        let machine = self.machine()?;
+        let cls = self.cacheline_size.unwrap_or(machine.cacheline_size);
+        if !cls.is_power_of_two() || !(16..=4096).contains(&cls) {
+            bail!("--cacheline-size {cls}: not a power of two between 16 and 4096");
+        }
+        let layout = lineup::layout::layout(types, id, cls).expect("a defined struct has a layout");
+        let units = cost::units(types, &layout);
+        let cpus = profile
+            .provenance
+            .machine
+            .cpus
+            .unwrap_or(machine.cpus)
+            .min(machine.cpus)
+            .max(1);
+        let streams = cost::streams(&units, &layout, accesses, cpus);
+        let current = cost::current_placement(&layout, &units);
+        let reference = cost::busiest_line(&streams, &current, cls, &machine);
+        let (utilization, utilization_source) = match self.utilization {
+            Some(u) if (0.0..=cost::MAX_UTILIZATION).contains(&u) => (u, "given".to_string()),
+            Some(u) => bail!(
+                "--utilization {u}: must be between 0 and {}",
+                cost::MAX_UTILIZATION
+            ),
+            None => match measured_hitm_latency(accesses) {
+                Some(measured) => {
+                    let widest = streams.iter().map(|s| s.cpus).max().unwrap_or(1);
+                    let nominal = machine.transfer_cycles(widest);
+                    let u = cost::Queueing::utilization_from_latency(measured, nominal);
+                    (
+                        u,
+                        format!(
+                            "measured HITM latency {measured:.0} cycles vs {nominal:.0} unloaded"
+                        ),
+                    )
+                }
+                None => (
+                    cost::DEFAULT_UTILIZATION,
+                    "assumed (no latency in the evidence)".to_string(),
+                ),
+            },
+        };
+        Ok(Model {
+            layout,
+            units,
+            streams,
+            current,
+            machine,
+            cls,
+            queueing: cost::Queueing {
+                reference,
+                utilization,
+            },
+            utilization_source,
+        })
+    }
+}
+
+impl Model {
+    pub fn evaluate(&self, p: &cost::Placement) -> cost::Cost {
+        cost::evaluate(
+            &self.units,
+            &self.streams,
+            p,
+            self.cls,
+            &self.machine,
+            &self.queueing,
+        )
+    }
+}
+
+/// Mean cycles of HITM loads, weighted by their counts, when the evidence measured them.
+fn measured_hitm_latency(accesses: &[Access]) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0.0);
+    for a in accesses {
+        let Some(l) = &a.latency else { continue };
+        for (mean, count) in [
+            (l.mean_lcl_hitm, a.counts.lcl_hitm),
+            (l.mean_rmt_hitm, a.counts.rmt_hitm),
+        ] {
+            if let Some(m) = mean
+                && count > 0.0
+            {
+                sum += m * count;
+                n += count;
+            }
+        }
+    }
+    (n > 0.0).then(|| sum / n)
+}
+
+/// The comparison table `optimize` and `predict` print: one row per layout.
+pub fn cost_table(rows: &[(String, &cost::Cost)]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let base = rows.first().map(|r| r.1.total_cycles()).unwrap_or(0.0);
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(6).max(6);
+    let _ = writeln!(
+        s,
+        "{:<width$} {:>6} {:>5} {:>12} {:>12} {:>14} {:>14} {:>12} {:>14} {:>8}",
+        "layout",
+        "size",
+        "lines",
+        "false xfers",
+        "true xfers",
+        "false cycles",
+        "true cycles",
+        "locality",
+        "total cycles",
+        "vs 1st"
+    );
+    for (name, c) in rows {
+        let total = c.total_cycles();
+        let vs = if base > 0.0 {
+            format!("{:+.1}%", (total - base) / base * 100.0)
+        } else {
+            "-".to_string()
+        };
+        let _ = writeln!(
+            s,
+            "{:<width$} {:>6} {:>5} {:>12.1} {:>12.1} {:>14.0} {:>14.0} {:>12.0} {:>14.0} {:>8}",
+            name,
+            c.size,
+            c.cachelines,
+            c.false_transfers,
+            c.true_transfers,
+            c.false_cycles,
+            c.true_cycles,
+            c.locality_cycles,
+            total,
+            vs
+        );
+    }
+    s
+}
