@@ -47,7 +47,7 @@ pub struct Plan {
     /// A lower bound on the coherence and locality cycles of any grouping.
     pub lower_bound: f64,
     pub nodes: u64,
-    /// Units whose offset changed.
+    /// Units that change places in the declaration (others only shift).
     pub moved: Vec<String>,
     /// Hot items the search placed on lines of their own or with others, for the report.
     pub write_lines: Vec<Vec<String>>,
@@ -461,6 +461,22 @@ pub fn optimize(
             continue;
         }
         if let Some(&b) = bin_of.get(&i) {
+            // Hot readers that shared the old line with this item, after it, stay on the line
+            // before the write line instead of being pushed past it.
+            if fence.is_none() {
+                let line = current.offsets[items[i].units[0]] / cls;
+                for &j in &by_offset[k..] {
+                    let off = current.offsets[items[j].units[0]];
+                    if off / cls != line {
+                        break;
+                    }
+                    if !emitted[j] && assign[j] == Some(usize::MAX) && !pinned.contains(&j) {
+                        item_order.push(j);
+                        emitted[j] = true;
+                        place(j, &mut cursor, false);
+                    }
+                }
+            }
             // A new write line starts a fresh line even if the last one is still open; what
             // waited goes after it.
             let mut group = bins[&b].clone();
@@ -553,11 +569,9 @@ pub fn optimize(
         machine,
         q,
     );
-    let moved = units
-        .iter()
-        .enumerate()
-        .filter(|(u, _)| placement.offsets[*u] != current.offsets[*u])
-        .map(|(_, x)| x.name.clone())
+    let moved = reordered(&unit_order, current)
+        .into_iter()
+        .map(|u| units[u].name.clone())
         .collect();
     Ok(Plan {
         order: unit_order,
@@ -570,6 +584,41 @@ pub fn optimize(
         write_lines,
         cost,
     })
+}
+
+/// Units that changed places: everything outside a longest run that keeps its current
+/// relative order (what a reviewer sees move in the diff).
+fn reordered(order: &[usize], current: &Placement) -> Vec<usize> {
+    let key: Vec<u64> = order
+        .iter()
+        .map(|&u| current.offsets[u] * 4096 + u as u64)
+        .collect();
+    // Longest increasing subsequence, O(n log n), with back links.
+    let mut tails: Vec<usize> = Vec::new();
+    let mut prev = vec![usize::MAX; key.len()];
+    for i in 0..key.len() {
+        let pos = tails.partition_point(|&t| key[t] < key[i]);
+        if pos > 0 {
+            prev[i] = tails[pos - 1];
+        }
+        if pos == tails.len() {
+            tails.push(i);
+        } else {
+            tails[pos] = i;
+        }
+    }
+    let mut keep = vec![false; key.len()];
+    let mut at = tails.last().copied().unwrap_or(usize::MAX);
+    while at != usize::MAX {
+        keep[at] = true;
+        at = prev[at];
+    }
+    let mut out: Vec<usize> = (0..order.len())
+        .filter(|&i| !keep[i])
+        .map(|i| order[i])
+        .collect();
+    out.sort_by_key(|&u| current.offsets[u]);
+    out
 }
 
 /// Streams back in unit coordinates (undoing the together-group shift).

@@ -88,6 +88,8 @@ struct Report<'a> {
     machine: &'a lineup::analysis::machine::MachineModel,
     cacheline_size: u64,
     current: &'a Cost,
+    /// The movable units; `plan.placement.offsets` and `plan.order` index them.
+    units: &'a [lineup::analysis::cost::Unit],
     plan: &'a Plan,
     search_ms: f64,
     declaration: &'a str,
@@ -290,6 +292,7 @@ pub fn run(args: Args) -> Result<()> {
             machine: &model.machine,
             cacheline_size: cls,
             current: &current,
+            units: &model.units,
             plan: &plan,
             search_ms,
             declaration: &declaration,

@@ -1,0 +1,4 @@
+/* One instance of struct kstats, so that the compiler emits its DWARF. */
+#include "kernel_style.h"
+
+struct kstats the_stats;
