@@ -481,7 +481,7 @@ mod tests {
 
     #[test]
     fn hackbench_captured() {
-        assert_eq!(parse_hackbench(&data("hackbench.txt")).unwrap()[0].value, 0.145);
+        assert_eq!(parse_hackbench(&data("hackbench.txt")).unwrap()[0].value, 0.177);
         assert_eq!(
             parse_hackbench(&data("hackbench-threads-pipe.txt")).unwrap()[0].value,
             0.105
@@ -551,7 +551,7 @@ mod tests {
         assert_eq!(ms.len(), 1);
         assert_eq!(ms[0].name, "cpu");
         assert_eq!(ms[0].unit, "bogo ops/s");
-        assert_eq!(ms[0].value, 1253.71);
+        assert_eq!(ms[0].value, 1406.67);
         assert_eq!(ms[0].direction, Direction::HigherIsBetter);
         // Two stressors; the "miscellaneous metrics" lines that follow are not stressors.
         let ms = parse_stress_ng(&data("stress-ng-metrics-brief.txt")).unwrap();

@@ -51,7 +51,8 @@ pub fn change_pct(mean_a: f64, mean_b: f64) -> f64 {
     if mean_a == 0.0 {
         return if mean_b == 0.0 { 0.0 } else { f64::NAN };
     }
-    (mean_b - mean_a) / mean_a.abs() * 100.0
+    // + 0.0 turns -0.0 into 0.0, which prints without a sign.
+    (mean_b - mean_a) / mean_a.abs() * 100.0 + 0.0
 }
 
 /// Improvement of B over A in percent, positive when B is better: the `%gain` of seed 004's
@@ -59,7 +60,7 @@ pub fn change_pct(mean_a: f64, mean_b: f64) -> f64 {
 /// higher-is-better one `(b - a) / |a| * 100`.
 pub fn gain_pct(mean_a: f64, mean_b: f64, higher_is_better: bool) -> f64 {
     let c = change_pct(mean_a, mean_b);
-    if higher_is_better { c } else { -c }
+    if higher_is_better { c } else { -c + 0.0 }
 }
 
 /// Welch's t-test of B against A and the confidence interval of `mean_b - mean_a`.
@@ -439,6 +440,8 @@ mod tests {
         assert!((change_pct(1.0, 0.9905) + 0.95).abs() < 1e-9);
         assert!((gain_pct(100.0, 110.0, true) - 10.0).abs() < 1e-12);
         assert_eq!(change_pct(0.0, 0.0), 0.0);
+        assert_eq!(format!("{:.2}", gain_pct(8.0, 8.0, false)), "0.00");
+        assert_eq!(format!("{:+.2}", change_pct(8.0, 8.0)), "+0.00");
         assert!(change_pct(0.0, 1.0).is_nan());
     }
 

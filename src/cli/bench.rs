@@ -219,10 +219,12 @@ pub fn run(args: Args) -> Result<i32> {
              setup), interleaved A B B A; the interrupted run is not counted"
         )
     } else {
-        format!(
-            "{runs} per side after {warmup} warm-up{}, interleaved A B B A",
-            if warmup == 1 { "" } else { "s" }
-        )
+        let warm = match warmup {
+            0 => "no warm-up".to_string(),
+            1 => "after 1 warm-up".to_string(),
+            n => format!("after {n} warm-ups"),
+        };
+        format!("{runs} per side {warm}, interleaved A B B A")
     };
     let notes = Notes {
         alpha,
