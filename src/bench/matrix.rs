@@ -295,7 +295,10 @@ higher_is_better = false
         let cases = [
             ("title = 3\n", "line 1"),
             ("", "no [[case]]"),
-            ("[[case]]\nname = \"x\"\na = \"true\"\n", "case 'x' has no command b"),
+            (
+                "[[case]]\nname = \"x\"\na = \"true\"\n",
+                "case 'x' has no command b",
+            ),
             (
                 "[[case]]\nname = \"x\"\na = \"1\"\nb = \"2\"\nparser = \"nope\"\n",
                 "unknown parser 'nope'",

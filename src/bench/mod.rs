@@ -198,7 +198,12 @@ mod tests {
             })
             .collect();
         assert_eq!(order, "abABBAABBA");
-        assert_eq!(s.iter().filter(|st| st.side == Side::A && !st.warmup).count(), 4);
+        assert_eq!(
+            s.iter()
+                .filter(|st| st.side == Side::A && !st.warmup)
+                .count(),
+            4
+        );
         assert_eq!(s.last().unwrap().index, 3);
         assert_eq!(schedule(3, 0).len(), 6);
         assert!(schedule(0, 0).is_empty());

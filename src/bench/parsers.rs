@@ -105,7 +105,10 @@ pub const PARSERS: &[(&str, &str)] = &[
         "perf-sched-messaging",
         "perf bench sched messaging: Total time [sec] (lower is better)",
     ),
-    ("hackbench", "hackbench (rt-tests or perf): Time: (lower is better)"),
+    (
+        "hackbench",
+        "hackbench (rt-tests or perf): Time: (lower is better)",
+    ),
     (
         "schbench",
         "schbench: Wakeup/Request latency percentiles (lower is better), RPS (higher); \
@@ -293,8 +296,13 @@ pub fn parse_hackbench(output: &str) -> Result<Vec<Metric>, ParseError> {
 /// reports). Metric names: `Wakeup 50.0th`, `Request 99.9th`, `RPS 50.0th`, `average rps`;
 /// the old format's block is `Latency`.
 pub fn parse_schbench(output: &str) -> Result<Vec<Metric>, ParseError> {
-    // (kind, group header, unit, rows)
-    let mut blocks: Vec<(String, String, String, Vec<(String, f64)>)> = Vec::new();
+    struct Block {
+        kind: String,
+        header: String,
+        unit: String,
+        rows: Vec<(String, f64)>,
+    }
+    let mut blocks: Vec<Block> = Vec::new();
     let mut current: Option<usize> = None;
     for line in output.lines() {
         let t = line.trim();
@@ -311,8 +319,13 @@ pub fn parse_schbench(output: &str) -> Result<Vec<Metric>, ParseError> {
                 None => t.to_string(),
             };
             // A later block of the same kind replaces the earlier one.
-            blocks.retain(|b| b.0 != kind);
-            blocks.push((kind, header, unit, Vec::new()));
+            blocks.retain(|b| b.kind != kind);
+            blocks.push(Block {
+                kind,
+                header,
+                unit,
+                rows: Vec::new(),
+            });
             current = Some(blocks.len() - 1);
             continue;
         }
@@ -321,7 +334,7 @@ pub fn parse_schbench(output: &str) -> Result<Vec<Metric>, ParseError> {
         if let Some((pct, rest)) = row.split_once("th:") {
             let value = rest.split_whitespace().next().and_then(number);
             if let (Some(_), Some(v)) = (number(pct), value) {
-                blocks[i].3.push((pct.to_string(), v));
+                blocks[i].rows.push((pct.to_string(), v));
                 continue;
             }
         }
@@ -330,7 +343,13 @@ pub fn parse_schbench(output: &str) -> Result<Vec<Metric>, ParseError> {
         }
     }
     let mut out = Vec::new();
-    for (kind, header, unit, rows) in &blocks {
+    for Block {
+        kind,
+        header,
+        unit,
+        rows,
+    } in &blocks
+    {
         let direction = if kind == "RPS" {
             Direction::HigherIsBetter
         } else {
@@ -426,10 +445,17 @@ pub fn parse_stress_ng(output: &str) -> Result<Vec<Metric>, ParseError> {
 }
 
 /// The first capture group of the first match of `re`, as a number.
-pub fn parse_regex(output: &str, re: &Regex, direction: Direction) -> Result<Vec<Metric>, ParseError> {
-    let caps = re
-        .captures(output)
-        .ok_or_else(|| ParseError(format!("regex '{}' matches nothing in the output", re.as_str())))?;
+pub fn parse_regex(
+    output: &str,
+    re: &Regex,
+    direction: Direction,
+) -> Result<Vec<Metric>, ParseError> {
+    let caps = re.captures(output).ok_or_else(|| {
+        ParseError(format!(
+            "regex '{}' matches nothing in the output",
+            re.as_str()
+        ))
+    })?;
     let text = caps.get(1).map(|m| m.as_str()).unwrap_or("");
     let value = number(text).ok_or_else(|| {
         ParseError(format!(
@@ -467,7 +493,10 @@ mod tests {
         assert_eq!(get(&ms, "Total time").value, 0.691);
         // Threaded mode prints the same lines.
         let t = "# Running 'sched/pipe' benchmark:\n# Executed 2000 pipe operations between two threads\n\n     Total time: 0.062 [sec]\n\n      31.323500 usecs/op\n          31924 ops/sec\n";
-        assert_eq!(get(&parse_perf_sched_pipe(t).unwrap(), "usecs/op").value, 31.3235);
+        assert_eq!(
+            get(&parse_perf_sched_pipe(t).unwrap(), "usecs/op").value,
+            31.3235
+        );
         assert!(parse_perf_sched_pipe("Total time: 1.0 [sec]\n").is_err());
     }
 
@@ -481,7 +510,10 @@ mod tests {
 
     #[test]
     fn hackbench_captured() {
-        assert_eq!(parse_hackbench(&data("hackbench.txt")).unwrap()[0].value, 0.177);
+        assert_eq!(
+            parse_hackbench(&data("hackbench.txt")).unwrap()[0].value,
+            0.177
+        );
         assert_eq!(
             parse_hackbench(&data("hackbench-threads-pipe.txt")).unwrap()[0].value,
             0.105
@@ -518,7 +550,10 @@ mod tests {
         assert_eq!(get(&ms, "Request 99.9th").value, 20064.0);
         assert_eq!(get(&ms, "RPS 20.0th").value, 2988.0);
         assert_eq!(get(&ms, "RPS 20.0th").direction, Direction::HigherIsBetter);
-        assert_eq!(get(&ms, "Wakeup 50.0th").direction, Direction::LowerIsBetter);
+        assert_eq!(
+            get(&ms, "Wakeup 50.0th").direction,
+            Direction::LowerIsBetter
+        );
         assert_eq!(
             get(&ms, "Wakeup 50.0th").group,
             "Wakeup Latencies percentiles (usec)"
@@ -568,9 +603,19 @@ mod tests {
         let p = Parser::regex(r"elapsed: ([0-9.]+) s", Direction::LowerIsBetter).unwrap();
         let ms = p.parse("adjacent: elapsed: 0.067310 s\n", 0.0).unwrap();
         assert_eq!(ms[0].value, 0.06731);
-        assert!(p.parse("nothing here", 0.0).unwrap_err().0.contains("matches nothing"));
+        assert!(
+            p.parse("nothing here", 0.0)
+                .unwrap_err()
+                .0
+                .contains("matches nothing")
+        );
         let q = Parser::regex(r"x=(\w+)", Direction::HigherIsBetter).unwrap();
-        assert!(q.parse("x=abc", 0.0).unwrap_err().0.contains("not a number"));
+        assert!(
+            q.parse("x=abc", 0.0)
+                .unwrap_err()
+                .0
+                .contains("not a number")
+        );
         assert!(Parser::regex("no group", Direction::LowerIsBetter).is_err());
         assert!(Parser::regex("(unclosed", Direction::LowerIsBetter).is_err());
     }
@@ -582,6 +627,9 @@ mod tests {
         }
         assert!(Parser::by_name("nope").is_none());
         let w = Parser::Wall.parse("", 0.25).unwrap();
-        assert_eq!((w[0].value, w[0].direction), (0.25, Direction::LowerIsBetter));
+        assert_eq!(
+            (w[0].value, w[0].direction),
+            (0.25, Direction::LowerIsBetter)
+        );
     }
 }

@@ -168,7 +168,10 @@ fn run_inner(
     let mut texts = readers
         .into_iter()
         .map(|r| r.and_then(|h| h.join().ok()).unwrap_or_default());
-    let (stdout, stderr) = (texts.next().unwrap_or_default(), texts.next().unwrap_or_default());
+    let (stdout, stderr) = (
+        texts.next().unwrap_or_default(),
+        texts.next().unwrap_or_default(),
+    );
     if let Some(f) = outcome {
         return Err(f);
     }
@@ -219,7 +222,10 @@ mod tests {
     #[test]
     fn times_out_and_kills_the_group() {
         let t0 = Instant::now();
-        let r = run_shell("sleep 5 & sleep 5; echo never", Some(Duration::from_millis(200)));
+        let r = run_shell(
+            "sleep 5 & sleep 5; echo never",
+            Some(Duration::from_millis(200)),
+        );
         assert!(matches!(r, Err(Failure::TimedOut(_))), "{r:?}");
         assert!(t0.elapsed() < Duration::from_secs(3));
     }

@@ -376,7 +376,10 @@ mod tests {
     fn t_quantile_matches_scipy() {
         for [p, dof, want] in reference().t_quantile {
             let got = t_quantile(p, dof);
-            assert!(close(got, want, 1e-9), "ppf({p}; {dof}) = {got}, scipy {want}");
+            assert!(
+                close(got, want, 1e-9),
+                "ppf({p}; {dof}) = {got}, scipy {want}"
+            );
         }
     }
 
@@ -390,14 +393,24 @@ mod tests {
             assert!(close(sa.sd, case.sd_a, 1e-10), "{} {}", sa.sd, case.sd_a);
             assert!(close(sb.sd, case.sd_b, 1e-10));
             assert!(close(w.t, case.t, 1e-10), "t {} vs {}", w.t, case.t);
-            assert!(close(w.dof, case.dof, 1e-10), "dof {} vs {}", w.dof, case.dof);
+            assert!(
+                close(w.dof, case.dof, 1e-10),
+                "dof {} vs {}",
+                w.dof,
+                case.dof
+            );
             assert!(
                 close(w.p, case.p, 1e-8) || (w.p - case.p).abs() < 1e-14,
                 "p {} vs {}",
                 w.p,
                 case.p
             );
-            assert!(close(w.ci_low, case.ci_low, 1e-8), "{} {}", w.ci_low, case.ci_low);
+            assert!(
+                close(w.ci_low, case.ci_low, 1e-8),
+                "{} {}",
+                w.ci_low,
+                case.ci_low
+            );
             assert!(close(w.ci_high, case.ci_high, 1e-8));
         }
     }

@@ -349,7 +349,10 @@ mod tests {
         assert_eq!(lines[1], "=========");
         assert_eq!(lines[2], "case load baseline(std%) compare%( std%)");
         assert_eq!(lines[3], "process-pipe 1-groups 1.00 ( 1.00) -0.95 ( 1.01)");
-        assert_eq!(lines[4], "process-pipe 2-groups 1.00 ( 0.01) +100.00 ( 0.00) *");
+        assert_eq!(
+            lines[4],
+            "process-pipe 2-groups 1.00 ( 0.01) +100.00 ( 0.00) *"
+        );
         assert!(t.contains("figure: Time [s]: lower is better, so a - compare% is an improvement"));
         assert!(t.contains("* significant: Welch's t-test p < 0.05 (the 95% confidence"));
         assert!(t.contains("runs: 3 runs per side, interleaved A B B A"));
@@ -359,12 +362,21 @@ mod tests {
 
     #[test]
     fn several_figures_per_case_get_case_metric_labels() {
-        let mut a = comparison("stress", "4", &[1.0, 2.0], &[1.0, 2.0], Direction::HigherIsBetter);
+        let mut a = comparison(
+            "stress",
+            "4",
+            &[1.0, 2.0],
+            &[1.0, 2.0],
+            Direction::HigherIsBetter,
+        );
         a.metric = "cpu".into();
         let mut b = a.clone();
         b.metric = "matrix".into();
         let t = seeds_table("stress-ng", &[&a, &b], &NOTES);
-        assert!(t.contains("\nstress:cpu 4 1.00 ( 47.14) +0.00 ( 47.14)\n"), "{t}");
+        assert!(
+            t.contains("\nstress:cpu 4 1.00 ( 47.14) +0.00 ( 47.14)\n"),
+            "{t}"
+        );
         assert!(t.contains("\nstress:matrix 4 "), "{t}");
         assert!(t.contains("higher is better, so a + compare%"), "{t}");
     }
@@ -373,7 +385,13 @@ mod tests {
     fn percentile_rows_like_seed_004() {
         let mut rows = Vec::new();
         for (label, a, b) in [("50.0th", 8.0, 9.0), ("75.0th", 9.6, 9.0)] {
-            let mut c = comparison("normal", "1-mthreads", &[a, a], &[b, b], Direction::LowerIsBetter);
+            let mut c = comparison(
+                "normal",
+                "1-mthreads",
+                &[a, a],
+                &[b, b],
+                Direction::LowerIsBetter,
+            );
             c.group = "Wakeup Latencies percentiles (usec)".into();
             c.label = label.into();
             c.metric = format!("Wakeup {label}");
@@ -392,12 +410,22 @@ mod tests {
 
     #[test]
     fn csv_has_a_header_and_one_row_per_figure() {
-        let c = comparison("a,b", "-", &[1.0, 2.0], &[1.5, 2.5], Direction::LowerIsBetter);
+        let c = comparison(
+            "a,b",
+            "-",
+            &[1.0, 2.0],
+            &[1.5, 2.5],
+            Direction::LowerIsBetter,
+        );
         let text = csv(std::slice::from_ref(&c));
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2);
         assert!(lines[0].starts_with("case,load,metric,unit,direction"));
-        assert!(lines[1].starts_with("\"a,b\",-,Time,s,lower-is-better,true,2,1.5,"), "{}", lines[1]);
+        assert!(
+            lines[1].starts_with("\"a,b\",-,Time,s,lower-is-better,true,2,1.5,"),
+            "{}",
+            lines[1]
+        );
         assert_eq!(lines[1].split(',').count(), 23); // 22 columns, one quoted comma
         assert!(lines[1].ends_with(",false"));
     }

@@ -19,7 +19,7 @@ const EXAMPLES: &str = "Examples:
       --parser perf-sched-pipe
 
   # any program that prints its own figure: the first ( ) of --regex is the figure
-  lineup bench --a ./fs_adjacent --b ./fs_padded --regex 'elapsed: ([0-9.]+) s' --lower-is-better
+  lineup bench --a ./fs_adjacent --b ./fs_padded --regex 'cpu: ([0-9.]+) s' --lower-is-better
 
   # wall-clock time of two commands (the default parser)
   lineup bench --a 'make -j2' --b 'make -j2 CC=clang' --runs 5
@@ -52,7 +52,12 @@ fn parser_help() -> String {
 )]
 pub struct Args {
     /// Shell command of side A, the baseline (run with sh -c)
-    #[arg(long = "a", value_name = "CMD", requires = "b", conflicts_with = "matrix")]
+    #[arg(
+        long = "a",
+        value_name = "CMD",
+        requires = "b",
+        conflicts_with = "matrix"
+    )]
     a: Option<String>,
     /// Shell command of side B, compared against A
     #[arg(long = "b", value_name = "CMD", requires = "a")]
@@ -184,8 +189,17 @@ pub fn run(args: Args) -> Result<i32> {
         .expect("valid template")
         .progress_chars("=> "),
     );
+    bar.enable_steady_tick(Duration::from_millis(250));
     let mut collected: Vec<Collected> = vec![Collected::default(); setups.len()];
-    let outcome = run_all(&mut setups, &steps, runs, timeout, &args.metrics, &bar, &mut collected);
+    let outcome = run_all(
+        &mut setups,
+        &steps,
+        runs,
+        timeout,
+        &args.metrics,
+        &bar,
+        &mut collected,
+    );
     bar.finish_and_clear();
     let interrupted = outcome?;
 
@@ -236,7 +250,8 @@ pub fn run(args: Args) -> Result<i32> {
         write_atomically(path, table::csv(&comparisons).as_bytes())?;
     }
     if let Some(dir) = &args.svg {
-        std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create", dir.display()))?;
         let mut cases: Vec<&str> = Vec::new();
         for c in &table_rows {
             if !cases.contains(&c.case.as_str()) {
@@ -295,7 +310,11 @@ pub fn run(args: Args) -> Result<i32> {
             .collect();
         if !percentiles.is_empty() {
             writeln!(out)?;
-            write!(out, "{}", table::percentile_table(&title, &percentiles, &notes))?;
+            write!(
+                out,
+                "{}",
+                table::percentile_table(&title, &percentiles, &notes)
+            )?;
         }
     }
     out.flush()?;
@@ -331,13 +350,20 @@ fn run_all(
             } else {
                 format!("case '{}' load {} ({which})", setup.case, setup.load)
             };
-            bar.set_message(format!("{} {} {which}", setup.case, setup.load));
+            bar.set_message(if setup.load == "-" {
+                format!("{} {which}", setup.case)
+            } else {
+                format!("{} {} {which}", setup.case, setup.load)
+            });
             let cmd = setup.command(step.side);
             let output = match run::run_shell(cmd, timeout) {
                 Ok(o) => o,
                 Err(Failure::Interrupted) => return Ok(true),
                 Err(Failure::TimedOut(t)) => {
-                    bail!("{whom}: `{cmd}` did not finish within {} s (--timeout)", t.as_secs_f64())
+                    bail!(
+                        "{whom}: `{cmd}` did not finish within {} s (--timeout)",
+                        t.as_secs_f64()
+                    )
                 }
                 Err(Failure::Spawn(e)) => bail!("{whom}: cannot run `{cmd}` with /bin/sh: {e}"),
             };
@@ -403,7 +429,9 @@ fn cli_parser(args: &Args) -> Result<Option<Parser>> {
         let Some(direction) = direction else {
             bail!("--regex needs --higher-is-better or --lower-is-better");
         };
-        return Parser::regex(re, direction).map(Some).map_err(|e| anyhow!("--regex: {e}"));
+        return Parser::regex(re, direction)
+            .map(Some)
+            .map_err(|e| anyhow!("--regex: {e}"));
     }
     if direction.is_some() {
         bail!(
