@@ -24,7 +24,7 @@ enum Event {
     Interrupt,
 }
 
-/// Installs the Ctrl-C (SIGINT, SIGTERM) handler, once per process.
+/// Installs the Ctrl-C (SIGINT) handler, once per process.
 pub fn install_interrupt_handler() -> Result<(), String> {
     HANDLER
         .get_or_init(|| {
