@@ -1,9 +1,11 @@
 //! lineup: find and fix cache-line contention in C data structures.
 //!
 //! Data flows one way: `readers` (BTF, DWARF) fill the `types` graph; `layout` computes where
-//! every byte of a struct lies; `emit` renders layouts (pahole text, JSON); `cli` is thin glue.
+//! every byte of a struct lies; `emit` renders layouts (pahole text, JSON); `bench` runs and compares A/B benchmarks;
+//! `cli` is thin glue.
 
 pub mod analysis;
+pub mod bench;
 pub mod emit;
 pub mod layout;
 pub mod profile;

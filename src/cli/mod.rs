@@ -1,5 +1,6 @@
 //! The command line: argument parsing and wiring, nothing else.
 
+mod bench;
 mod diagnose;
 mod evidence;
 mod layout;
@@ -18,7 +19,8 @@ use clap::{Parser, Subcommand};
     long_about = "lineup walks the loop kernel and performance engineers run by hand: measure \
                   contention, attribute it to struct fields, fix the layout, prove the fix.",
     after_help = "Example:\n  lineup layout task_group          # from the running kernel's BTF\n  \
-                  lineup layout --dwarf ./prog --all --json"
+                  lineup layout --dwarf ./prog --all --json\n  \
+                  lineup bench --a ./old --b ./new --regex 'elapsed: ([0-9.]+)' --lower-is-better"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -32,10 +34,12 @@ enum Command {
     Diagnose(diagnose::Args),
     Optimize(optimize::Args),
     Predict(predict::Args),
+    Bench(bench::Args),
 }
 
 /// Runs the command line and returns the process exit code: 0 on success, 2 on any error,
-/// which is printed as one line naming the file and the problem.
+/// which is printed as one line naming the file and the problem; `bench` stopped by Ctrl-C
+/// returns 130 after printing the table of its finished runs.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -46,14 +50,15 @@ pub fn main() -> i32 {
         }
     };
     let result = match cli.command {
-        Command::Layout(args) => layout::run(args),
-        Command::Import(args) => evidence::run_import(args),
-        Command::Diagnose(args) => diagnose::run(args),
-        Command::Optimize(args) => optimize::run(args),
-        Command::Predict(args) => predict::run(args),
+        Command::Layout(args) => layout::run(args).map(|()| 0),
+        Command::Import(args) => evidence::run_import(args).map(|()| 0),
+        Command::Diagnose(args) => diagnose::run(args).map(|()| 0),
+        Command::Optimize(args) => optimize::run(args).map(|()| 0),
+        Command::Predict(args) => predict::run(args).map(|()| 0),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
-        Ok(()) => 0,
+        Ok(code) => code,
         Err(e) => {
             // A closed pipe (`lineup layout --all | head`) is not an error worth a message.
             if let Some(io) = e.downcast_ref::<std::io::Error>()
