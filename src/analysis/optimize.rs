@@ -20,7 +20,7 @@ use super::machine::MachineModel;
 use crate::types::{Composite, Kind, Member, Type, TypeId, Types};
 
 /// Nodes of the search before it settles for the best grouping found.
-pub const NODE_BUDGET: u64 = 400_000;
+pub const NODE_BUDGET: u64 = 100_000;
 
 /// What the engineer allows.
 #[derive(Clone, Debug, Default)]
@@ -114,6 +114,8 @@ struct Search<'a> {
     alone: Vec<f64>,
     /// Path name -> (rate, items).
     paths: Vec<(f64, Vec<usize>)>,
+    /// Current line of each item: read-area items mostly stay where they are.
+    read_line: Vec<usize>,
     best: Option<(f64, Vec<Option<usize>>)>,
     nodes: u64,
     exhausted: bool,
@@ -135,8 +137,15 @@ impl Search<'_> {
         for (rate, items) in &self.paths {
             let lines: BTreeSet<usize> = items
                 .iter()
-                .filter_map(|&i| assign[i])
-                .map(|b| b.min(read_area))
+                .filter_map(|&i| {
+                    assign[i].map(|b| {
+                        if b == read_area {
+                            read_area - self.read_line[i]
+                        } else {
+                            b
+                        }
+                    })
+                })
                 .collect();
             total += rate
                 * lines.len().saturating_sub(1) as f64
@@ -242,6 +251,11 @@ pub fn optimize(
     machine: &MachineModel,
     q: &Queueing,
 ) -> Result<Plan, String> {
+    if units.len() > 1 && units.iter().all(|u| u.offset == 0) {
+        return Err(
+            "a union: its members share their bytes, there is no order to change".to_string(),
+        );
+    }
     let unit_of = |name: &str| -> Result<usize, String> {
         units
             .iter()
@@ -329,6 +343,7 @@ pub fn optimize(
         order: vec![],
         alone: vec![],
         paths: vec![],
+        read_line: vec![],
         best: None,
         nodes: 0,
         exhausted: false,
@@ -384,6 +399,10 @@ pub fn optimize(
         paths: paths
             .into_values()
             .map(|(r, s)| (r, s.into_iter().collect()))
+            .collect(),
+        read_line: items
+            .iter()
+            .map(|it| (current.offsets[it.units[0]] / cls) as usize + 1)
             .collect(),
         best: None,
         nodes: 0,
