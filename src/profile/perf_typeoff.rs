@@ -43,7 +43,9 @@ pub fn import_perf_typeoff(text: &str) -> Result<Profile, ProfileError> {
     let mut parser = Parser::default();
     let mut pending: Option<(usize, String)> = None;
     for (i, raw) in text.lines().enumerate() {
-        let line = unquote(raw);
+        // Mail from HTML clients turns spaces into no-break spaces.
+        let raw = raw.replace('\u{a0}', " ");
+        let line = unquote(&raw);
         // Quoted-printable mail splits long lines with a trailing '=' ("soft line break").
         let (no, joined) = match pending.take() {
             Some((no, mut head)) => {
