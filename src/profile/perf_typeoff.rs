@@ -116,27 +116,55 @@ const NUM_LABELS: &[(&str, Num)] = &[
     ("usr", Num::OtherPct),
 ];
 
-fn key_labels() -> [(&'static str, Key); 18] {
-    [
-        ("Data Type Cacheline", Key::TypeCln),
-        ("Data Type Offset", Key::TypeOff),
-        ("Data Type", Key::Type),
-        ("Memory access", Key::MemAccess),
-        ("Shared Object", Key::Object),
-        ("Pid:Command", Key::PidCommand),
-        ("Data Symbol", Key::Other("Data Symbol".into())),
-        ("Data Object", Key::Other("Data Object".into())),
-        ("TLB access", Key::Other("TLB access".into())),
-        ("Local Weight", Key::Other("Local Weight".into())),
-        ("Source:Line", Key::Other("Source:Line".into())),
-        ("Command", Key::Command),
-        ("Symbol", Key::Symbol),
-        ("Locked", Key::Locked),
-        ("Snoop", Key::Snoop),
-        ("Weight", Key::Other("Weight".into())),
-        ("CPU", Key::Cpu),
-        ("Blocked", Key::Other("Blocked".into())),
-    ]
+const KEY_LABELS: &[&str] = &[
+    "Data Type Cacheline",
+    "Data Type Offset",
+    "Data Type",
+    "Memory access",
+    "Shared Object",
+    "Pid:Command",
+    "Data Symbol",
+    "Data Object",
+    "TLB access",
+    "Local Weight",
+    "Source:Line",
+    "Command",
+    "Symbol",
+    "Locked",
+    "Snoop",
+    "Weight",
+    "CPU",
+    "Blocked",
+];
+
+/// The column a sort-key label of [`KEY_LABELS`] names.
+fn key_of(label: &str) -> Key {
+    match label {
+        "Data Type Cacheline" => Key::TypeCln,
+        "Data Type Offset" => Key::TypeOff,
+        "Data Type" => Key::Type,
+        "Memory access" => Key::MemAccess,
+        "Shared Object" => Key::Object,
+        "Pid:Command" => Key::PidCommand,
+        "Command" => Key::Command,
+        "Symbol" => Key::Symbol,
+        "Locked" => Key::Locked,
+        "Snoop" => Key::Snoop,
+        "CPU" => Key::Cpu,
+        other => Key::Other(other.to_string()),
+    }
+}
+
+/// Words of `label` matching `words` from their start, case-insensitively: how many.
+fn label_at(label: &str, words: &[&str]) -> Option<usize> {
+    let mut n = 0;
+    for lw in label.split(' ') {
+        if !words.get(n).is_some_and(|w| w.eq_ignore_ascii_case(lw)) {
+            return None;
+        }
+        n += 1;
+    }
+    Some(n)
 }
 
 /// The sort key's name on perf's command line, for `provenance.settings`.
@@ -186,7 +214,16 @@ fn parse_header(text: &str, strict: bool) -> Option<Layout> {
     let text = text.trim();
     let mut labels: Vec<Label> = Vec::new();
     let mut hierarchy = false;
-    let keys = key_labels();
+    // Most lines are prose: they do not start with a label.
+    let first_words: Vec<&str> = text.split_whitespace().take(3).collect();
+    let starts_known = NUM_LABELS
+        .iter()
+        .map(|(l, _)| *l)
+        .chain(KEY_LABELS.iter().copied())
+        .any(|l| label_at(l, &first_words).is_some());
+    if !starts_known {
+        return None;
+    }
     for (i, piece) in text.split(" / ").enumerate() {
         if i > 0 {
             hierarchy = true;
@@ -197,22 +234,13 @@ fn parse_header(text: &str, strict: bool) -> Option<Layout> {
             let mut w = 0;
             let mut other: Vec<&str> = Vec::new();
             while w < words.len() {
-                let matches = |label: &str| {
-                    let lw: Vec<&str> = label.split(' ').collect();
-                    words.len() >= w + lw.len()
-                        && lw
-                            .iter()
-                            .zip(&words[w..])
-                            .all(|(a, b)| a.eq_ignore_ascii_case(b))
-                };
                 let found = NUM_LABELS
                     .iter()
-                    .find(|(l, _)| matches(l))
-                    .map(|(l, n)| (l.split(' ').count(), Label::Num(*n)))
+                    .find_map(|(l, n)| Some((label_at(l, &words[w..])?, Label::Num(*n))))
                     .or_else(|| {
-                        keys.iter()
-                            .find(|(l, _)| matches(l))
-                            .map(|(l, k)| (l.split(' ').count(), Label::Key(k.clone())))
+                        KEY_LABELS
+                            .iter()
+                            .find_map(|l| Some((label_at(l, &words[w..])?, Label::Key(key_of(l)))))
                     });
                 match found {
                     Some((n, label)) => {
@@ -856,7 +884,9 @@ impl Parser {
         if self.meta(no, trimmed, false)? {
             return Ok(());
         }
-        if let Some(layout) = parse_header(trimmed, true).filter(|_| !starts_with_number(trimmed)) {
+        if !starts_with_number(trimmed)
+            && let Some(layout) = parse_header(trimmed, true)
+        {
             self.set_layout(layout);
             return Ok(());
         }
