@@ -419,6 +419,18 @@ fn quoted_printable_soft_breaks_are_joined() {
     assert_eq!(at(ty(&p, "paca_struct"), 2312, None).counts.loads, 46.8);
 }
 
+#[test]
+fn no_break_spaces_from_html_mail() {
+    let text = "Samples:\u{a0}2K of event 'cpu/mem-stores/P'\n\
+                \u{a0}\u{a0}\u{a0}10.00%\u{a0}\u{a0}struct\u{a0}foo\u{a0}\u{a0}struct\u{a0}foo\u{a0}+0x8\u{a0}(count)\n";
+    let p = import_perf_typeoff(text).unwrap();
+    let a = at(ty(&p, "foo"), 8, None);
+    assert_eq!(
+        (a.field.as_deref(), a.counts.stores),
+        (Some("count"), 200.0)
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Bad input
 // ---------------------------------------------------------------------------------------
@@ -534,6 +546,18 @@ fn damaged_rows_name_their_line() {
         "> Samples: 1K of event 'cpu/mem-loads,ldlat=30/P'\n> 12.00% struct foo struct foo +8 (coun\n",
     );
     assert_eq!(e.line(), Some(2), "{e}");
+    // Cut before the offset: not to be mistaken for a hierarchy parent (`struct foo`).
+    for cut in [
+        "12.00% struct foo struct fo",
+        "12.00% struct foo struct foo +",
+        "12.00% struct foo struct foo +0x",
+        "12.00% struct foo +8",
+    ] {
+        let e = err(&format!(
+            "> Samples: 1K of event 'cpu/mem-loads,ldlat=30/P'\n> 12.00% struct foo struct foo +8 (x)\n> {cut}\n"
+        ));
+        assert_eq!(e.line(), Some(3), "{cut}: {e}");
+    }
 }
 
 #[test]

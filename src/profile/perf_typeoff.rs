@@ -695,6 +695,7 @@ fn parse_collapsed(no: usize, text: &str, keys: Option<&[Key]>) -> Result<Cells,
                 &toks[..]
             } else {
                 // A hierarchy parent: the type alone.
+                cut_row_check(no, text)?;
                 cells.type_name = Some(text.trim().to_string());
                 return Ok(cells);
             }
@@ -748,6 +749,25 @@ fn parse_collapsed(no: usize, text: &str, keys: Option<&[Key]>) -> Result<Cells,
         }
     }
     Ok(cells)
+}
+
+/// A row read as a type alone (a hierarchy parent) that is really a `type  typeoff` row cut
+/// before its offset: two C tag keywords (`struct foo struct fo`), or the start of an offset.
+fn cut_row_check(no: usize, text: &str) -> Result<(), ProfileError> {
+    let keywords = text
+        .split_whitespace()
+        .filter(|t| matches!(*t, "struct" | "union" | "enum"))
+        .count();
+    if keywords >= 2 || text.contains(" +") || text.ends_with(" (") {
+        return Err(ProfileError::parse(
+            no,
+            format!(
+                "Data Type Offset column: expected `<type> +<offset> (<member>)` after the type, found {:?} (truncated?)",
+                text.trim()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The type name among the tokens before the offset: with a `type` column the name appears
@@ -826,7 +846,8 @@ struct PseudoRow {
 /// State of the table being read (rows between a header and a blank line).
 #[derive(Default)]
 struct Table {
-    /// The row just read is followed by a header or rows (not a blank line).
+    /// Under a header or after a row, no blank line since: a line starting with a digit
+    /// must be a row.
     open: bool,
     /// Column where the first row's first number ends, and whether rows keep perf's
     /// alignment (hierarchy depth is then read from the indentation).
@@ -1191,6 +1212,7 @@ impl Parser {
                     } else if text.contains(": cache-line ") {
                         find(&Key::TypeCln).unwrap_or(0)
                     } else {
+                        cut_row_check(no, text)?;
                         find(&Key::Type).unwrap_or(0)
                     }
                 }
