@@ -20,6 +20,7 @@ use super::subject;
     about = "Explain each cache line of a struct from contention evidence",
     after_help = "Examples:\n  lineup diagnose --type task_group --c2c c2c.txt\n  \
                   lineup diagnose --type root_domain --sketch examples/sketches/seed003_root_domain.toml\n  \
+                  lineup diagnose --type task_group --perf-typeoff typeoff.txt    # perf report -s type,typeoff\n  \
                   lineup diagnose --type task_group --c2c mail.txt --report 2 --line-offset 256 --json"
 )]
 pub struct Args {

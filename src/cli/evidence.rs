@@ -1,5 +1,6 @@
 //! `lineup import` and the evidence flags shared with `diagnose`: read c2c text, perf script
-//! samples, a TOML sketch or a saved profile into one access profile.
+//! samples, a perf data-type report, a TOML sketch or a saved profile into one access
+//! profile.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,10 @@ pub struct EvidenceArgs {
     /// `perf script` output of memory samples (perf mem / perf c2c record)
     #[arg(long, value_name = "FILE")]
     pub perf_script: Option<PathBuf>,
+    /// `perf report --stdio -s type,typeoff` output (perf's data-type profiling, Linux 6.8+;
+    /// plain, --hierarchy, extra columns or a paste from mail)
+    #[arg(long, value_name = "FILE")]
+    pub perf_typeoff: Option<PathBuf>,
     /// A hand-written access sketch (TOML, see docs/profile.md)
     #[arg(long, value_name = "FILE")]
     pub sketch: Option<PathBuf>,
@@ -49,11 +54,17 @@ fn read(path: &Path) -> Result<String> {
 
 impl EvidenceArgs {
     fn path(&self) -> &Path {
-        [&self.c2c, &self.perf_script, &self.sketch, &self.profile]
-            .into_iter()
-            .flatten()
-            .next()
-            .expect("clap requires one evidence flag")
+        [
+            &self.c2c,
+            &self.perf_script,
+            &self.perf_typeoff,
+            &self.sketch,
+            &self.profile,
+        ]
+        .into_iter()
+        .flatten()
+        .next()
+        .expect("clap requires one evidence flag")
     }
 
     /// Reads the evidence; for c2c text holding several reports, the `pick.report`-th.
@@ -76,6 +87,8 @@ impl EvidenceArgs {
         } else if self.perf_script.is_some() {
             profile::import_perf_script(&text, &profile::PerfScriptOptions::default())
                 .map_err(with_path)?
+        } else if self.perf_typeoff.is_some() {
+            profile::import_perf_typeoff(&text).map_err(with_path)?
         } else if self.sketch.is_some() {
             profile::import_sketch(&text).map_err(with_path)?
         } else {
@@ -93,6 +106,7 @@ impl EvidenceArgs {
     about = "Read contention evidence into one access profile (JSON)",
     after_help = "Examples:\n  lineup import --c2c c2c.txt -o profile.json        # perf c2c report --stdio\n  \
                   lineup import --c2c mail.txt --report 2 -o after.json\n  \
+                  lineup import --perf-typeoff typeoff.txt -o types.json  # perf report --stdio -s type,typeoff\n  \
                   lineup import --sketch examples/sketches/seed003_root_domain.toml"
 )]
 pub struct ImportArgs {

@@ -5,16 +5,20 @@
 //! about layouts:
 //! - [`c2c`]: `perf c2c report --stdio` text, including the trimmed forms pasted into mail;
 //! - [`perf_script`]: `perf script` output of memory samples;
+//! - [`perf_typeoff`]: `perf report --stdio -s type,typeoff` (perf's data-type profiling),
+//!   already in type coordinates;
 //! - [`sketch`]: a hand-written TOML access sketch.
 
 pub mod c2c;
 mod error;
 pub mod model;
 pub mod perf_script;
+pub mod perf_typeoff;
 pub mod sketch;
 
 pub use c2c::{C2cOptions, import_c2c, import_c2c_with};
 pub use error::ProfileError;
 pub use model::*;
 pub use perf_script::{PerfScriptOptions, import_perf_script};
+pub use perf_typeoff::import_perf_typeoff;
 pub use sketch::import_sketch;
