@@ -368,3 +368,44 @@ fn pinned_members_keep_their_offsets_or_the_optimizer_says_it_cannot() {
         "{err}"
     );
 }
+
+#[test]
+fn together_groups_must_be_contiguous_and_bind_the_optimizer() {
+    let out = lineup(&[
+        "optimize",
+        "--type",
+        "task_group",
+        "--btf",
+        BTF,
+        "--c2c",
+        "tests/data/c2c/seed000_paste.txt",
+        "--machine",
+        "icelake-2s",
+        "--together",
+        "rt_se,rt_bandwidth",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("'rt_rq' lies between its members"), "{err}");
+    // Holding load_avg to rt_se and rt_rq leaves nothing to gain, and the optimizer says so.
+    let v = json(&[
+        "optimize",
+        "--type",
+        "task_group",
+        "--btf",
+        BTF,
+        "--c2c",
+        "tests/data/c2c/seed000_paste.txt",
+        "--machine",
+        "icelake-2s",
+        "--together",
+        "load_avg,rt_se,rt_rq",
+        "--json",
+    ]);
+    let before = v["current"]["false_transfers"].as_f64().unwrap();
+    let after = v["plan"]["cost"]["false_transfers"].as_f64().unwrap();
+    assert!(
+        before > 0.0 && (after - before).abs() < 1e-6,
+        "{before} {after}"
+    );
+}

@@ -61,7 +61,7 @@ impl Queueing {
     };
 
     pub fn factor(&self, transfers: f64) -> f64 {
-        if !(self.reference > 0.0) || self.utilization <= 0.0 {
+        if self.reference.is_nan() || self.reference <= 0.0 || self.utilization <= 0.0 {
             return 1.0;
         }
         let rho = (self.utilization * transfers / self.reference).min(MAX_UTILIZATION);

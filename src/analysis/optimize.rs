@@ -94,7 +94,7 @@ pub fn derive(
 
 fn pack_fits(items: &[&Item], cls: u64) -> bool {
     let mut v: Vec<(u64, u64)> = items.iter().map(|i| (i.align, i.size)).collect();
-    v.sort_by(|a, b| b.0.cmp(&a.0));
+    v.sort_by_key(|x| std::cmp::Reverse(x.0));
     let mut cur = 0u64;
     for (a, s) in v {
         cur = cur.div_ceil(a.max(1)) * a.max(1) + s;
@@ -273,6 +273,17 @@ pub fn optimize(
             return Err(format!(
                 "member '{}' is in two --together groups",
                 units[u].name
+            ));
+        }
+        // A block moves whole, so it must be one: nothing of the struct between its members.
+        let (lo, hi) = (current.offsets[us[0]], current.offsets[*us.last().unwrap()]);
+        if let Some(between) = (0..units.len())
+            .find(|u| !us.contains(u) && current.offsets[*u] > lo && current.offsets[*u] < hi)
+        {
+            return Err(format!(
+                "--together {}: '{}' lies between its members; list it too or move it first",
+                group.join(","),
+                units[between].name
             ));
         }
         for &u in &us {

@@ -318,10 +318,10 @@ fn align_of(arg: &str) -> Align {
         .trim_start_matches('(')
         .trim_end_matches(')')
         .trim();
-    if let Some(h) = a.strip_prefix("0x") {
-        if let Ok(v) = u64::from_str_radix(h, 16) {
-            return Align::Bytes(v);
-        }
+    if let Some(h) = a.strip_prefix("0x")
+        && let Ok(v) = u64::from_str_radix(h, 16)
+    {
+        return Align::Bytes(v);
     }
     match a.parse::<u64>() {
         Ok(v) => Align::Bytes(v),
