@@ -844,6 +844,18 @@ impl Printer<'_, '_, '_> {
     }
 
     fn params(&mut self, out: &mut Vec<u8>, params: &[TypeId], variadic: bool) {
+        // A prototype taking itself as a parameter (corrupted input) is a cycle.
+        if self.depth > MAX_RECURSION || self.budget == 0 {
+            push_str(out, "(<type loop>)");
+            return;
+        }
+        self.budget -= 1;
+        self.depth += 1;
+        self.params_inner(out, params, variadic);
+        self.depth -= 1;
+    }
+
+    fn params_inner(&mut self, out: &mut Vec<u8>, params: &[TypeId], variadic: bool) {
         out.push(b'(');
         if params.is_empty() && !variadic {
             push_str(out, "void");
