@@ -129,6 +129,30 @@ pub fn display_member(fields: &[Field], offset: u64) -> Option<&Field> {
     }
 }
 
+fn member_name(f: &Field) -> String {
+    if f.name.is_empty() {
+        format!("<anonymous @{}>", f.offset)
+    } else {
+        f.name.clone()
+    }
+}
+
+/// For an array member (not an inline anonymous struct), the element holding byte `offset`
+/// and the element size, from the declarator's first dimension (`hits[8]`).
+fn array_element(f: &Field, offset: u64) -> Option<(u64, u64)> {
+    if f.inline.is_some() || f.is_bitfield() {
+        return None;
+    }
+    let dims = f.declarator.strip_prefix(f.name.as_str())?;
+    let first = dims.strip_prefix('[')?.split(']').next()?;
+    let count: u64 = first.trim().parse().ok()?;
+    if count < 2 || f.size == 0 || f.size % count != 0 {
+        return None;
+    }
+    let elem = f.size / count;
+    Some(((offset - f.offset) / elem, elem))
+}
+
 /// Diagnoses `layout` from `accesses` (offsets relative to the struct, as
 /// [`Profile::type_accesses`] gives them). `machine_cpus` turns "all CPUs" into a number.
 pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>) -> Diagnosis {
@@ -139,6 +163,16 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
         let Some(off) = a.offset else { continue };
         let Some(f) = display_member(&layout.members, off) else {
             continue;
+        };
+        // An array member is shown per element: `hits[0]` and `hits[1]` written by different
+        // CPUs falsely share a line as much as two named members do.
+        let (name, f_offset, f_size) = match array_element(f, off) {
+            Some((index, elem)) => (
+                format!("{}[{index}]", member_name(f)),
+                f.offset + index * elem,
+                elem,
+            ),
+            None => (member_name(f), f.offset, f.size),
         };
         let line = off / cls;
         let cpus = a
@@ -152,14 +186,9 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
                 }
             })
             .unwrap_or(0);
-        let name = if f.name.is_empty() {
-            format!("<anonymous @{}>", f.offset)
-        } else {
-            f.name.clone()
-        };
         let slot = match uses
             .iter()
-            .position(|(l, u)| *l == line && u.offset == f.offset && u.name == name)
+            .position(|(l, u)| *l == line && u.offset == f_offset && u.name == name)
         {
             Some(i) => i,
             None => {
@@ -167,9 +196,9 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
                     line,
                     MemberUse {
                         name,
-                        offset: f.offset,
-                        size: f.size,
-                        cacheline: f.cacheline,
+                        offset: f_offset,
+                        size: f_size,
+                        cacheline: f_offset / cls,
                         counts: Counts::default(),
                         cpus: 0,
                         functions: Vec::new(),
@@ -272,9 +301,11 @@ fn judge(index: u64, cls: u64, members: Vec<MemberUse>) -> LineDiagnosis {
         .copied()
         .filter(|m| m.counts.writes() > 0.0)
         .collect();
-    let multi_cpu = significant.iter().any(|m| m.cpus > 1);
     let writes: f64 = members.iter().map(|m| m.counts.writes()).sum();
     let transfers: f64 = members.iter().map(|m| m.counts.transfers()).sum();
+    // A HITM or peer transfer moves the line between two CPUs by definition, whatever the
+    // per-member CPU counts say (each member of a per-thread array has one CPU).
+    let multi_cpu = significant.iter().any(|m| m.cpus > 1) || transfers > 0.0;
     let rmt: f64 = members
         .iter()
         .map(|m| m.counts.rmt_hitm + m.counts.rmt_peer)

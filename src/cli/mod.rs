@@ -3,6 +3,7 @@
 mod diagnose;
 mod evidence;
 mod layout;
+mod record;
 mod source;
 
 use clap::{Parser, Subcommand};
@@ -15,7 +16,9 @@ use clap::{Parser, Subcommand};
     long_about = "lineup walks the loop kernel and performance engineers run by hand: measure \
                   contention, attribute it to struct fields, fix the layout, prove the fix.",
     after_help = "Example:\n  lineup layout task_group          # from the running kernel's BTF\n  \
-                  lineup layout --dwarf ./prog --all --json"
+                  lineup layout --dwarf ./prog --all --json\n  \
+                  lineup cc -O2 -pthread prog.c -o prog && lineup record -o p.json -- ./prog\n  \
+                  lineup diagnose --type stats --dwarf ./prog --profile p.json"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -27,6 +30,10 @@ enum Command {
     Layout(layout::Args),
     Import(evidence::ImportArgs),
     Diagnose(diagnose::Args),
+    Cc(record::CcArgs),
+    #[command(name = "c++")]
+    Cxx(record::CxxArgs),
+    Record(record::RecordArgs),
 }
 
 /// Runs the command line and returns the process exit code: 0 on success, 2 on any error,
@@ -41,12 +48,16 @@ pub fn main() -> i32 {
         }
     };
     let result = match cli.command {
-        Command::Layout(args) => layout::run(args),
-        Command::Import(args) => evidence::run_import(args),
-        Command::Diagnose(args) => diagnose::run(args),
+        Command::Layout(args) => layout::run(args).map(|()| 0),
+        Command::Import(args) => evidence::run_import(args).map(|()| 0),
+        Command::Diagnose(args) => diagnose::run(args).map(|()| 0),
+        // These pass on the compiler's or the recorded program's exit status.
+        Command::Cc(args) => record::run_cc(args),
+        Command::Cxx(args) => record::run_cxx(args),
+        Command::Record(args) => record::run_record(args),
     };
     match result {
-        Ok(()) => 0,
+        Ok(code) => code,
         Err(e) => {
             // A closed pipe (`lineup layout --all | head`) is not an error worth a message.
             if let Some(io) = e.downcast_ref::<std::io::Error>()
