@@ -11,8 +11,8 @@
  *    (address, size, kind, pc) -> count, a trace buffer and an allocation log. Stack
  *    addresses of the thread itself are filtered first.
  *  - A global direct-mapped table of line-sized blocks remembers which thread touched a block
- *    first and whether a second thread touched it and whether anyone wrote it: writes to it
- *    happen at most three times per block. Only accesses to blocks both shared and written
+ *    first, whether a second thread touched it, and whether anyone wrote it since: each
+ *    entry is written at most three times. Only accesses to blocks both shared and written
  *    are "eligible" for the ordered trace, which carries a TSC timestamp per access and is
  *    decimated in aligned time windows once a budget of events is used, so that the trace
  *    stays bounded however long the program runs.
@@ -751,8 +751,20 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
         if (__atomic_compare_exchange_n(slot, &v, want, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
             return;
     }
-    if (UNLIKELY((~v & (F_SHARED | wbit)) != 0))
-        v = __atomic_or_fetch(slot, F_SHARED | wbit, __ATOMIC_RELAXED);
+    if (UNLIKELY(!(v & F_SHARED))) {
+        /* A second thread: from now on the block is shared. Writes from before (main
+         * filling in a table the workers then only read) do not make it contended:
+         * WRITTEN starts over with this access. */
+        uint32_t want;
+        do
+            want = (v & OWNER_MASK) | F_SHARED | wbit;
+        while (!__atomic_compare_exchange_n(slot, &v, want, 1, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED) &&
+               !(v & F_SHARED));
+        v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    }
+    if (UNLIKELY(wbit & ~v))
+        v = __atomic_or_fetch(slot, F_WRITTEN, __ATOMIC_RELAXED);
     if (!(v & F_WRITTEN))
         return;
     e->eligible++;

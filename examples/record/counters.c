@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+static pthread_barrier_t start; /* workers begin together */
+
 #define MAX_THREADS 8
 
 struct counters {
@@ -12,10 +14,11 @@ struct counters {
     unsigned long total;             /* summed by main at the end */
 };
 
-static struct counters stats __attribute__((aligned(64)));
+struct counters stats __attribute__((aligned(64)));
 static long iterations = 2000000;
 
 static void *worker(void *arg) {
+    pthread_barrier_wait(&start);
     long id = (long)arg;
     unsigned long seed = (unsigned long)id * 2654435761u + 1;
     for (long i = 0; i < iterations; i++) {
@@ -33,6 +36,7 @@ int main(int argc, char **argv) {
         iterations = atol(argv[2]);
     if (n < 1 || n > MAX_THREADS)
         n = 2;
+    pthread_barrier_init(&start, NULL, n);
     pthread_t t[MAX_THREADS];
     for (long i = 0; i < n; i++)
         pthread_create(&t[i], NULL, worker, (void *)i);

@@ -420,6 +420,7 @@ fn summary(p: &Profile, ambiguous: &[(u64, Vec<String>)]) -> String {
         get("traced_accesses")
     );
     let cls = p.cacheline_size.max(1);
+    let mut rows: Vec<(f64, String)> = Vec::new();
     for t in &p.types {
         let mut lines: std::collections::BTreeMap<u64, (f64, f64, Vec<String>)> =
             Default::default();
@@ -439,16 +440,25 @@ fn summary(p: &Profile, ambiguous: &[(u64, Vec<String>)]) -> String {
             if fs + ts == 0.0 {
                 continue;
             }
-            let _ = writeln!(
-                s,
-                "  struct {} line {i}: {:.0} transfers ({:.0} false sharing, {:.0} true sharing): {}",
-                t.type_name,
+            rows.push((
                 fs + ts,
-                fs,
-                ts,
-                fields.join(", ")
-            );
+                format!(
+                    "  struct {} line {i}: {:.0} transfers ({:.0} false sharing, {:.0} true sharing): {}",
+                    t.type_name,
+                    fs + ts,
+                    fs,
+                    ts,
+                    fields.join(", ")
+                ),
+            ));
         }
+    }
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (_, row) in rows.iter().take(10) {
+        let _ = writeln!(s, "{row}");
+    }
+    if rows.len() > 10 {
+        let _ = writeln!(s, "  ... and {} more lines with transfers", rows.len() - 10);
     }
     for (size, names) in ambiguous.iter().take(5) {
         let _ = writeln!(

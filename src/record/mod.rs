@@ -109,6 +109,8 @@ struct AccessKey {
     size: u64,
     code: u64,
     exe: String,
+    /// The thread's number within its object (see `build`).
+    cpu: u32,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -327,13 +329,50 @@ pub fn build(
         for t in p.threads.values() {
             dropped += t.dropped;
         }
-        for (k, t) in &tally {
+        // Attribute, then number each object's threads by how much they touch it: `cpus`
+        // in the profile are these numbers (0: the object's busiest thread), so that
+        // objects of one type, merged in type coordinates, still tell one thread per
+        // object apart from several threads on one object.
+        let mut hits: Vec<(&SiteKey, &Tally, &attribute::Object)> = Vec::new();
+        let mut per_object: HashMap<(u64, u64), HashMap<u32, u64>> = HashMap::new();
+        let mut keys: Vec<&SiteKey> = tally.keys().collect();
+        keys.sort();
+        for k in keys {
+            let t = &tally[k];
             let n = t.count as f64 * scale;
             total += n;
-            all_threads.insert((p.pid, k.thread));
+            let tid = p.threads.get(&k.thread).map_or(k.thread, |th| th.tid);
+            all_threads.insert((p.pid, tid));
             let Some(obj) = objects.lookup(k.addr, None) else {
                 continue;
             };
+            // Elements of an array are objects of their own.
+            let element = k.addr - obj.type_offset(k.addr);
+            *per_object
+                .entry((element, obj.born))
+                .or_default()
+                .entry(k.thread)
+                .or_default() += t.count;
+            hits.push((k, t, obj));
+        }
+        let numbering: HashMap<(u64, u64), HashMap<u32, u32>> = per_object
+            .into_iter()
+            .map(|(o, threads)| {
+                let mut v: Vec<(u32, u64)> = threads.into_iter().collect();
+                v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                let m = v
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (t, _))| (t, i as u32))
+                    .collect();
+                (o, m)
+            })
+            .collect();
+        for (k, t, obj) in hits {
+            let n = t.count as f64 * scale;
+            let tid = p.threads.get(&k.thread).map_or(k.thread, |th| th.tid);
+            let element = k.addr - obj.type_offset(k.addr);
+            let cpu = numbering[&(element, obj.born)][&k.thread];
             attributed += n;
             let offset = obj.type_offset(k.addr);
             let code = site_of(k.pc);
@@ -368,6 +407,7 @@ pub fn build(
                 size: u64::from(k.size),
                 code,
                 exe: exe_name.clone(),
+                cpu,
             };
             let v = accesses.entry(key).or_default();
             v.counts.add(&counts);
@@ -376,7 +416,6 @@ pub fn build(
             v.invalidations += inv;
             v.pair_true += pt;
             v.pair_false += pf;
-            let tid = p.threads.get(&k.thread).map_or(k.thread, |th| th.tid);
             v.threads.insert((p.pid, tid));
             if let Some(name) = p.thread_name(k.thread) {
                 v.comms.insert(name.to_string());
@@ -434,7 +473,7 @@ pub fn build(
         s.insert("partial".into(), "true".into());
     }
     let mut note = String::from(
-        "exact counts of every instrumented access; transfers (lcl_hitm) from a MESI simulation with one cache per thread; `cpus` counts threads",
+        "exact counts of every instrumented access; transfers (lcl_hitm) from a MESI simulation with one cache per thread; `cpus` are threads, numbered per object by how much they touch it",
     );
     if sample > 1 {
         note.push_str(&format!(
@@ -479,7 +518,7 @@ pub fn build(
             size: Some(k.size),
             field: v.field.clone(),
             counts,
-            cpus: Some(CpuUse::count(threads.len() as u32)),
+            cpus: Some(CpuUse::list([k.cpu])),
             threads: Some(ThreadUse {
                 count: Some(threads.len() as u32),
                 pids: pids.into_iter().collect(),

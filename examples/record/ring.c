@@ -1,0 +1,68 @@
+/* A single-producer single-consumer queue whose head and tail share a line: the producer
+ * stores `head` after each push, the consumer stores `tail` after each pop, and each reads
+ * the other's index. Part of that traffic is true sharing (each needs the other's index),
+ * part is false sharing (each index moves with the other one's line). The fix: head and
+ * tail on separate lines (and each side caching the other's index). The queue is on the
+ * heap: lineup types the block from the allocating function. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define SLOTS 1024
+
+struct ring {
+    unsigned head; /* next slot to fill: written by the producer */
+    unsigned tail; /* next slot to drain: written by the consumer */
+    unsigned long produced;
+    unsigned long consumed;
+    long slots[SLOTS];
+};
+
+static long items = 1000000;
+
+static void *producer(void *arg) {
+    struct ring *q = arg;
+    for (long i = 0; i < items; i++) {
+        unsigned h = __atomic_load_n(&q->head, __ATOMIC_RELAXED);
+        while (h - __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE) == SLOTS)
+            ;
+        q->slots[h % SLOTS] = i;
+        __atomic_store_n(&q->head, h + 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static void *consumer(void *arg) {
+    struct ring *q = arg;
+    long sum = 0;
+    for (long i = 0; i < items; i++) {
+        unsigned t = __atomic_load_n(&q->tail, __ATOMIC_RELAXED);
+        while (__atomic_load_n(&q->head, __ATOMIC_ACQUIRE) == t)
+            ;
+        sum += q->slots[t % SLOTS];
+        __atomic_store_n(&q->tail, t + 1, __ATOMIC_RELEASE);
+    }
+    return (void *)sum;
+}
+
+static struct ring *ring_new(void) {
+    struct ring *q = aligned_alloc(64, sizeof *q);
+    q->head = q->tail = 0;
+    q->produced = q->consumed = 0;
+    return q;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1)
+        items = atol(argv[1]);
+    struct ring *q = ring_new();
+    pthread_t p, c;
+    pthread_create(&c, NULL, consumer, q);
+    pthread_create(&p, NULL, producer, q);
+    void *sum;
+    pthread_join(p, NULL);
+    pthread_join(c, &sum);
+    printf("sum %ld\n", (long)sum);
+    free(q);
+    return 0;
+}
