@@ -32,7 +32,7 @@ pub enum Verdict {
     ReadMostlyNextToWriteHot,
     ReadShared,
     /// Exact evidence: written, but by one thread (CPU) only, and touched by no other.
-    Unshared,
+    NotShared,
     Cold,
 }
 
@@ -43,7 +43,7 @@ impl Verdict {
             Verdict::TrueSharing => "true sharing",
             Verdict::ReadMostlyNextToWriteHot => "read-mostly next to write-hot",
             Verdict::ReadShared => "read-shared",
-            Verdict::Unshared => "not shared",
+            Verdict::NotShared => "not shared",
             Verdict::Cold => "cold",
         }
     }
@@ -292,7 +292,7 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
     // Exact evidence: a member's CPUs are those that touched it more than negligibly.
     for (_, u) in &mut uses {
         if let Some(map) = &u.per_cpu {
-            u.cpus = accessors(map, u.counts.accesses()).len() as u32;
+            u.cpus = accessors(map).len() as u32;
         }
     }
     for (_, u) in &mut uses {
@@ -355,7 +355,7 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
                             e.0 += w;
                             e.1 += r;
                         }
-                        m.cpus = accessors(a, m.counts.accesses()).len() as u32;
+                        m.cpus = accessors(a).len() as u32;
                     }
                     _ => m.per_cpu = None,
                 }
@@ -388,21 +388,28 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
     }
 }
 
-/// CPUs that wrote (`writes`) a member more than negligibly.
+/// CPUs that wrote a member more than negligibly. Negligible next to the busiest CPU: 64 threads sharing a counter equally all count, the
+/// main thread's one initializing store next to a worker's million does not.
 fn writers_of(map: &BTreeMap<u32, (f64, f64)>) -> BTreeSet<u32> {
-    let total: f64 = map.values().map(|v| v.0).sum();
+    let top = map.values().map(|v| v.0).fold(0.0, f64::max);
     map.iter()
-        .filter(|(_, v)| v.0 > 0.0 && v.0 >= NEGLIGIBLE * total)
+        .filter(|(_, v)| v.0 > 0.0 && v.0 >= NEGLIGIBLE * top)
         .map(|(c, _)| *c)
         .collect()
 }
 
-/// CPUs that touched a member more than negligibly (`total`: the member's accesses).
-fn accessors(map: &BTreeMap<u32, (f64, f64)>, total: f64) -> BTreeSet<u32> {
-    map.iter()
-        .filter(|(_, v)| v.0 + v.1 > 0.0 && v.0 + v.1 >= NEGLIGIBLE * total)
-        .map(|(c, _)| *c)
-        .collect()
+/// CPUs that touched a member more than negligibly: its writers, and the CPUs that read it
+/// more than negligibly next to its busiest reader (a spinning reader's millions of loads do
+/// not make the other side's steady reads negligible).
+fn accessors(map: &BTreeMap<u32, (f64, f64)>) -> BTreeSet<u32> {
+    let top = map.values().map(|v| v.1).fold(0.0, f64::max);
+    let mut out = writers_of(map);
+    out.extend(
+        map.iter()
+            .filter(|(_, v)| v.1 > 0.0 && v.1 >= NEGLIGIBLE * top)
+            .map(|(c, _)| *c),
+    );
+    out
 }
 
 fn judge(index: u64, cls: u64, members: Vec<MemberUse>, rare: f64) -> LineDiagnosis {
@@ -536,10 +543,11 @@ fn judge(index: u64, cls: u64, members: Vec<MemberUse>, rare: f64) -> LineDiagno
 /// The verdict from exact evidence (every access names its one CPU; counts are exact): a
 /// line falsely shares when a member written by one CPU sits beside a member another CPU
 /// touches; a member is truly shared when several CPUs write it, or one writes and another
-/// reads it. Accesses below [`NEGLIGIBLE`] of a member's (main filling in a table before the
-/// workers start, summing per-thread counts after they stop) do not count. When the
-/// evidence splits simulated transfers into true and false sharing, the larger part decides
-/// a line that has both.
+/// reads it. A CPU's writes (reads) below [`NEGLIGIBLE`] of the busiest writer's (reader's)
+/// do not count (main filling in a table before the workers start, summing per-thread
+/// counts after they stop). A line whose every written member has several writers is true
+/// sharing even where members differ (a lock and the data it guards). Simulated transfers,
+/// split into true and false sharing, are quoted when the evidence has them.
 fn judge_exact(
     index: u64,
     cls: u64,
@@ -555,7 +563,7 @@ fn judge_exact(
             start: index * cls,
             end: (index + 1) * cls - 1,
             verdict: if written {
-                Verdict::Unshared
+                Verdict::NotShared
             } else {
                 Verdict::ReadShared
             },
@@ -585,7 +593,7 @@ fn judge_exact(
             Who {
                 m,
                 writers,
-                accessors: accessors(map, m.total()),
+                accessors: accessors(map),
             }
         })
         .collect();
@@ -630,12 +638,9 @@ fn judge_exact(
             ),
         )
     } else if false_pairs {
-        let multi_writer = written.iter().all(|w| w.writers.len() > 1);
-        let true_wins = if sim_true + sim_false > 0.0 {
-            sim_true >= sim_false
-        } else {
-            multi_writer
-        };
+        // When every written member is written by several CPUs (a lock and the data it
+        // guards), the line moves with the data itself: moving members apart cannot help.
+        let true_wins = written.iter().all(|w| w.writers.len() > 1);
         let others: Vec<&MemberUse> = who
             .iter()
             .filter(|w| w.writers.is_empty())
@@ -654,7 +659,7 @@ fn judge_exact(
         }
         if true_wins && !truly.is_empty() {
             text.push_str(&format!(
-                "{split}. Most of it is true sharing: {} {} shared data (written by one CPU and used by another); moving members apart does not remove that, only splitting the data (per CPU or thread) or touching it less often does",
+                "{split}. It is true sharing: {} {} written by several CPUs; moving members apart does not remove that, only splitting the data (per CPU or thread) or touching it less often does",
                 names(&truly),
                 if truly.len() == 1 { "is" } else { "are" }
             ));
@@ -682,7 +687,7 @@ fn judge_exact(
         )
     } else {
         (
-            Verdict::Unshared,
+            Verdict::NotShared,
             format!(
                 "{}, and no other CPU touches the line more than negligibly: nothing is shared",
                 writes_text(&written)
@@ -692,7 +697,7 @@ fn judge_exact(
     let writes: f64 = members.iter().map(|m| m.counts.writes()).sum();
     let cost = if matches!(
         verdict,
-        Verdict::ReadShared | Verdict::Unshared | Verdict::Cold
+        Verdict::ReadShared | Verdict::NotShared | Verdict::Cold
     ) {
         0.0
     } else if transfers > 0.0 {

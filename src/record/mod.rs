@@ -435,9 +435,13 @@ pub fn build(
                 Origin::Global(name) => format!("global `{name}`"),
                 Origin::Heap { site } => {
                     let r = debug.resolve(*site);
-                    match (r.symbol, r.offset) {
-                        (Some(s), Some(o)) => format!("heap blocks allocated at {s}+{o}"),
-                        _ => format!("heap blocks allocated at {site:#x}"),
+                    let at = match (r.symbol, r.offset) {
+                        (Some(s), Some(o)) => format!("{s}+{o}"),
+                        _ => format!("{site:#x}"),
+                    };
+                    match r.source {
+                        Some(src) => format!("heap blocks allocated at {at} ({src})"),
+                        None => format!("heap blocks allocated at {at}"),
                     }
                 }
             };
