@@ -136,13 +136,17 @@ struct tstate {
      * disabled state has stk_lo 0 and stk_size ~0, which skips everything. */
     uintptr_t stk_lo, stk_size;
     struct agg_entry *agg;
-    uint32_t agg_mask, agg_used, tag, sampling;
+    uint32_t agg_mask, agg_used, tag;
+    uint32_t slow; /* SLOW_BUSY | SLOW_SAMPLING: off the fast path */
+    uint32_t win_closed; /* eligible accesses left before the clock is read again */
+    uint32_t shift;      /* g_block_shift, here on the hot line */
+    uint32_t *lines;     /* g_lines */
     struct trace_ev *tpos, *tend, *tbuf;
     uint64_t burst_left, skip_left;
     /* Cold. */
     uintptr_t saved_lo, saved_size;
     struct alloc_ev *abuf;
-    uint32_t an, index, tid, busy;
+    uint32_t an, index, tid;
     uint64_t tsc_start, accesses, dropped;
     struct tstate *next;
     int dead;
@@ -158,7 +162,7 @@ static int g_inited;
 static uint32_t g_sample = 1;     /* record a burst of BURST out of every g_sample*BURST */
 static uint32_t g_window_bits = 21;
 static uint32_t g_block_shift = 6; /* sharing filter granularity: the simulated unit */
-static uint64_t g_budget = 1u << 20; /* trace events per decimation level */
+static uint64_t g_budget = 1u << 16; /* trace events per decimation level */
 static volatile uint64_t g_decim;    /* window mask: trace windows w with (w & g_decim) == 0 */
 static uint64_t g_traced;
 static uint32_t g_next_index;
@@ -168,6 +172,8 @@ static struct tstate *g_threads;
 static volatile int g_lock;
 static uint64_t g_tsc_start;
 #define BURST 1024
+#define SLOW_BUSY 1u     /* writing a buffer out: accesses are dropped, not counted */
+#define SLOW_SAMPLING 2u /* --sample: bursts */
 
 static inline uint64_t now_tsc(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -366,6 +372,7 @@ static void flush_agg(struct tstate *t) {
     uint32_t n = 0;
     for (uint32_t i = 0; i <= t->agg_mask; i++)
         if (t->agg[i].key) {
+            t->accesses += t->agg[i].count;
             if (n != i)
                 t->agg[n] = t->agg[i];
             n++;
@@ -423,7 +430,9 @@ static struct tstate *thread_init(void) {
     t->abuf = (struct alloc_ev *)mem;
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->tsc_start = now_tsc();
-    t->sampling = g_sample > 1;
+    t->slow = g_sample > 1 ? SLOW_SAMPLING : 0;
+    t->shift = g_block_shift;
+    t->lines = g_lines;
     t->burst_left = BURST;
     uintptr_t lo, hi;
     int here;
@@ -630,7 +639,7 @@ static void global_init(void) {
     if (g_fd < 0)
         return;
     g_sample = (uint32_t)env_u64("LINEUP_SAMPLE", 1);
-    g_budget = env_u64("LINEUP_TRACE_BUDGET", 1u << 20);
+    g_budget = env_u64("LINEUP_TRACE_BUDGET", 1u << 16);
     g_window_bits = (uint32_t)env_u64("LINEUP_WINDOW_BITS", 21);
     if (g_window_bits > 40)
         g_window_bits = 40;
@@ -674,15 +683,15 @@ __attribute__((destructor(101))) static void lineup_dtor(void) { final_flush(0);
 /* The per-access path                                                                  */
 
 static __attribute__((noinline)) void agg_full(struct tstate *t) {
-    t->busy = 1;
+    t->slow |= SLOW_BUSY;
     flush_agg(t);
-    t->busy = 0;
+    t->slow &= ~SLOW_BUSY;
 }
 
 static __attribute__((noinline)) void trace_full(struct tstate *t) {
-    t->busy = 1;
+    t->slow |= SLOW_BUSY;
     flush_trace(t);
-    t->busy = 0;
+    t->slow &= ~SLOW_BUSY;
 }
 
 static __attribute__((noinline)) int sample_tick(struct tstate *t) {
@@ -706,13 +715,14 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
         t = thread_init();
     if (a - t->stk_lo < t->stk_size)
         return;
-    if (UNLIKELY(t->sampling) && !sample_tick(t))
-        return;
-    if (UNLIKELY(t->busy)) {
-        t->dropped++;
-        return;
+    if (UNLIKELY(t->slow)) {
+        if (t->slow & SLOW_BUSY) {
+            t->dropped++;
+            return;
+        }
+        if (!sample_tick(t))
+            return;
     }
-    t->accesses++;
     uint64_t key = (uint64_t)a | ((uint64_t)(size | kind << 8) << 48);
     uint64_t h = (key ^ (pc * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
     uint32_t i = (uint32_t)(h >> 40) & t->agg_mask;
@@ -737,7 +747,7 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
     e->count++;
 
     /* Is the block (cache line) shared by threads and written by someone? */
-    uint32_t *slot = &g_lines[(a >> g_block_shift) & ((1u << LINE_TABLE_BITS) - 1)];
+    uint32_t *slot = &t->lines[(a >> t->shift) & ((1u << LINE_TABLE_BITS) - 1)];
     uint32_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
     uint32_t wbit = kind != K_LOAD ? F_WRITTEN : 0;
     if (LIKELY((v & ~F_WRITTEN) == t->tag)) {
@@ -768,9 +778,16 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
     if (!(v & F_WRITTEN))
         return;
     e->eligible++;
+    /* Trace windows: known closed, look at the clock again only every 64 accesses. */
+    if (t->win_closed) {
+        if (--t->win_closed)
+            return;
+    }
     uint64_t tsc = now_tsc();
-    if (((tsc >> g_window_bits) & g_decim) != 0)
+    if (((tsc >> g_window_bits) & g_decim) != 0) {
+        t->win_closed = 64;
         return;
+    }
     if (UNLIKELY(t->tpos == t->tend))
         trace_full(t);
     struct trace_ev *ev = t->tpos++;
@@ -867,8 +884,11 @@ EXPORT void __tsan_mutex_post_signal(void *a, unsigned f) { (void)a, (void)f; }
 EXPORT void __tsan_mutex_pre_divert(void *a, unsigned f) { (void)a, (void)f; }
 EXPORT void __tsan_mutex_post_divert(void *a, unsigned f) { (void)a, (void)f; }
 
-/* Atomics: every memory order is served as seq_cst, which is always correct. */
+/* Atomics: served as seq_cst, which is always correct, except stores: a seq_cst store is an
+ * xchg on x86, a relaxed or release store a plain mov, and recording must not turn one into
+ * the other. (ThreadSanitizer's memory orders: relaxed 0 ... seq_cst 5.) */
 #define SEQ __ATOMIC_SEQ_CST
+#define MO_SEQ_CST 5
 #define ATOMIC_HOOKS(N, T)                                                                 \
     EXPORT T __tsan_atomic##N##_load(const volatile T *a, int mo) {                        \
         (void)mo;                                                                          \
@@ -876,9 +896,11 @@ EXPORT void __tsan_mutex_post_divert(void *a, unsigned f) { (void)a, (void)f; }
         return __atomic_load_n(a, SEQ);                                                    \
     }                                                                                      \
     EXPORT void __tsan_atomic##N##_store(volatile T *a, T v, int mo) {                     \
-        (void)mo;                                                                          \
         rec((uintptr_t)a, sizeof(T), K_STORE, RA());                                       \
-        __atomic_store_n(a, v, SEQ);                                                       \
+        if (mo == MO_SEQ_CST)                                                              \
+            __atomic_store_n(a, v, SEQ);                                                   \
+        else /* a plain store, as the program's own relaxed or release store */            \
+            __atomic_store_n(a, v, __ATOMIC_RELEASE);                                      \
     }                                                                                      \
     EXPORT T __tsan_atomic##N##_exchange(volatile T *a, T v, int mo) {                     \
         (void)mo;                                                                          \
@@ -1041,9 +1063,9 @@ static void note_alloc(uint32_t kind, void *p, size_t size, size_t align, uintpt
         return;
     if (!t)
         t = thread_init();
-    if (t == &g_off || t->busy || t->dead)
+    if (t == &g_off || (t->slow & SLOW_BUSY) || t->dead)
         return;
-    t->busy = 1;
+    t->slow |= SLOW_BUSY;
     if (t->an == ALLOC_CAP)
         flush_allocs(t);
     struct alloc_ev *e = &t->abuf[t->an++];
@@ -1053,7 +1075,7 @@ static void note_alloc(uint32_t kind, void *p, size_t size, size_t align, uintpt
     e->pc = pc;
     e->kind = kind;
     e->align = (uint32_t)align;
-    t->busy = 0;
+    t->slow &= ~SLOW_BUSY;
 }
 
 EXPORT void *malloc(size_t n) {

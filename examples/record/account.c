@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "work.h"
+
 static pthread_barrier_t start; /* workers begin together */
 
 struct account {
@@ -19,11 +21,11 @@ static long iterations = 300000;
 
 static void *worker(void *arg) {
     pthread_barrier_wait(&start);
+    int rounds = work_rounds;
     long amount = (long)arg + 1;
     unsigned long seed = (unsigned long)amount;
     for (long i = 0; i < iterations; i++) {
-        for (int k = 0; k < 8; k++) /* work outside the lock */
-            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        seed = work(seed, rounds); /* outside the lock */
         pthread_mutex_lock(&acct.lock);
         acct.balance += amount + (long)(seed >> 60);
         acct.txns++;
@@ -36,6 +38,7 @@ int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 2;
     if (argc > 2)
         iterations = atol(argv[2]);
+    work_from_args(argc, argv, 3);
     if (n < 1 || n > 64)
         n = 2;
     pthread_barrier_init(&start, NULL, n);

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "work.h"
+
 static pthread_barrier_t start; /* workers begin together */
 
 struct tunables {
@@ -17,9 +19,10 @@ static long iterations = 2000000;
 
 static void *worker(void *arg) {
     pthread_barrier_wait(&start);
+    int rounds = work_rounds;
     unsigned long seed = (unsigned long)(long)arg + 7, sum = 0;
     for (long i = 0; i < iterations; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        seed = work(seed, rounds);
         int w = __atomic_load_n(&cfg.weights[(seed >> 40) & 15], __ATOMIC_RELAXED);
         sum += (unsigned long)(w * cfg.scale + cfg.bias);
     }
@@ -30,6 +33,7 @@ int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 2;
     if (argc > 2)
         iterations = atol(argv[2]);
+    work_from_args(argc, argv, 3);
     if (n < 1 || n > 64)
         n = 2;
     for (int i = 0; i < 16; i++)

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "work.h"
+
 static pthread_barrier_t start; /* workers begin together */
 
 #define MAX_THREADS 8
@@ -19,11 +21,11 @@ static long iterations = 2000000;
 
 static void *worker(void *arg) {
     pthread_barrier_wait(&start);
+    int rounds = work_rounds;
     long id = (long)arg;
     unsigned long seed = (unsigned long)id * 2654435761u + 1;
     for (long i = 0; i < iterations; i++) {
-        /* a little work per event, as a real program does */
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        seed = work(seed, rounds);
         if ((seed >> 33) & 1)
             __atomic_store_n(&stats.hits[id], stats.hits[id] + 1, __ATOMIC_RELAXED);
     }
@@ -34,6 +36,7 @@ int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 2;
     if (argc > 2)
         iterations = atol(argv[2]);
+    work_from_args(argc, argv, 3);
     if (n < 1 || n > MAX_THREADS)
         n = 2;
     pthread_barrier_init(&start, NULL, n);

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "work.h"
+
 static pthread_barrier_t start; /* workers begin together */
 
 struct slot {
@@ -17,10 +19,11 @@ static long iterations = 2000000;
 
 static void *worker(void *arg) {
     pthread_barrier_wait(&start);
+    int rounds = work_rounds;
     struct slot *s = arg;
     unsigned long seed = (unsigned long)(uintptr_t)s;
     for (long i = 0; i < iterations; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        seed = work(seed, rounds);
         if ((seed >> 33) & 1)
             __atomic_store_n(&s->hits, s->hits + 1, __ATOMIC_RELAXED);
         else
@@ -33,6 +36,7 @@ int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 2;
     if (argc > 2)
         iterations = atol(argv[2]);
+    work_from_args(argc, argv, 3);
     if (n < 1 || n > 64)
         n = 2;
     struct slot *slots = aligned_alloc(64, (size_t)n * sizeof *slots);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "work.h"
+
 static pthread_barrier_t start; /* workers begin together */
 
 struct object_cache {
@@ -19,9 +21,10 @@ static long iterations = 1000000;
 
 static void *worker(void *arg) {
     pthread_barrier_wait(&start);
+    int rounds = work_rounds;
     unsigned long seed = (unsigned long)(long)arg + 1;
     for (long i = 0; i < iterations; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        seed = work(seed, rounds);
         atomic_fetch_add_explicit(&cache.refs, (long)(seed >> 63) + 1, memory_order_relaxed);
     }
     return NULL;
@@ -31,6 +34,7 @@ int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 2;
     if (argc > 2)
         iterations = atol(argv[2]);
+    work_from_args(argc, argv, 3);
     if (n < 1 || n > 64)
         n = 2;
     pthread_barrier_init(&start, NULL, n);

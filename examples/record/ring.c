@@ -6,7 +6,10 @@
  * heap: lineup types the block from the allocating function. */
 #include <pthread.h>
 #include <stdio.h>
+#include <sched.h>
 #include <stdlib.h>
+
+#include "work.h"
 
 #define SLOTS 1024
 
@@ -22,11 +25,13 @@ static long items = 1000000;
 
 static void *producer(void *arg) {
     struct ring *q = arg;
+    int rounds = work_rounds;
     for (long i = 0; i < items; i++) {
         unsigned h = __atomic_load_n(&q->head, __ATOMIC_RELAXED);
+        long item = (long)(work((unsigned long)i, rounds) >> 1); /* produce it */
         while (h - __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE) == SLOTS)
-            ;
-        q->slots[h % SLOTS] = i;
+            sched_yield();
+        q->slots[h % SLOTS] = item;
         __atomic_store_n(&q->head, h + 1, __ATOMIC_RELEASE);
     }
     return NULL;
@@ -34,13 +39,15 @@ static void *producer(void *arg) {
 
 static void *consumer(void *arg) {
     struct ring *q = arg;
+    int rounds = work_rounds;
     long sum = 0;
     for (long i = 0; i < items; i++) {
         unsigned t = __atomic_load_n(&q->tail, __ATOMIC_RELAXED);
         while (__atomic_load_n(&q->head, __ATOMIC_ACQUIRE) == t)
-            ;
-        sum += q->slots[t % SLOTS];
+            sched_yield();
+        long item = q->slots[t % SLOTS];
         __atomic_store_n(&q->tail, t + 1, __ATOMIC_RELEASE);
+        sum += (long)(work((unsigned long)item, rounds) & 0xffff); /* consume it */
     }
     return (void *)sum;
 }
@@ -55,6 +62,7 @@ static struct ring *ring_new(void) {
 int main(int argc, char **argv) {
     if (argc > 1)
         items = atol(argv[1]);
+    work_from_args(argc, argv, 2);
     struct ring *q = ring_new();
     pthread_t p, c;
     pthread_create(&c, NULL, consumer, q);

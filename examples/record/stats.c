@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "work.h"
+
 static pthread_barrier_t start; /* workers begin together */
 
 struct server_stats {
@@ -21,9 +23,10 @@ static long iterations = 2000000;
 
 static void *accounting(void *arg) {
     pthread_barrier_wait(&start);
+    int rounds = work_rounds;
     unsigned long seed = (unsigned long)(long)arg + 99;
     for (long i = 0; i < iterations; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        seed = work(seed, rounds);
         __atomic_store_n(&stats.requests, stats.requests + 1 + (seed >> 63), __ATOMIC_RELAXED);
     }
     return NULL;
@@ -31,9 +34,10 @@ static void *accounting(void *arg) {
 
 static void *worker(void *arg) {
     pthread_barrier_wait(&start);
+    int rounds = work_rounds;
     unsigned long seed = (unsigned long)(long)arg + 1, sum = 0;
     for (long i = 0; i < iterations; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        seed = work(seed, rounds);
         int batch = __atomic_load_n(&stats.max_batch, __ATOMIC_RELAXED);
         int timeout = __atomic_load_n(&stats.timeout_ms, __ATOMIC_RELAXED);
         sum += (seed >> 40) % (unsigned long)batch + (unsigned long)timeout;
@@ -45,6 +49,7 @@ int main(int argc, char **argv) {
     int workers = argc > 1 ? atoi(argv[1]) : 1;
     if (argc > 2)
         iterations = atol(argv[2]);
+    work_from_args(argc, argv, 3);
     if (workers < 1 || workers > 64)
         workers = 1;
     pthread_barrier_init(&start, NULL, workers + 1);

@@ -30,6 +30,8 @@
 
 use std::collections::HashMap;
 
+use super::FastHash;
+
 /// What an access did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
@@ -100,7 +102,7 @@ pub struct Outcome {
     /// Indexed by site.
     pub sites: Vec<SiteStats>,
     /// By (space, line start).
-    pub lines: HashMap<(u32, u64), LineStats>,
+    pub lines: HashMap<(u32, u64), LineStats, FastHash>,
 }
 
 const NOBODY: u32 = u32::MAX;
@@ -165,11 +167,11 @@ pub fn simulate(accesses: &[Access], config: &Config) -> Outcome {
     let sites = accesses.iter().map(|a| a.site as usize + 1).max().unwrap_or(0);
     let mut out = Outcome {
         sites: vec![SiteStats::default(); sites],
-        lines: HashMap::new(),
+        lines: HashMap::default(),
     };
     let mut order: Vec<usize> = (0..accesses.len()).collect();
     order.sort_by_key(|&i| accesses[i].time);
-    let mut lines: HashMap<(u32, u64), Line> = HashMap::new();
+    let mut lines: HashMap<(u32, u64), Line, FastHash> = HashMap::default();
     for (seq, &i) in order.iter().enumerate() {
         let a = &accesses[i];
         let seq = seq as u64 + 1;
@@ -241,9 +243,11 @@ fn step(
                     site.invalidations += 1;
                     stats.invalidations += 1;
                 }
-                let others: Vec<u32> = line.holders.iter().copied().filter(|&h| h != t).collect();
-                for h in others {
-                    line.set_lost(h, seq);
+                for i in 0..line.holders.len() {
+                    let h = line.holders[i];
+                    if h != t {
+                        line.set_lost(h, seq);
+                    }
                 }
                 line.holders.clear();
                 line.holders.push(t);

@@ -305,14 +305,20 @@ pub fn read_dir(dir: &Path) -> Result<Vec<Process>, TraceError> {
             continue;
         }
         let path = e.path();
-        let bytes = std::fs::read(&path).map_err(|source| TraceError::Io {
+        let file = std::fs::File::open(&path).map_err(|source| TraceError::Io {
             path: path.clone(),
             source,
         })?;
-        if bytes.is_empty() {
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len == 0 {
             continue;
         }
-        out.push(parse(&bytes, &path)?);
+        // SAFETY: read-only map of a file only lineup's runtime wrote, and it has exited.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| TraceError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        out.push(parse(&map, &path)?);
     }
     out.sort_by_key(|p| (p.ns_start, p.pid));
     Ok(out)
