@@ -26,16 +26,16 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # name, arguments (threads, iterations, work rounds as each program takes them)
 CORPUS = [
-    ("counters", ["2", "4000000"]),
-    ("stats", ["1", "4000000"]),
-    ("account", ["2", "1000000"]),
-    ("refcount", ["2", "4000000"]),
-    ("ring", ["1000000"]),
-    ("padded", ["2", "4000000"]),
-    ("config", ["2", "4000000"]),
+    ("counters", ["2", "20000000"]),
+    ("stats", ["1", "20000000"]),
+    ("account", ["2", "4000000"]),
+    ("refcount", ["2", "20000000"]),
+    ("ring", ["10000000"]),
+    ("padded", ["2", "20000000"]),
+    ("config", ["2", "20000000"]),
 ]
 TIGHT = [
-    ("counters", ["2", "10000000", "0"]),
+    ("counters", ["2", "50000000", "0"]),
 ]
 
 
@@ -47,7 +47,7 @@ def run(cmd, env=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--lineup", default=os.path.join(REPO, "target", "release", "lineup"))
     ap.add_argument("--cc", default=shutil.which("clang") and "clang" or "gcc")
     args = ap.parse_args()

@@ -23,11 +23,13 @@ struct ring {
 
 static long items = 1000000;
 
+/* Each side keeps its own index in a register and stores it for the other side. */
 static void *producer(void *arg) {
     struct ring *q = arg;
     int rounds = work_rounds;
-    for (long i = 0; i < items; i++) {
-        unsigned h = __atomic_load_n(&q->head, __ATOMIC_RELAXED);
+    long n = items;
+    unsigned h = 0;
+    for (long i = 0; i < n; i++, h++) {
         long item = (long)(work((unsigned long)i, rounds) >> 1); /* produce it */
         while (h - __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE) == SLOTS)
             sched_yield();
@@ -40,9 +42,9 @@ static void *producer(void *arg) {
 static void *consumer(void *arg) {
     struct ring *q = arg;
     int rounds = work_rounds;
-    long sum = 0;
-    for (long i = 0; i < items; i++) {
-        unsigned t = __atomic_load_n(&q->tail, __ATOMIC_RELAXED);
+    long n = items, sum = 0;
+    unsigned t = 0;
+    for (long i = 0; i < n; i++, t++) {
         while (__atomic_load_n(&q->head, __ATOMIC_ACQUIRE) == t)
             sched_yield();
         long item = q->slots[t % SLOTS];

@@ -276,6 +276,9 @@ impl Progress {
     }
 
     fn step(&mut self, s: Step) {
+        if std::env::var_os("LINEUP_TIMING").is_some() {
+            eprintln!("lineup: {:>8.3}s {s:?}", self.start.elapsed().as_secs_f64());
+        }
         let msg = match s {
             Step::DebugInfo => "reading debug info".to_string(),
             Step::Simulate { process, of } => {
@@ -365,6 +368,9 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
             .ok()
             .map(|n| n.get() as u32),
     };
+    if std::env::var_os("LINEUP_TIMING").is_some() {
+        eprintln!("lineup: program ran, reading its recording");
+    }
     let mut progress = Progress::new();
     let built = record::build(&processes, &opts, &mut |s| progress.step(s))?;
     progress.finish();
