@@ -55,7 +55,11 @@ fn build_with(src: &str, name: &str, compiler: Option<&str>) -> PathBuf {
 fn build(src: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let stem = Path::new(src).file_stem().unwrap().to_string_lossy().into_owned();
+    let stem = Path::new(src)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     build_with(src, &format!("{stem}-{n}"), None)
 }
 
@@ -169,7 +173,11 @@ fn hot_counter_falsely_shares_with_read_mostly_config() {
     let requests = member(l, "requests");
     assert!(requests["counts"]["stores"].as_f64().unwrap() >= 200_000.0);
     let batch = member(l, "max_batch");
-    assert_eq!(batch["counts"]["stores"], Value::Null, "config is never stored");
+    assert_eq!(
+        batch["counts"]["stores"],
+        Value::Null,
+        "config is never stored"
+    );
     assert!(batch["counts"]["loads"].as_f64().unwrap() >= 400_000.0);
     let why = l["explanation"].as_str().unwrap();
     assert!(why.contains("`requests` is stored by accounting"), "{why}");
@@ -197,8 +205,15 @@ fn atomic_counter_is_true_sharing() {
     let d = diagnose("object_cache", &prog, &profile);
     let l = line(&d, 0);
     assert_eq!(l["verdict"], "true_sharing", "{l:#}");
-    assert_eq!(member_names(l), ["refs"], "capacity and name are never touched");
-    assert_eq!(member(l, "refs")["counts"]["rmw"].as_f64().unwrap(), 400_000.0);
+    assert_eq!(
+        member_names(l),
+        ["refs"],
+        "capacity and name are never touched"
+    );
+    assert_eq!(
+        member(l, "refs")["counts"]["rmw"].as_f64().unwrap(),
+        400_000.0
+    );
     assert_eq!(member(l, "refs")["cpus"], 2);
 }
 
@@ -215,18 +230,29 @@ fn queue_head_and_tail_falsely_share_on_the_heap() {
         .expect("the heap block is typed as struct ring");
     assert!(
         // ring_new is inlined into main at -O2: the call site names the source line.
-        ring["note"].as_str().unwrap().contains("heap blocks allocated at main+"),
+        ring["note"]
+            .as_str()
+            .unwrap()
+            .contains("heap blocks allocated at main+"),
         "{}",
         ring["note"]
     );
-    assert!(ring["note"].as_str().unwrap().contains("(ring.c:"), "{}", ring["note"]);
+    assert!(
+        ring["note"].as_str().unwrap().contains("(ring.c:"),
+        "{}",
+        ring["note"]
+    );
     let d = diagnose("ring", &prog, &profile);
     let l = line(&d, 0);
     assert_eq!(l["verdict"], "false_sharing", "{l:#}");
     assert!(member(l, "head")["counts"]["stores"].as_f64().unwrap() >= 100_000.0);
     assert!(member(l, "tail")["counts"]["stores"].as_f64().unwrap() >= 100_000.0);
     let why = l["explanation"].as_str().unwrap();
-    assert!(why.contains("`head` is stored by producer") && why.contains("`tail` is stored by consumer"), "{why}");
+    assert!(
+        why.contains("`head` is stored by producer")
+            && why.contains("`tail` is stored by consumer"),
+        "{why}"
+    );
 }
 
 #[test]
@@ -268,10 +294,18 @@ fn a_crash_is_the_programs_crash_with_a_partial_profile() {
     assert_eq!(o.status.code(), Some(128 + 11), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout), "about to crash\n");
     let err = text(&o.stderr);
-    assert!(err.contains("killed by SIGSEGV") && err.contains("partial profile"), "{err}");
+    assert!(
+        err.contains("killed by SIGSEGV") && err.contains("partial profile"),
+        "{err}"
+    );
     let p = profile_json(&profile);
     assert_eq!(p["provenance"]["settings"]["partial"], "true");
-    assert!(p["provenance"]["note"].as_str().unwrap().contains("PARTIAL"));
+    assert!(
+        p["provenance"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("PARTIAL")
+    );
     assert_eq!(p["summary"]["record"]["partial"], 1.0);
     // What the threads did before the crash is all there.
     let d = diagnose("shared_state", &prog, &profile);
@@ -321,7 +355,10 @@ fn sixty_four_threads_on_two_cores() {
     let l = line(&d, 0);
     assert_eq!(l["verdict"], "true_sharing");
     assert_eq!(member(l, "refs")["cpus"], 64);
-    assert_eq!(member(l, "refs")["counts"]["rmw"].as_f64().unwrap(), 320_000.0);
+    assert_eq!(
+        member(l, "refs")["counts"]["rmw"].as_f64().unwrap(),
+        320_000.0
+    );
 }
 
 #[test]
@@ -397,6 +434,10 @@ fn help_has_examples() {
     for cmd in ["cc", "c++", "record"] {
         let o = lineup().args([cmd, "--help"]).output().unwrap();
         assert!(o.status.success(), "{cmd}");
-        assert!(text(&o.stdout).contains("Examples:"), "{cmd}: {}", text(&o.stdout));
+        assert!(
+            text(&o.stdout).contains("Examples:"),
+            "{cmd}: {}",
+            text(&o.stdout)
+        );
     }
 }

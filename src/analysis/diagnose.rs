@@ -166,7 +166,7 @@ fn array_element(f: &Field, offset: u64) -> Option<(u64, u64)> {
     let dims = f.declarator.strip_prefix(f.name.as_str())?;
     let first = dims.strip_prefix('[')?.split(']').next()?;
     let count: u64 = first.trim().parse().ok()?;
-    if count < 2 || f.size == 0 || f.size % count != 0 {
+    if count < 2 || f.size == 0 || !f.size.is_multiple_of(count) {
         return None;
     }
     let elem = f.size / count;
@@ -431,11 +431,13 @@ fn judge(index: u64, cls: u64, members: Vec<MemberUse>, rare: f64) -> LineDiagno
     // A HITM or peer transfer moves the line between two CPUs by definition, whatever the
     // per-member CPU counts say (each member of a per-thread array has one CPU); and when
     // the evidence lists the CPUs, members touched from different ones involve several.
-    let listed: Option<std::collections::BTreeSet<u32>> =
-        significant.iter().try_fold(Default::default(), |mut all: std::collections::BTreeSet<u32>, m| {
+    let listed: Option<std::collections::BTreeSet<u32>> = significant.iter().try_fold(
+        Default::default(),
+        |mut all: std::collections::BTreeSet<u32>, m| {
             all.extend(m.cpu_set.as_ref()?.iter().copied());
             Some(all)
-        });
+        },
+    );
     let multi_cpu = significant.iter().any(|m| m.cpus > 1)
         || transfers > 0.0
         || listed.is_some_and(|s| s.len() > 1);
@@ -601,19 +603,19 @@ fn judge_exact(
     let truly: Vec<&MemberUse> = who
         .iter()
         .filter(|w| {
-            w.writers.len() > 1 || (w.writers.len() == 1 && w.accessors.difference(&w.writers).next().is_some())
+            w.writers.len() > 1
+                || (w.writers.len() == 1 && w.accessors.difference(&w.writers).next().is_some())
         })
         .map(|w| w.m)
         .collect();
     let false_pairs = written.iter().any(|a| {
         who.iter().any(|b| {
-            !std::ptr::eq(a.m, b.m)
-                && a.writers.iter().any(|x| b.accessors.iter().any(|y| x != y))
+            !std::ptr::eq(a.m, b.m) && a.writers.iter().any(|x| b.accessors.iter().any(|y| x != y))
         })
     });
-    let (sim_true, sim_false) = members
-        .iter()
-        .fold((0.0, 0.0), |(t, f), m| (t + m.sim_split.0, f + m.sim_split.1));
+    let (sim_true, sim_false) = members.iter().fold((0.0, 0.0), |(t, f), m| {
+        (t + m.sim_split.0, f + m.sim_split.1)
+    });
     let transfers: f64 = members.iter().map(|m| m.counts.transfers()).sum();
     let split = if sim_true + sim_false > 0.0 {
         format!(

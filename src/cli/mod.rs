@@ -61,9 +61,10 @@ pub fn main() -> i32 {
         Err(e) => {
             // A closed pipe (`lineup layout --all | head`) is not an error worth a message.
             if let Some(io) = e.downcast_ref::<std::io::Error>()
-                && io.kind() == std::io::ErrorKind::BrokenPipe {
-                    return 0;
-                }
+                && io.kind() == std::io::ErrorKind::BrokenPipe
+            {
+                return 0;
+            }
             eprintln!("lineup: {e:#}");
             2
         }

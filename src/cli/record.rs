@@ -28,7 +28,11 @@ use lineup::record::{self, Options, Step, cc};
 )]
 pub struct CcArgs {
     /// Arguments for the compiler
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
     args: Vec<OsString>,
 }
 
@@ -42,7 +46,11 @@ pub struct CcArgs {
 )]
 pub struct CxxArgs {
     /// Arguments for the compiler
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
     args: Vec<OsString>,
 }
 
@@ -75,8 +83,8 @@ fn compile(cxx: bool, user: &[OsString]) -> Result<i32> {
         anyhow!(
             "{compiler}: cannot run the compiler: {}",
             match e.kind() {
-                std::io::ErrorKind::NotFound => "not found (install clang or gcc, or set LINEUP_CC)"
-                    .to_string(),
+                std::io::ErrorKind::NotFound =>
+                    "not found (install clang or gcc, or set LINEUP_CC)".to_string(),
                 _ => e.to_string(),
             }
         )
@@ -245,10 +253,8 @@ fn temp_dir() -> Result<TempDir> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!(
-        "lineup-record-{}-{nanos:08x}",
-        std::process::id()
-    ));
+    let dir =
+        std::env::temp_dir().join(format!("lineup-record-{}-{nanos:08x}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     Ok(TempDir(dir))
 }
@@ -285,7 +291,10 @@ impl Progress {
                 format!("simulating cache lines (process {} of {of})", process + 1)
             }
             Step::Attribute { process, of } => {
-                format!("attributing to struct fields (process {} of {of})", process + 1)
+                format!(
+                    "attributing to struct fields (process {} of {of})",
+                    process + 1
+                )
             }
             Step::Done => "writing the profile".to_string(),
         };
@@ -331,7 +340,9 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     if let Some(b) = args.trace_budget {
         cmd.env("LINEUP_TRACE_BUDGET", b.to_string());
     }
-    let mut child = cmd.spawn().map_err(|e| anyhow!("{shown}: cannot run: {e}"))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| anyhow!("{shown}: cannot run: {e}"))?;
     let status = {
         let _guard = SignalGuard::ignore();
         child
@@ -347,7 +358,8 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
         );
     }
     if let Some(keep) = &args.keep_raw {
-        std::fs::create_dir_all(keep).with_context(|| format!("{}: cannot create", keep.display()))?;
+        std::fs::create_dir_all(keep)
+            .with_context(|| format!("{}: cannot create", keep.display()))?;
         for e in std::fs::read_dir(&dir.0)?.flatten() {
             std::fs::copy(e.path(), keep.join(e.file_name()))
                 .with_context(|| format!("{}: cannot write", keep.display()))?;

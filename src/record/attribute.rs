@@ -96,7 +96,7 @@ impl<'a> TypeChooser<'a> {
                 None
             } else if size == t.size {
                 Some(1)
-            } else if size > t.size && size % t.size == 0 {
+            } else if size > t.size && size.is_multiple_of(t.size) {
                 Some(size / t.size)
             } else {
                 None
@@ -131,10 +131,8 @@ impl<'a> TypeChooser<'a> {
             }
             None => {
                 if !local.is_empty() {
-                    self.ambiguous.insert(
-                        (size, site),
-                        local.iter().map(|t| t.name.clone()).collect(),
-                    );
+                    self.ambiguous
+                        .insert((size, site), local.iter().map(|t| t.name.clone()).collect());
                 }
                 None
             }
@@ -278,7 +276,10 @@ mod tests {
         assert_eq!(c.choose(32, 0), Some((t("only", 32), 1)));
         let mut c = TypeChooser::new(vec![], c.by_size.clone(), &d);
         assert_eq!(c.choose(64, 7), None);
-        assert_eq!(c.ambiguous[&(64, 7)], vec!["a".to_string(), "b".to_string()]);
+        assert_eq!(
+            c.ambiguous[&(64, 7)],
+            vec!["a".to_string(), "b".to_string()]
+        );
     }
 
     #[test]

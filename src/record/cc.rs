@@ -232,7 +232,15 @@ pub fn runtime_object(compiler: &str, family: Family) -> Result<PathBuf, String>
         .map_err(|e| format!("{}: cannot write: {e}", src.display()))?;
     let tmp = dir.join(format!("lineup_rt-{unique}.o.tmp"));
     let mut cmd = Command::new(compiler);
-    cmd.args(["-x", "c", "-std=gnu11", "-O2", "-g", "-fPIC", "-fno-builtin"]);
+    cmd.args([
+        "-x",
+        "c",
+        "-std=gnu11",
+        "-O2",
+        "-g",
+        "-fPIC",
+        "-fno-builtin",
+    ]);
     if cfg!(target_arch = "x86_64") {
         cmd.arg("-mcx16");
     }
@@ -247,7 +255,10 @@ pub fn runtime_object(compiler: &str, family: Family) -> Result<PathBuf, String>
     if !out.status.success() {
         let _ = std::fs::remove_file(&tmp);
         let err = String::from_utf8_lossy(&out.stderr);
-        let first = err.lines().find(|l| l.contains("error")).unwrap_or("failed");
+        let first = err
+            .lines()
+            .find(|l| l.contains("error"))
+            .unwrap_or("failed");
         return Err(format!(
             "{compiler}: cannot compile lineup's runtime: {first}"
         ));
@@ -346,9 +357,18 @@ mod tests {
         assert!(text.contains(&"/cache/rt.o".to_string()));
         // The user's flags keep their order, after our -g.
         assert_eq!(&text[1..5], ["-O2", "a.c", "-o", "a"]);
-        let out = arguments(Family::Gcc, &args("-c a.c"), Some(rt), Some(Path::new("/s")));
+        let out = arguments(
+            Family::Gcc,
+            &args("-c a.c"),
+            Some(rt),
+            Some(Path::new("/s")),
+        );
         let text: Vec<String> = out.iter().map(|a| a.to_string_lossy().into()).collect();
-        assert!(!text.iter().any(|a| a.ends_with("rt.o") || a.starts_with("-B")));
+        assert!(
+            !text
+                .iter()
+                .any(|a| a.ends_with("rt.o") || a.starts_with("-B"))
+        );
         assert!(text.contains(&"--param=tsan-instrument-func-entry-exit=0".to_string()));
     }
 }

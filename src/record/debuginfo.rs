@@ -142,7 +142,8 @@ impl DebugInfo {
             info.read_lines(&dwarf, &unit);
             let _ = info.read_unit(&dwarf, &unit);
         }
-        info.rows.sort_by(|a, b| a.addr.cmp(&b.addr).then(b.end.cmp(&a.end)));
+        info.rows
+            .sort_by(|a, b| a.addr.cmp(&b.addr).then(b.end.cmp(&a.end)));
         Ok(info)
     }
 
@@ -342,7 +343,11 @@ fn name_of<'a>(
 
 /// The address of a variable that lives at a fixed address (`DW_OP_addr`, `DW_OP_addrx`):
 /// globals and function statics. Thread-locals and register/stack variables have none.
-fn static_address(dwarf: &gimli::Dwarf<Slice<'_>>, unit: &Unit<'_>, entry: &Die<'_>) -> Option<u64> {
+fn static_address(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &Unit<'_>,
+    entry: &Die<'_>,
+) -> Option<u64> {
     let Some(AttributeValue::Exprloc(expr)) = entry.attr_value(dw::DW_AT_location) else {
         return None;
     };

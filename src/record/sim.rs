@@ -164,7 +164,11 @@ impl Line {
 /// Replays `accesses` (sorted here by `time`, stable) and counts per site.
 pub fn simulate(accesses: &[Access], config: &Config) -> Outcome {
     let unit = config.unit.max(1);
-    let sites = accesses.iter().map(|a| a.site as usize + 1).max().unwrap_or(0);
+    let sites = accesses
+        .iter()
+        .map(|a| a.site as usize + 1)
+        .max()
+        .unwrap_or(0);
     let mut out = Outcome {
         sites: vec![SiteStats::default(); sites],
         lines: HashMap::default(),
@@ -340,9 +344,9 @@ mod tests {
     #[test]
     fn a_reader_of_its_own_field_pays_false_sharing_for_a_writer_next_door() {
         let s = [
-            acc(0, 1, 0x108, 8, Kind::Load, 1), // reader caches the line
+            acc(0, 1, 0x108, 8, Kind::Load, 1),  // reader caches the line
             acc(1, 0, 0x100, 8, Kind::Store, 0), // writer invalidates it
-            acc(2, 1, 0x108, 8, Kind::Load, 1), // reader misses: false sharing
+            acc(2, 1, 0x108, 8, Kind::Load, 1),  // reader misses: false sharing
         ];
         let o = simulate(&s, &Config::default());
         assert_eq!(o.sites[0].invalidations, 1);
@@ -367,7 +371,10 @@ mod tests {
                 window_log2: None,
             },
         );
-        assert_eq!(pairs.sites[0].transfers_false + pairs.sites[1].transfers_false, 9);
+        assert_eq!(
+            pairs.sites[0].transfers_false + pairs.sites[1].transfers_false,
+            9
+        );
     }
 
     #[test]

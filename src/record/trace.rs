@@ -264,17 +264,11 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                     });
                 }
             }
-            CH_END => {
-                if len >= 32 {
-                    p.end = Some((u64_at(body, 0), u64_at(body, 8)));
-                    p.decimation = u64_at(body, 24);
-                }
+            CH_END if len >= 32 => {
+                p.end = Some((u64_at(body, 0), u64_at(body, 8)));
+                p.decimation = u64_at(body, 24);
             }
-            CH_CRASH => {
-                if len >= 4 {
-                    p.crash = Some(u32_at(body, 0));
-                }
-            }
+            CH_CRASH if len >= 4 => p.crash = Some(u32_at(body, 0)),
             _ => {} // newer chunk kinds: skip
         }
         if !seen_header {
