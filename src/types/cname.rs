@@ -54,23 +54,23 @@ pub fn member_decl(types: &Types<'_>, ty: TypeId, name: &str) -> Decl {
             params,
             variadic,
         } = &types.get(p).kind
-    {
-        let mut declarator = String::with_capacity(name.len() + 24);
-        declarator.push('(');
-        for _ in 0..stars {
-            declarator.push('*');
+        {
+            let mut declarator = String::with_capacity(name.len() + 24);
+            declarator.push('(');
+            for _ in 0..stars {
+                declarator.push('*');
+            }
+            declarator.push_str(name);
+            declarator.push_str(&dims);
+            declarator.push(')');
+            push_params(types, params, *variadic, &mut declarator, 0, &mut {
+                NAME_BUDGET
+            });
+            return Decl {
+                type_part: type_name(types, *ret),
+                declarator,
+            };
         }
-        declarator.push_str(name);
-        declarator.push_str(&dims);
-        declarator.push(')');
-        push_params(types, params, *variadic, &mut declarator, 0, &mut {
-            NAME_BUDGET
-        });
-        return Decl {
-            type_part: type_name(types, *ret),
-            declarator,
-        };
-    }
     let mut declarator = String::with_capacity(name.len() + dims.len());
     declarator.push_str(name);
     declarator.push_str(&dims);

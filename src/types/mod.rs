@@ -266,10 +266,9 @@ impl<'a> Types<'a> {
     /// is also log2 of 1: recomputing an alignment of 1 is cheap and harmless).
     fn align_into(&self, id: TypeId, memo: &mut [u8], depth: usize) -> u64 {
         if let Some(&log2) = memo.get(id as usize)
-            && log2 != 0
-        {
-            return 1 << log2;
-        }
+            && log2 != 0 {
+                return 1 << log2;
+            }
         if depth > MAX_CHAIN {
             return 1;
         }
