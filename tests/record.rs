@@ -23,7 +23,8 @@ fn lineup() -> Command {
 fn scratch() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("lineup-record-tests-{}", std::process::id()));
+        let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("record-tests");
+        let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
     })
@@ -426,6 +427,21 @@ fn a_program_without_the_runtime_is_refused_in_one_line() {
     let err = text(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("no-such-program: no such file"), "{err}");
+    assert!(!profile.exists());
+}
+
+#[test]
+fn an_unknown_type_name_is_one_line() {
+    let prog = build("examples/record/padded.c");
+    let (o, profile) = record(&prog, &["--type", "nosuch"], &["1", "10"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--type nosuch: no struct or union of that name"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty(), "checked before the program runs");
     assert!(!profile.exists());
 }
 

@@ -188,7 +188,7 @@ fn host_line_size() -> u64 {
 
 /// Checks the program before running it: it exists, is an ELF executable, carries lineup's
 /// runtime and DWARF.
-fn check_program(shown: &str, path: &Path) -> Result<()> {
+fn check_program(shown: &str, path: &Path, types: &[String]) -> Result<()> {
     let bytes = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => anyhow!("{shown}: no such file"),
         std::io::ErrorKind::PermissionDenied => anyhow!("{shown}: permission denied"),
@@ -205,6 +205,14 @@ fn check_program(shown: &str, path: &Path) -> Result<()> {
     let debug = record::debuginfo::DebugInfo::read(&bytes).map_err(|e| anyhow!("{shown}: {e}"))?;
     if !debug.has_dwarf {
         bail!("{shown}: no DWARF debug info (stripped?): lineup needs it to name struct fields");
+    }
+    if !types.is_empty() {
+        let arena = typed_arena::Arena::new();
+        let graph =
+            lineup::readers::dwarf::parse(&bytes, &arena).map_err(|e| anyhow!("{shown}: {e}"))?;
+        if let Some(t) = types.iter().find(|t| graph.find_composites(t).is_empty()) {
+            bail!("{shown}: --type {t}: no struct or union of that name in its DWARF");
+        }
     }
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path).with_context(|| format!("{shown}: cannot read"))?;
@@ -318,7 +326,7 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     let program = PathBuf::from(&args.command[0]);
     let shown = program.display().to_string();
     let path = resolve_program(&program).ok_or_else(|| anyhow!("{shown}: not found in PATH"))?;
-    check_program(&shown, &path)?;
+    check_program(&shown, &path, &args.types)?;
     let line_size = args.line_size.unwrap_or_else(host_line_size);
     let dir = temp_dir()?;
 
