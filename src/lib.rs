@@ -10,4 +10,5 @@ pub mod emit;
 pub mod layout;
 pub mod profile;
 pub mod readers;
+pub mod record;
 pub mod types;

@@ -11,6 +11,8 @@
 //! - **read-shared**: only loads: cheap, copies stay valid in every cache;
 //! - **cold**: no recorded access.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::Serialize;
 
 use crate::layout::{Field, Layout};
@@ -18,6 +20,9 @@ use crate::profile::{Access, Counts, Profile};
 
 /// Members whose share of a line's accesses is below this do not change its verdict.
 const NEGLIGIBLE: f64 = 0.02;
+/// With exact evidence, lines touched less than this share of the busiest line's accesses
+/// are too rare to judge.
+const RARE: f64 = 0.001;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -26,6 +31,8 @@ pub enum Verdict {
     TrueSharing,
     ReadMostlyNextToWriteHot,
     ReadShared,
+    /// Exact evidence: written, but by one thread (CPU) only, and touched by no other.
+    NotShared,
     Cold,
 }
 
@@ -36,6 +43,7 @@ impl Verdict {
             Verdict::TrueSharing => "true sharing",
             Verdict::ReadMostlyNextToWriteHot => "read-mostly next to write-hot",
             Verdict::ReadShared => "read-shared",
+            Verdict::NotShared => "not shared",
             Verdict::Cold => "cold",
         }
     }
@@ -54,6 +62,16 @@ pub struct MemberUse {
     pub cpus: u32,
     /// Functions by accesses, most first: (name, writes, reads).
     pub functions: Vec<FunctionUse>,
+    /// The CPUs themselves, when every access listed them (recordings, perf script).
+    #[serde(skip)]
+    pub cpu_set: Option<BTreeSet<u32>>,
+    /// Writes and reads per CPU, when every access names exactly one CPU (a recording:
+    /// `lineup record` numbers threads as CPUs): exact evidence, judged by who writes what.
+    #[serde(skip)]
+    pub per_cpu: Option<BTreeMap<u32, (f64, f64)>>,
+    /// Simulated transfers split into (true, false) sharing, when the evidence has them.
+    #[serde(skip)]
+    pub sim_split: (f64, f64),
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -62,6 +80,8 @@ pub struct FunctionUse {
     pub writes: f64,
     pub reads: f64,
     pub cpus: u32,
+    #[serde(skip)]
+    pub cpu_set: Option<BTreeSet<u32>>,
 }
 
 impl MemberUse {
@@ -129,6 +149,30 @@ pub fn display_member(fields: &[Field], offset: u64) -> Option<&Field> {
     }
 }
 
+fn member_name(f: &Field) -> String {
+    if f.name.is_empty() {
+        format!("<anonymous @{}>", f.offset)
+    } else {
+        f.name.clone()
+    }
+}
+
+/// For an array member (not an inline anonymous struct), the element holding byte `offset`
+/// and the element size, from the declarator's first dimension (`hits[8]`).
+fn array_element(f: &Field, offset: u64) -> Option<(u64, u64)> {
+    if f.inline.is_some() || f.is_bitfield() {
+        return None;
+    }
+    let dims = f.declarator.strip_prefix(f.name.as_str())?;
+    let first = dims.strip_prefix('[')?.split(']').next()?;
+    let count: u64 = first.trim().parse().ok()?;
+    if count < 2 || f.size == 0 || !f.size.is_multiple_of(count) {
+        return None;
+    }
+    let elem = f.size / count;
+    Some(((offset - f.offset) / elem, elem))
+}
+
 /// Diagnoses `layout` from `accesses` (offsets relative to the struct, as
 /// [`Profile::type_accesses`] gives them). `machine_cpus` turns "all CPUs" into a number.
 pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>) -> Diagnosis {
@@ -139,6 +183,16 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
         let Some(off) = a.offset else { continue };
         let Some(f) = display_member(&layout.members, off) else {
             continue;
+        };
+        // An array member is shown per element: `hits[0]` and `hits[1]` written by different
+        // CPUs falsely share a line as much as two named members do.
+        let (name, f_offset, f_size) = match array_element(f, off) {
+            Some((index, elem)) => (
+                format!("{}[{index}]", member_name(f)),
+                f.offset + index * elem,
+                elem,
+            ),
+            None => (member_name(f), f.offset, f.size),
         };
         let line = off / cls;
         let cpus = a
@@ -152,14 +206,9 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
                 }
             })
             .unwrap_or(0);
-        let name = if f.name.is_empty() {
-            format!("<anonymous @{}>", f.offset)
-        } else {
-            f.name.clone()
-        };
         let slot = match uses
             .iter()
-            .position(|(l, u)| *l == line && u.offset == f.offset && u.name == name)
+            .position(|(l, u)| *l == line && u.offset == f_offset && u.name == name)
         {
             Some(i) => i,
             None => {
@@ -167,12 +216,15 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
                     line,
                     MemberUse {
                         name,
-                        offset: f.offset,
-                        size: f.size,
-                        cacheline: f.cacheline,
+                        offset: f_offset,
+                        size: f_size,
+                        cacheline: f_offset / cls,
                         counts: Counts::default(),
                         cpus: 0,
                         functions: Vec::new(),
+                        cpu_set: Some(Default::default()),
+                        per_cpu: Some(Default::default()),
+                        sim_split: (0.0, 0.0),
                     },
                 ));
                 uses.len() - 1
@@ -181,6 +233,35 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
         let u = &mut uses[slot].1;
         u.counts.add(&a.counts);
         u.cpus = u.cpus.max(cpus);
+        match a.cpus.as_ref().filter(|c| !c.list.is_empty() && !c.all) {
+            Some(c) => {
+                if let Some(set) = &mut u.cpu_set {
+                    set.extend(c.list.iter().copied());
+                    u.cpus = u.cpus.max(set.len() as u32);
+                }
+            }
+            None => u.cpu_set = None,
+        }
+        let single = a
+            .cpus
+            .as_ref()
+            .filter(|c| !c.all && c.list.len() == 1)
+            .map(|c| c.list[0]);
+        match (single, &mut u.per_cpu) {
+            (Some(cpu), Some(map)) => {
+                let e = map.entry(cpu).or_default();
+                e.0 += a.counts.writes();
+                e.1 += a.counts.reads();
+            }
+            _ => u.per_cpu = None,
+        }
+        u.sim_split.0 += a.details.get("sim_true_sharing").copied().unwrap_or(0.0);
+        u.sim_split.1 += a.details.get("sim_false_sharing").copied().unwrap_or(0.0);
+        let listed = a
+            .cpus
+            .as_ref()
+            .filter(|c| !c.all && !c.list.is_empty())
+            .map(|c| c.list.clone());
         let function = a
             .code
             .as_ref()
@@ -191,13 +272,27 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
                 x.writes += a.counts.writes();
                 x.reads += a.counts.reads();
                 x.cpus = x.cpus.max(cpus);
+                match (&mut x.cpu_set, listed) {
+                    (Some(set), Some(l)) => {
+                        set.extend(l);
+                        x.cpus = x.cpus.max(set.len() as u32);
+                    }
+                    _ => x.cpu_set = None,
+                }
             }
             None => u.functions.push(FunctionUse {
                 name: function,
                 writes: a.counts.writes(),
                 reads: a.counts.reads(),
                 cpus,
+                cpu_set: listed.map(|l| l.into_iter().collect()),
             }),
+        }
+    }
+    // Exact evidence: a member's CPUs are those that touched it more than negligibly.
+    for (_, u) in &mut uses {
+        if let Some(map) = &u.per_cpu {
+            u.cpus = accessors(map).len() as u32;
         }
     }
     for (_, u) in &mut uses {
@@ -210,7 +305,7 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
     uses.sort_by_key(|(l, u)| (*l, u.offset));
 
     let total_lines = layout.size.div_ceil(cls).max(1);
-    let mut lines = Vec::new();
+    let mut lines: Vec<(u64, Vec<MemberUse>)> = Vec::new();
     let mut i = 0;
     while i < uses.len() {
         let line = uses[i].0;
@@ -219,8 +314,18 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
             members.push(uses[i].1.clone());
             i += 1;
         }
-        lines.push(judge(line, cls, members));
+        lines.push((line, members));
     }
+    // Exact evidence counts everything, including a handful of accesses (a table filled in
+    // once); lines far below the busiest one do not get a contention verdict.
+    let busiest = lines
+        .iter()
+        .map(|(_, ms)| ms.iter().map(MemberUse::total).sum::<f64>())
+        .fold(0.0, f64::max);
+    let mut lines: Vec<LineDiagnosis> = lines
+        .into_iter()
+        .map(|(line, members)| judge(line, cls, members, busiest * RARE))
+        .collect();
     lines.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.index.cmp(&b.index)));
     let cold_lines = total_lines.saturating_sub(lines.len() as u64);
 
@@ -234,6 +339,28 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
             Some(m) => {
                 m.counts.add(&u.counts);
                 m.cpus = m.cpus.max(u.cpus);
+                match (&mut m.cpu_set, &u.cpu_set) {
+                    (Some(a), Some(b)) => {
+                        a.extend(b.iter().copied());
+                        if m.per_cpu.is_none() {
+                            m.cpus = m.cpus.max(a.len() as u32);
+                        }
+                    }
+                    _ => m.cpu_set = None,
+                }
+                match (&mut m.per_cpu, &u.per_cpu) {
+                    (Some(a), Some(b)) => {
+                        for (cpu, (w, r)) in b {
+                            let e = a.entry(*cpu).or_default();
+                            e.0 += w;
+                            e.1 += r;
+                        }
+                        m.cpus = accessors(a).len() as u32;
+                    }
+                    _ => m.per_cpu = None,
+                }
+                m.sim_split.0 += u.sim_split.0;
+                m.sim_split.1 += u.sim_split.1;
                 for f in u.functions {
                     match m.functions.iter_mut().find(|x| x.name == f.name) {
                         Some(x) => {
@@ -261,20 +388,59 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
     }
 }
 
-fn judge(index: u64, cls: u64, members: Vec<MemberUse>) -> LineDiagnosis {
+/// CPUs that wrote a member more than negligibly. Negligible next to the busiest CPU: 64 threads sharing a counter equally all count, the
+/// main thread's one initializing store next to a worker's million does not.
+fn writers_of(map: &BTreeMap<u32, (f64, f64)>) -> BTreeSet<u32> {
+    let top = map.values().map(|v| v.0).fold(0.0, f64::max);
+    map.iter()
+        .filter(|(_, v)| v.0 > 0.0 && v.0 >= NEGLIGIBLE * top)
+        .map(|(c, _)| *c)
+        .collect()
+}
+
+/// CPUs that touched a member more than negligibly: its writers, and the CPUs that read it
+/// more than negligibly next to its busiest reader (a spinning reader's millions of loads do
+/// not make the other side's steady reads negligible).
+fn accessors(map: &BTreeMap<u32, (f64, f64)>) -> BTreeSet<u32> {
+    let top = map.values().map(|v| v.1).fold(0.0, f64::max);
+    let mut out = writers_of(map);
+    out.extend(
+        map.iter()
+            .filter(|(_, v)| v.1 > 0.0 && v.1 >= NEGLIGIBLE * top)
+            .map(|(c, _)| *c),
+    );
+    out
+}
+
+fn judge(index: u64, cls: u64, members: Vec<MemberUse>, rare: f64) -> LineDiagnosis {
     let total: f64 = members.iter().map(MemberUse::total).sum();
     let significant: Vec<&MemberUse> = members
         .iter()
         .filter(|m| total > 0.0 && m.total() / total >= NEGLIGIBLE)
         .collect();
+    if !significant.is_empty() && significant.iter().all(|m| m.per_cpu.is_some()) {
+        return judge_exact(index, cls, &members, &significant, total, rare);
+    }
     let written: Vec<&MemberUse> = significant
         .iter()
         .copied()
         .filter(|m| m.counts.writes() > 0.0)
         .collect();
-    let multi_cpu = significant.iter().any(|m| m.cpus > 1);
     let writes: f64 = members.iter().map(|m| m.counts.writes()).sum();
     let transfers: f64 = members.iter().map(|m| m.counts.transfers()).sum();
+    // A HITM or peer transfer moves the line between two CPUs by definition, whatever the
+    // per-member CPU counts say (each member of a per-thread array has one CPU); and when
+    // the evidence lists the CPUs, members touched from different ones involve several.
+    let listed: Option<std::collections::BTreeSet<u32>> = significant.iter().try_fold(
+        Default::default(),
+        |mut all: std::collections::BTreeSet<u32>, m| {
+            all.extend(m.cpu_set.as_ref()?.iter().copied());
+            Some(all)
+        },
+    );
+    let multi_cpu = significant.iter().any(|m| m.cpus > 1)
+        || transfers > 0.0
+        || listed.is_some_and(|s| s.len() > 1);
     let rmt: f64 = members
         .iter()
         .map(|m| m.counts.rmt_hitm + m.counts.rmt_peer)
@@ -373,6 +539,182 @@ fn judge(index: u64, cls: u64, members: Vec<MemberUse>) -> LineDiagnosis {
             cost
         },
         members,
+    }
+}
+
+/// The verdict from exact evidence (every access names its one CPU; counts are exact): a
+/// line falsely shares when a member written by one CPU sits beside a member another CPU
+/// touches; a member is truly shared when several CPUs write it, or one writes and another
+/// reads it. A CPU's writes (reads) below [`NEGLIGIBLE`] of the busiest writer's (reader's)
+/// do not count (main filling in a table before the workers start, summing per-thread
+/// counts after they stop). A line whose every written member has several writers is true
+/// sharing even where members differ (a lock and the data it guards). Simulated transfers,
+/// split into true and false sharing, are quoted when the evidence has them.
+fn judge_exact(
+    index: u64,
+    cls: u64,
+    members: &[MemberUse],
+    significant: &[&MemberUse],
+    total: f64,
+    rare: f64,
+) -> LineDiagnosis {
+    if total < rare {
+        let written = members.iter().any(|m| m.counts.writes() > 0.0);
+        return LineDiagnosis {
+            index,
+            start: index * cls,
+            end: (index + 1) * cls - 1,
+            verdict: if written {
+                Verdict::NotShared
+            } else {
+                Verdict::ReadShared
+            },
+            explanation: format!(
+                "touched {total:.0} times in all, under {:.1}% of the struct's busiest line: too rarely to matter",
+                RARE * 100.0
+            ),
+            cost: 0.0,
+            members: members.to_vec(),
+        };
+    }
+    struct Who<'m> {
+        m: &'m MemberUse,
+        writers: BTreeSet<u32>,
+        accessors: BTreeSet<u32>,
+    }
+    let who: Vec<Who> = significant
+        .iter()
+        .map(|m| {
+            let map = m.per_cpu.as_ref().expect("exact evidence");
+            // Writes too rare for the struct (a table filled in once) do not make a writer.
+            let writers = if m.counts.writes() > 0.0 && m.counts.writes() >= rare {
+                writers_of(map)
+            } else {
+                BTreeSet::new()
+            };
+            Who {
+                m,
+                writers,
+                accessors: accessors(map),
+            }
+        })
+        .collect();
+    let written: Vec<&Who> = who.iter().filter(|w| !w.writers.is_empty()).collect();
+    let truly: Vec<&MemberUse> = who
+        .iter()
+        .filter(|w| {
+            w.writers.len() > 1
+                || (w.writers.len() == 1 && w.accessors.difference(&w.writers).next().is_some())
+        })
+        .map(|w| w.m)
+        .collect();
+    let false_pairs = written.iter().any(|a| {
+        who.iter().any(|b| {
+            !std::ptr::eq(a.m, b.m) && a.writers.iter().any(|x| b.accessors.iter().any(|y| x != y))
+        })
+    });
+    let (sim_true, sim_false) = members.iter().fold((0.0, 0.0), |(t, f), m| {
+        (t + m.sim_split.0, f + m.sim_split.1)
+    });
+    let transfers: f64 = members.iter().map(|m| m.counts.transfers()).sum();
+    let split = if sim_true + sim_false > 0.0 {
+        format!(
+            " (simulated transfers: {:.0} false sharing, {:.0} true sharing)",
+            sim_false, sim_true
+        )
+    } else {
+        String::new()
+    };
+    let writes_text = |ws: &[&Who]| {
+        ws.iter()
+            .map(|w| describe_writes(w.m))
+            .collect::<Vec<_>>()
+            .join(", and ")
+    };
+    let (verdict, explanation) = if written.is_empty() {
+        (
+            Verdict::ReadShared,
+            format!(
+                "{} only loaded: read sharing keeps a valid copy in every cache",
+                names(significant)
+            ),
+        )
+    } else if false_pairs {
+        // When every written member is written by several CPUs (a lock and the data it
+        // guards), the line moves with the data itself: moving members apart cannot help.
+        let true_wins = written.iter().all(|w| w.writers.len() > 1);
+        let others: Vec<&MemberUse> = who
+            .iter()
+            .filter(|w| w.writers.is_empty())
+            .map(|w| w.m)
+            .collect();
+        let mut text = writes_text(&written);
+        if !others.is_empty() {
+            text.push_str(&format!(
+                " while {} on the same line {} {} on other CPUs",
+                names(&others),
+                if others.len() == 1 { "is" } else { "are" },
+                describe_reads(&others)
+            ));
+        } else if written.len() > 1 {
+            text.push_str(": different members written on one line by different CPUs");
+        }
+        if true_wins && !truly.is_empty() {
+            text.push_str(&format!(
+                "{split}. It is true sharing: {} {} written by several CPUs; moving members apart does not remove that, only splitting the data (per CPU or thread) or touching it less often does",
+                names(&truly),
+                if truly.len() == 1 { "is" } else { "are" }
+            ));
+            (Verdict::TrueSharing, text)
+        } else {
+            text.push_str(&split);
+            text.push_str(". Moving them apart removes the false sharing");
+            if !truly.is_empty() {
+                text.push_str(&format!(
+                    "; {} {} truly shared (written by one CPU and used by another): only splitting helps there",
+                    names(&truly),
+                    if truly.len() == 1 { "itself stays" } else { "stay" }
+                ));
+            }
+            (Verdict::FalseSharing, text)
+        }
+    } else if !truly.is_empty() {
+        (
+            Verdict::TrueSharing,
+            format!(
+                "{}{split}; no layout helps: only splitting {} (per CPU, per LLC or per node) or sharding it does",
+                writes_text(&written),
+                names(&truly)
+            ),
+        )
+    } else {
+        (
+            Verdict::NotShared,
+            format!(
+                "{}, and no other CPU touches the line more than negligibly: nothing is shared",
+                writes_text(&written)
+            ),
+        )
+    };
+    let writes: f64 = members.iter().map(|m| m.counts.writes()).sum();
+    let cost = if matches!(
+        verdict,
+        Verdict::ReadShared | Verdict::NotShared | Verdict::Cold
+    ) {
+        0.0
+    } else if transfers > 0.0 {
+        transfers
+    } else {
+        writes * significant.len().max(1) as f64 * 2.0
+    };
+    LineDiagnosis {
+        index,
+        start: index * cls,
+        end: (index + 1) * cls - 1,
+        verdict,
+        explanation,
+        cost,
+        members: members.to_vec(),
     }
 }
 

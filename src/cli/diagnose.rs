@@ -185,10 +185,35 @@ pub fn run(args: Args) -> Result<()> {
 
     // The layout, each touched member annotated.
     let note = |f: &Field| -> Option<String> {
-        let m = d
+        // The member itself, or its elements when it is an array shown per element.
+        let element = |m: &&diagnose::MemberUse| {
+            !f.name.is_empty()
+                && m.name.starts_with(&format!("{}[", f.name))
+                && m.offset >= f.offset
+                && m.offset < f.offset + f.size.max(1)
+        };
+        let parts: Vec<&diagnose::MemberUse> = d
             .members
             .iter()
-            .find(|m| m.offset == f.offset && (m.name == f.name || f.name.is_empty()))?;
+            .filter(|m| {
+                (m.offset == f.offset && (m.name == f.name || f.name.is_empty())) || element(m)
+            })
+            .collect();
+        let first = *parts.first()?;
+        let mut merged = first.clone();
+        for m in &parts[1..] {
+            merged.counts.add(&m.counts);
+            merged.cpus = merged.cpus.max(m.cpus);
+            for f in &m.functions {
+                if !merged.functions.iter().any(|x| x.name == f.name) {
+                    merged.functions.push(f.clone());
+                }
+            }
+        }
+        if parts.len() > 1 {
+            merged.cpus = parts.iter().map(|m| m.cpus).sum();
+        }
+        let m = &merged;
         let mut s = String::new();
         if m.counts.writes() > 0.0 {
             let _ = write!(s, "writes {:.0} ", m.counts.writes());

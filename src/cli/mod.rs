@@ -6,6 +6,7 @@ mod evidence;
 mod layout;
 mod optimize;
 mod predict;
+mod record;
 mod source;
 mod subject;
 
@@ -20,7 +21,9 @@ use clap::{Parser, Subcommand};
                   contention, attribute it to struct fields, fix the layout, prove the fix.",
     after_help = "Example:\n  lineup layout task_group          # from the running kernel's BTF\n  \
                   lineup layout --dwarf ./prog --all --json\n  \
-                  lineup bench --a ./old --b ./new --regex 'elapsed: ([0-9.]+)' --lower-is-better"
+                  lineup bench --a ./old --b ./new --regex 'elapsed: ([0-9.]+)' --lower-is-better\n  \
+                  lineup cc -O2 -pthread prog.c -o prog && lineup record -o p.json -- ./prog\n  \
+                  lineup diagnose --type stats --dwarf ./prog --profile p.json"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -35,6 +38,10 @@ enum Command {
     Optimize(optimize::Args),
     Predict(predict::Args),
     Bench(bench::Args),
+    Cc(record::CcArgs),
+    #[command(name = "c++")]
+    Cxx(record::CxxArgs),
+    Record(record::RecordArgs),
 }
 
 /// Runs the command line and returns the process exit code: 0 on success, 2 on any error,
@@ -56,6 +63,10 @@ pub fn main() -> i32 {
         Command::Optimize(args) => optimize::run(args).map(|()| 0),
         Command::Predict(args) => predict::run(args).map(|()| 0),
         Command::Bench(args) => bench::run(args),
+        // These pass on the compiler's or the recorded program's exit status.
+        Command::Cc(args) => record::run_cc(args),
+        Command::Cxx(args) => record::run_cxx(args),
+        Command::Record(args) => record::run_record(args),
     };
     match result {
         Ok(code) => code,

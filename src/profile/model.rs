@@ -60,10 +60,13 @@ pub struct Profile {
 pub enum Unit {
     /// Sampled events (perf c2c, perf mem): proportional to the real rates, not equal to them.
     Samples,
-    /// Events per second (a sketch with rates, an exact recording).
+    /// Events per second (a sketch with rates).
     PerSecond,
     /// Relative weights with no absolute scale (a sketch with weights).
     Relative,
+    /// Exact event counts over a whole run (`lineup record`: every instrumented access
+    /// counted; transfers from a simulation of them).
+    Count,
 }
 
 /// Where a profile came from.

@@ -1,0 +1,1204 @@
+/*
+ * lineup's recording runtime: linked by `lineup cc` into programs compiled with
+ * -fsanitize=thread, in place of the ThreadSanitizer runtime. The compiler calls
+ * __tsan_read4(addr), __tsan_write8(addr), __tsan_atomic64_fetch_add(...) around every
+ * load and store it kept in memory; this file counts them per thread and hands them to
+ * `lineup record`, which attributes them to struct fields and simulates coherence.
+ *
+ * Design (docs/record.md has the long version):
+ *  - Off unless LINEUP_OUT names a directory: every hook then returns after one compare.
+ *  - Per thread, a state block (mmap'd, never malloc'd) holds an open-addressing table of
+ *    (address, size, kind, pc) -> count, a trace buffer and an allocation log. Stack
+ *    addresses of the thread itself are filtered first.
+ *  - A global direct-mapped table of line-sized blocks remembers which thread touched a block
+ *    first, whether a second thread touched it, and whether anyone wrote it since: each
+ *    entry is written at most three times. Only accesses to blocks both shared and written
+ *    are "eligible" for the ordered trace, which carries a TSC timestamp per access and is
+ *    decimated in aligned time windows once a budget of events is used, so that the trace
+ *    stays bounded however long the program runs.
+ *  - Data goes to $LINEUP_OUT/rt.<pid>.bin as self-describing chunks appended with one
+ *    writev each (O_APPEND), from whichever thread fills a buffer, exits, or ends the
+ *    process. A crash (SIGSEGV, SIGABRT, ...) flushes what is buffered and re-raises.
+ *
+ * Nothing here writes to the program's stdout or stderr, and the output file sits on a high
+ * descriptor so the program's own descriptors keep their numbers.
+ */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sched.h>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#define LINEUP_RT_VERSION 1
+
+/* Marker section: `lineup record` refuses programs without it. */
+__attribute__((used, section(".lineup_rt"))) static const char lineup_rt_marker[] =
+    "lineup recording runtime v1";
+__attribute__((visibility("default"))) const int __lineup_rt_version = LINEUP_RT_VERSION;
+
+/* glibc's own allocator and string functions, reached without going through ours. */
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__memcpy_chk(void *, const void *, size_t, size_t);
+extern void *__memmove_chk(void *, const void *, size_t, size_t);
+extern void *__memset_chk(void *, int, size_t, size_t);
+
+/* Called through volatile pointers so the compiler cannot fold them back into memcpy. */
+static void *(*volatile real_memcpy_chk)(void *, const void *, size_t, size_t) = __memcpy_chk;
+static void *(*volatile real_memmove_chk)(void *, const void *, size_t, size_t) = __memmove_chk;
+static void *(*volatile real_memset_chk)(void *, int, size_t, size_t) = __memset_chk;
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define RA() ((uintptr_t)__builtin_return_address(0))
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---------------------------------------------------------------------------------- */
+/* Output format (little-endian, native layout; src/record/trace.rs reads it)          */
+
+#define CHUNK_MAGIC 0x4c555043u /* "CPUL" */
+enum {
+    CH_HEADER = 1,
+    CH_THREAD = 2,
+    CH_AGG = 3,
+    CH_TRACE = 4,
+    CH_ALLOC = 5,
+    CH_END = 6,
+    CH_CRASH = 7,
+};
+struct chunk_head {
+    uint32_t magic, type, thread, count;
+    uint64_t bytes;
+};
+struct rt_header {
+    uint32_t version, pid, ppid, flags;
+    uint64_t exe_bias, tsc_start, ns_start;
+    uint32_t sample, window_bits;
+    uint64_t budget;
+    char exe[512];
+};
+struct rt_thread {
+    uint32_t index, tid;
+    uint64_t tsc_start, tsc_end;
+    uint64_t accesses, dropped;
+    char name[16];
+};
+struct rt_end {
+    uint64_t tsc_end, ns_end;
+    uint64_t traced, decimation;
+};
+/* key = address | info << 48; info = size | kind << 8 */
+struct agg_entry {
+    uint64_t key, pc, count, eligible;
+};
+struct trace_ev {
+    uint64_t tsc, key, pc;
+};
+enum { AL_MALLOC = 1, AL_FREE = 2 };
+struct alloc_ev {
+    uint64_t tsc, addr, size, pc;
+    uint32_t kind, align;
+};
+
+enum { K_LOAD = 0, K_STORE = 1, K_RMW = 2 };
+
+/* ---------------------------------------------------------------------------------- */
+/* State                                                                                */
+
+#define AGG_BITS 15
+#define TRACE_CAP 8192
+#define ALLOC_CAP 2048
+#define LINE_TABLE_BITS 22 /* 4M blocks: 64-byte blocks alias 256 MiB apart */
+#define F_SHARED 0x40000000u
+#define F_WRITTEN 0x80000000u
+#define OWNER_MASK 0x3fffffffu
+
+struct tstate {
+    /* Hot: read on every access. An address a is skipped when a - stk_lo < stk_size; a
+     * disabled state has stk_lo 0 and stk_size ~0, which skips everything. */
+    uintptr_t stk_lo, stk_size;
+    struct agg_entry *agg;
+    uint32_t agg_mask, agg_used, tag;
+    uint32_t slow; /* SLOW_BUSY | SLOW_SAMPLING: off the fast path */
+    uint32_t win_closed; /* eligible accesses left before the clock is read again */
+    uint32_t shift;      /* g_block_shift, here on the hot line */
+    uint32_t *lines;     /* g_lines */
+    struct trace_ev *tpos, *tend, *tbuf;
+    uint64_t burst_left, skip_left;
+    /* Cold. */
+    uintptr_t saved_lo, saved_size;
+    struct alloc_ev *abuf;
+    uint32_t an, index, tid;
+    uint64_t tsc_start, accesses, dropped;
+    struct tstate *next;
+    int dead;
+};
+
+static struct tstate g_off = {.stk_lo = 0, .stk_size = ~(uintptr_t)0};
+static __thread struct tstate *tls;
+
+static int g_fd = -1;
+static volatile int g_enabled;   /* recording to a file */
+static volatile int g_finished;  /* final flush done: ignore everything */
+static int g_inited;
+static uint32_t g_sample = 1;     /* record a burst of BURST out of every g_sample*BURST */
+static uint32_t g_window_bits = 21;
+static uint32_t g_block_shift = 6; /* sharing filter granularity: the simulated unit */
+static uint64_t g_budget = 1u << 16; /* trace events per decimation level */
+static volatile uint64_t g_decim;    /* window mask: trace windows w with (w & g_decim) == 0 */
+static uint64_t g_traced;
+static uint32_t g_next_index;
+static uint32_t *g_lines;
+static pthread_key_t g_key;
+static struct tstate *g_threads;
+static volatile int g_lock;
+static uint64_t g_tsc_start;
+#define BURST 1024
+#define SLOW_BUSY 1u     /* writing a buffer out: accesses are dropped, not counted */
+#define SLOW_SAMPLING 2u /* --sample: bursts */
+
+static inline uint64_t now_tsc(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+#endif
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+static void lock(void) {
+    while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+static int try_lock(int spins) {
+    while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) {
+        if (--spins <= 0)
+            return 0;
+        sched_yield();
+    }
+    return 1;
+}
+static void unlock(void) { __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE); }
+
+static void *map(size_t n) {
+    void *p = mmap(0, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? 0 : p;
+}
+
+static void zero(void *p, size_t n) { real_memset_chk(p, 0, n, (size_t)-1); }
+static void copy(void *d, const void *s, size_t n) { real_memcpy_chk(d, s, n, (size_t)-1); }
+static size_t slen(const char *s) {
+    size_t n = 0;
+    while (s[n])
+        n++;
+    return n;
+}
+
+/* One chunk, one writev: O_APPEND keeps chunks of different threads whole. */
+static void emit(uint32_t type, uint32_t thread, uint32_t count, const void *data, size_t bytes) {
+    if (g_fd < 0)
+        return;
+    struct chunk_head h = {CHUNK_MAGIC, type, thread, count, bytes};
+    struct iovec v[2] = {{&h, sizeof h}, {(void *)data, bytes}};
+    size_t want = sizeof h + bytes, done = 0;
+    while (done < want) {
+        ssize_t r = writev(g_fd, v, bytes ? 2 : 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        done += (size_t)r;
+        if (done >= want)
+            break;
+        /* Short write (disk full?): finish the rest from where it stopped. */
+        size_t off = done;
+        if (off < sizeof h) {
+            v[0].iov_base = (char *)&h + off;
+            v[0].iov_len = sizeof h - off;
+        } else {
+            v[0].iov_base = (char *)data + (off - sizeof h);
+            v[0].iov_len = want - off;
+            v[1].iov_len = 0;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Stack bounds: the mapping of /proc/self/maps that holds the current stack pointer.  */
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+static void stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
+    *lo = *hi = 0;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char buf[4096];
+    size_t have = 0;
+    int eof = 0;
+    while (!eof || have) {
+        if (!eof && have < sizeof buf) {
+            ssize_t r = read(fd, buf + have, sizeof buf - have);
+            if (r <= 0)
+                eof = 1;
+            else
+                have += (size_t)r;
+        }
+        size_t nl = 0;
+        while (nl < have && buf[nl] != '\n')
+            nl++;
+        if (nl == have && !eof)
+            continue;
+        uintptr_t a = 0, b = 0;
+        size_t i = 0;
+        int d;
+        while (i < nl && (d = hexval(buf[i])) >= 0)
+            a = a * 16 + d, i++;
+        if (i < nl && buf[i] == '-')
+            i++;
+        while (i < nl && (d = hexval(buf[i])) >= 0)
+            b = b * 16 + d, i++;
+        if (sp >= a && sp < b) {
+            *lo = a;
+            *hi = b;
+            /* The main stack grows down into the rlimit. */
+            if (nl >= 7 && buf[nl - 1] == ']' && buf[nl - 7] == '[') {
+                struct rlimit rl;
+                uintptr_t grow = 8u << 20;
+                if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+                    rl.rlim_cur < (64u << 20))
+                    grow = rl.rlim_cur;
+                else if (getrlimit(RLIMIT_STACK, &rl) == 0)
+                    grow = 64u << 20;
+                if (b - grow < *lo)
+                    *lo = b > grow ? b - grow : 0;
+            }
+            break;
+        }
+        size_t used = nl < have ? nl + 1 : have;
+        real_memmove_chk(buf, buf + used, have - used, (size_t)-1);
+        have -= used;
+    }
+    close(fd);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Threads                                                                              */
+
+static void thread_exit(void *p);
+
+static void read_name(struct tstate *t, char name[16]) {
+    zero(name, 16);
+    if (t == tls) {
+        prctl(PR_GET_NAME, name, 0, 0, 0);
+        return;
+    }
+    char path[64] = "/proc/self/task/";
+    size_t n = slen(path);
+    char digits[12];
+    int k = 0;
+    uint32_t v = t->tid;
+    do
+        digits[k++] = (char)('0' + v % 10), v /= 10;
+    while (v);
+    while (k)
+        path[n++] = digits[--k];
+    copy(path + n, "/comm", 6);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t r = read(fd, name, 15);
+    close(fd);
+    if (r > 0 && name[r - 1] == '\n')
+        name[r - 1] = 0;
+}
+
+static void flush_trace(struct tstate *t) {
+    size_t n = (size_t)(t->tpos - t->tbuf);
+    if (!n)
+        return;
+    emit(CH_TRACE, t->index, (uint32_t)n, t->tbuf, n * sizeof(struct trace_ev));
+    t->tpos = t->tbuf;
+    uint64_t total = __atomic_add_fetch(&g_traced, n, __ATOMIC_RELAXED);
+    uint64_t level = total / g_budget;
+    if (level > 40)
+        level = 40;
+    uint64_t mask = (1ull << level) - 1;
+    if (mask > g_decim)
+        g_decim = mask;
+}
+
+static void flush_allocs(struct tstate *t) {
+    if (!t->an)
+        return;
+    emit(CH_ALLOC, t->index, t->an, t->abuf, t->an * sizeof(struct alloc_ev));
+    t->an = 0;
+}
+
+static void flush_agg(struct tstate *t) {
+    /* Compact the used entries to the front, then write them. */
+    uint32_t n = 0;
+    for (uint32_t i = 0; i <= t->agg_mask; i++)
+        if (t->agg[i].key) {
+            t->accesses += t->agg[i].count;
+            if (n != i)
+                t->agg[n] = t->agg[i];
+            n++;
+        }
+    if (n)
+        emit(CH_AGG, t->index, n, t->agg, n * sizeof(struct agg_entry));
+    zero(t->agg, (size_t)(t->agg_mask + 1) * sizeof(struct agg_entry));
+    t->agg_used = 0;
+}
+
+static void flush_thread(struct tstate *t, int final) {
+    flush_agg(t);
+    flush_trace(t);
+    flush_allocs(t);
+    if (final) {
+        struct rt_thread th;
+        zero(&th, sizeof th);
+        th.index = t->index;
+        th.tid = t->tid;
+        th.tsc_start = t->tsc_start;
+        th.tsc_end = now_tsc();
+        th.accesses = t->accesses;
+        th.dropped = t->dropped;
+        read_name(t, th.name);
+        emit(CH_THREAD, t->index, 1, &th, sizeof th);
+    }
+}
+
+static size_t state_bytes(void) {
+    return sizeof(struct tstate) + ((size_t)1 << AGG_BITS) * sizeof(struct agg_entry) +
+           TRACE_CAP * sizeof(struct trace_ev) + ALLOC_CAP * sizeof(struct alloc_ev);
+}
+
+static void global_init(void);
+
+static struct tstate *thread_init(void) {
+    if (tls == &g_off)
+        return &g_off;
+    tls = &g_off; /* whatever we call below is not recorded */
+    if (!g_inited)
+        global_init();
+    if (!g_enabled || g_finished)
+        return &g_off;
+    char *mem = map(state_bytes());
+    if (!mem)
+        return &g_off;
+    struct tstate *t = (struct tstate *)mem;
+    mem += sizeof *t;
+    t->agg = (struct agg_entry *)mem;
+    t->agg_mask = (1u << AGG_BITS) - 1;
+    mem += ((size_t)1 << AGG_BITS) * sizeof(struct agg_entry);
+    t->tbuf = t->tpos = (struct trace_ev *)mem;
+    t->tend = t->tbuf + TRACE_CAP;
+    mem += TRACE_CAP * sizeof(struct trace_ev);
+    t->abuf = (struct alloc_ev *)mem;
+    t->tid = (uint32_t)syscall(SYS_gettid);
+    t->tsc_start = now_tsc();
+    t->slow = g_sample > 1 ? SLOW_SAMPLING : 0;
+    t->shift = g_block_shift;
+    t->lines = g_lines;
+    t->burst_left = BURST;
+    uintptr_t lo, hi;
+    int here;
+    stack_bounds((uintptr_t)&here, &lo, &hi);
+    t->stk_lo = lo;
+    t->stk_size = hi - lo;
+    lock();
+    t->index = g_next_index++;
+    t->tag = (t->index + 1) & OWNER_MASK;
+    t->next = g_threads;
+    g_threads = t;
+    unlock();
+    pthread_setspecific(g_key, t);
+    tls = t;
+    return t;
+}
+
+static void thread_exit(void *p) {
+    struct tstate *t = p;
+    if (!t || t == &g_off)
+        return;
+    tls = &g_off;
+    lock();
+    if (!t->dead && !g_finished) {
+        t->dead = 1;
+        flush_thread(t, 1);
+    }
+    struct tstate **pp = &g_threads;
+    while (*pp && *pp != t)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = t->next;
+    unlock();
+    munmap(t, state_bytes());
+}
+
+/* Writes everything of every thread still running, then the end (or crash) chunk. Other
+ * threads are first disabled (their next access is skipped), so their buffers hold still. */
+static void final_flush(int crash_signal) {
+    if (g_finished || !g_enabled)
+        return;
+    struct tstate *self = tls;
+    tls = &g_off;
+    if (!try_lock(crash_signal ? 1000 : 1 << 30))
+        return;
+    if (g_finished) {
+        unlock();
+        return;
+    }
+    g_finished = 1;
+    for (struct tstate *t = g_threads; t; t = t->next) {
+        t->saved_lo = t->stk_lo;
+        t->stk_lo = 0;
+        t->stk_size = ~(uintptr_t)0;
+    }
+    /* Let a thread that is inside a hook finish it. */
+    for (int i = 0; i < 3; i++)
+        sched_yield();
+    for (struct tstate *t = g_threads; t; t = t->next)
+        if (!t->dead) {
+            t->dead = 1;
+            flush_thread(t, 1);
+        }
+    if (crash_signal) {
+        uint32_t s = (uint32_t)crash_signal;
+        emit(CH_CRASH, 0, 1, &s, sizeof s);
+    } else {
+        struct rt_end e = {now_tsc(), now_ns(), g_traced, g_decim};
+        emit(CH_END, 0, 1, &e, sizeof e);
+    }
+    unlock();
+    (void)self;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Crashes, exit, fork                                                                  */
+
+static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP,
+                                    SIGINT,  SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ};
+
+static void on_crash(int sig) {
+    int saved = errno;
+    final_flush(sig);
+    signal(sig, SIG_DFL);
+    errno = saved;
+    raise(sig);
+}
+
+static void on_exit_flush(void) { final_flush(0); }
+
+static int exe_bias_cb(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    *(uint64_t *)data = info->dlpi_addr;
+    return 1; /* the first object is the program */
+}
+
+static void write_header(void) {
+    struct rt_header h;
+    zero(&h, sizeof h);
+    h.version = LINEUP_RT_VERSION;
+    h.pid = (uint32_t)getpid();
+    h.ppid = (uint32_t)getppid();
+    uint64_t bias = 0;
+    dl_iterate_phdr(exe_bias_cb, &bias);
+    h.exe_bias = bias;
+    h.tsc_start = g_tsc_start;
+    h.ns_start = now_ns();
+    h.sample = g_sample;
+    h.window_bits = g_window_bits;
+    h.budget = g_budget;
+    ssize_t n = readlink("/proc/self/exe", h.exe, sizeof h.exe - 1);
+    if (n < 0)
+        h.exe[0] = 0;
+    emit(CH_HEADER, 0, 1, &h, sizeof h);
+}
+
+static void open_output(void) {
+    const char *dir = getenv("LINEUP_OUT");
+    if (!dir || !*dir)
+        return;
+    char path[4096];
+    size_t n = slen(dir);
+    if (n > sizeof path - 64)
+        return;
+    copy(path, dir, n);
+    copy(path + n, "/rt.", 4);
+    n += 4;
+    char digits[12];
+    int k = 0;
+    uint32_t v = (uint32_t)getpid();
+    do
+        digits[k++] = (char)('0' + v % 10), v /= 10;
+    while (v);
+    while (k)
+        path[n++] = digits[--k];
+    copy(path + n, ".bin", 5);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    /* Out of the way of the program's own descriptor numbers. */
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 900);
+    if (high >= 0) {
+        close(fd);
+        fd = high;
+    }
+    g_fd = fd;
+}
+
+static void fork_child(void) {
+    /* Only the forking thread lives on; what the parent counted is the parent's. */
+    struct tstate *self = tls;
+    g_lock = 0;
+    if (!g_enabled || g_finished)
+        return;
+    g_fd = -1;
+    g_traced = 0;
+    open_output();
+    if (g_fd < 0) {
+        g_enabled = 0;
+        tls = &g_off;
+        return;
+    }
+    g_tsc_start = now_tsc();
+    write_header();
+    struct tstate *keep = 0;
+    for (struct tstate *t = g_threads; t; t = t->next)
+        if (t == self)
+            keep = t;
+    /* Other threads' blocks stay mapped (their memory was copied), unused. */
+    g_threads = 0;
+    g_next_index = 0;
+    if (keep) {
+        zero(keep->agg, (size_t)(keep->agg_mask + 1) * sizeof(struct agg_entry));
+        keep->agg_used = 0;
+        keep->tpos = keep->tbuf;
+        keep->an = 0;
+        keep->accesses = keep->dropped = 0;
+        keep->tid = (uint32_t)syscall(SYS_gettid);
+        keep->tsc_start = now_tsc();
+        keep->index = g_next_index++;
+        keep->tag = (keep->index + 1) & OWNER_MASK;
+        keep->next = 0;
+        keep->dead = 0;
+        g_threads = keep;
+    }
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt) {
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++)
+        v = v * 10 + (uint64_t)(*s - '0');
+    return v ? v : dflt;
+}
+
+static void global_init(void) {
+    if (g_inited)
+        return;
+    g_inited = 1;
+    g_tsc_start = now_tsc();
+    open_output();
+    if (g_fd < 0)
+        return;
+    g_sample = (uint32_t)env_u64("LINEUP_SAMPLE", 1);
+    g_budget = env_u64("LINEUP_TRACE_BUDGET", 1u << 16);
+    g_window_bits = (uint32_t)env_u64("LINEUP_WINDOW_BITS", 21);
+    if (g_window_bits > 40)
+        g_window_bits = 40;
+    g_block_shift = (uint32_t)env_u64("LINEUP_BLOCK_SHIFT", 6);
+    if (g_block_shift < 6 || g_block_shift > 12)
+        g_block_shift = 6;
+    g_lines = map(((size_t)1 << LINE_TABLE_BITS) * sizeof(uint32_t));
+    if (!g_lines) {
+        close(g_fd);
+        g_fd = -1;
+        return;
+    }
+    pthread_key_create(&g_key, thread_exit);
+    pthread_atfork(0, 0, fork_child);
+    atexit(on_exit_flush);
+    for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++) {
+        struct sigaction old;
+        if (sigaction(crash_signals[i], 0, &old) == 0 && old.sa_handler == SIG_DFL &&
+            !(old.sa_flags & SA_SIGINFO)) {
+            struct sigaction sa;
+            zero(&sa, sizeof sa);
+            sa.sa_handler = on_crash;
+            sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+            sigaction(crash_signals[i], &sa, 0);
+        }
+    }
+    write_header();
+    g_enabled = 1;
+}
+
+__attribute__((constructor(101))) static void lineup_ctor(void) {
+    struct tstate *prev = tls;
+    tls = &g_off;
+    global_init();
+    tls = prev == &g_off ? 0 : prev;
+}
+
+__attribute__((destructor(101))) static void lineup_dtor(void) { final_flush(0); }
+
+/* ---------------------------------------------------------------------------------- */
+/* The per-access path                                                                  */
+
+static __attribute__((noinline)) void agg_full(struct tstate *t) {
+    t->slow |= SLOW_BUSY;
+    flush_agg(t);
+    t->slow &= ~SLOW_BUSY;
+}
+
+static __attribute__((noinline)) void trace_full(struct tstate *t) {
+    t->slow |= SLOW_BUSY;
+    flush_trace(t);
+    t->slow &= ~SLOW_BUSY;
+}
+
+static __attribute__((noinline)) int sample_tick(struct tstate *t) {
+    if (t->burst_left) {
+        t->burst_left--;
+        return 1;
+    }
+    if (t->skip_left) {
+        t->skip_left--;
+        return 0;
+    }
+    t->burst_left = BURST - 1;
+    t->skip_left = (uint64_t)BURST * (g_sample - 1);
+    return 1;
+}
+
+static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size, uint32_t kind,
+                                                      uintptr_t pc) {
+    struct tstate *t = tls;
+    if (UNLIKELY(!t))
+        t = thread_init();
+    if (a - t->stk_lo < t->stk_size)
+        return;
+    if (UNLIKELY(t->slow)) {
+        if (t->slow & SLOW_BUSY) {
+            t->dropped++;
+            return;
+        }
+        if (!sample_tick(t))
+            return;
+    }
+    uint64_t key = (uint64_t)a | ((uint64_t)(size | kind << 8) << 48);
+    uint64_t h = (key ^ (pc * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
+    uint32_t i = (uint32_t)(h >> 40) & t->agg_mask;
+    struct agg_entry *e;
+    for (;;) {
+        e = &t->agg[i];
+        if (LIKELY(e->key == key && e->pc == pc))
+            break;
+        if (!e->key) {
+            if (UNLIKELY(t->agg_used * 4 >= t->agg_mask * 3)) {
+                agg_full(t);
+                i = (uint32_t)(h >> 40) & t->agg_mask;
+                continue;
+            }
+            e->key = key;
+            e->pc = pc;
+            t->agg_used++;
+            break;
+        }
+        i = (i + 1) & t->agg_mask;
+    }
+    e->count++;
+
+    /* Is the block (cache line) shared by threads and written by someone? */
+    uint32_t *slot = &t->lines[(a >> t->shift) & ((1u << LINE_TABLE_BITS) - 1)];
+    uint32_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    uint32_t wbit = kind != K_LOAD ? F_WRITTEN : 0;
+    if (LIKELY((v & ~F_WRITTEN) == t->tag)) {
+        /* Private to this thread so far. */
+        if (UNLIKELY(wbit & ~v))
+            __atomic_fetch_or(slot, F_WRITTEN, __ATOMIC_RELAXED);
+        return;
+    }
+    if (UNLIKELY(v == 0)) {
+        uint32_t want = t->tag | wbit;
+        if (__atomic_compare_exchange_n(slot, &v, want, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            return;
+    }
+    if (UNLIKELY(!(v & F_SHARED))) {
+        /* A second thread: from now on the block is shared. Writes from before (main
+         * filling in a table the workers then only read) do not make it contended:
+         * WRITTEN starts over with this access. */
+        uint32_t want;
+        do
+            want = (v & OWNER_MASK) | F_SHARED | wbit;
+        while (!__atomic_compare_exchange_n(slot, &v, want, 1, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED) &&
+               !(v & F_SHARED));
+        v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    }
+    if (UNLIKELY(wbit & ~v))
+        v = __atomic_or_fetch(slot, F_WRITTEN, __ATOMIC_RELAXED);
+    if (!(v & F_WRITTEN))
+        return;
+    e->eligible++;
+    /* Trace windows: known closed, look at the clock again only every 64 accesses. */
+    if (t->win_closed) {
+        if (--t->win_closed)
+            return;
+    }
+    uint64_t tsc = now_tsc();
+    if (((tsc >> g_window_bits) & g_decim) != 0) {
+        t->win_closed = 64;
+        return;
+    }
+    if (UNLIKELY(t->tpos == t->tend))
+        trace_full(t);
+    struct trace_ev *ev = t->tpos++;
+    ev->tsc = tsc;
+    ev->key = key;
+    ev->pc = pc;
+}
+
+/* Ranges (memcpy, memset, __tsan_read_range): one access per cache line piece. */
+static void rec_range(uintptr_t a, size_t n, uint32_t kind, uintptr_t pc) {
+    struct tstate *t = tls;
+    if (UNLIKELY(!t))
+        t = thread_init();
+    if (!n || a - t->stk_lo < t->stk_size)
+        return;
+    while (n) {
+        size_t piece = 64 - (a & 63);
+        if (piece > n)
+            piece = n;
+        rec(a, (uint32_t)piece, kind, pc);
+        a += piece;
+        n -= piece;
+    }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* ThreadSanitizer's instrumentation interface                                          */
+
+EXPORT void __tsan_init(void) {
+    if (!g_inited) {
+        struct tstate *prev = tls;
+        tls = &g_off;
+        global_init();
+        tls = prev == &g_off ? 0 : prev;
+    }
+}
+
+#define ACCESS_HOOKS(N)                                                                    \
+    EXPORT void __tsan_read##N(void *a) { rec((uintptr_t)a, N, K_LOAD, RA()); }            \
+    EXPORT void __tsan_write##N(void *a) { rec((uintptr_t)a, N, K_STORE, RA()); }          \
+    EXPORT void __tsan_unaligned_read##N(void *a) { rec((uintptr_t)a, N, K_LOAD, RA()); }  \
+    EXPORT void __tsan_unaligned_write##N(void *a) { rec((uintptr_t)a, N, K_STORE, RA()); } \
+    EXPORT void __tsan_volatile_read##N(void *a) { rec((uintptr_t)a, N, K_LOAD, RA()); }   \
+    EXPORT void __tsan_volatile_write##N(void *a) { rec((uintptr_t)a, N, K_STORE, RA()); } \
+    EXPORT void __tsan_unaligned_volatile_read##N(void *a) {                               \
+        rec((uintptr_t)a, N, K_LOAD, RA());                                                \
+    }                                                                                      \
+    EXPORT void __tsan_unaligned_volatile_write##N(void *a) {                              \
+        rec((uintptr_t)a, N, K_STORE, RA());                                               \
+    }                                                                                      \
+    EXPORT void __tsan_read##N##_pc(void *a, void *pc) {                                   \
+        rec((uintptr_t)a, N, K_LOAD, (uintptr_t)pc);                                       \
+    }                                                                                      \
+    EXPORT void __tsan_write##N##_pc(void *a, void *pc) {                                  \
+        rec((uintptr_t)a, N, K_STORE, (uintptr_t)pc);                                      \
+    }
+
+ACCESS_HOOKS(1)
+ACCESS_HOOKS(2)
+ACCESS_HOOKS(4)
+ACCESS_HOOKS(8)
+ACCESS_HOOKS(16)
+
+EXPORT void __tsan_read_range(void *a, size_t n) { rec_range((uintptr_t)a, n, K_LOAD, RA()); }
+EXPORT void __tsan_write_range(void *a, size_t n) { rec_range((uintptr_t)a, n, K_STORE, RA()); }
+EXPORT void __tsan_read_range_pc(void *a, size_t n, void *pc) {
+    rec_range((uintptr_t)a, n, K_LOAD, (uintptr_t)pc);
+}
+EXPORT void __tsan_write_range_pc(void *a, size_t n, void *pc) {
+    rec_range((uintptr_t)a, n, K_STORE, (uintptr_t)pc);
+}
+
+/* C++: the vtable pointer of an object being constructed or destroyed, and its reads. */
+EXPORT void __tsan_vptr_update(void **p, void *v) {
+    if (*p != v)
+        rec((uintptr_t)p, sizeof(void *), K_STORE, RA());
+}
+EXPORT void __tsan_vptr_read(void **p) { rec((uintptr_t)p, sizeof(void *), K_LOAD, RA()); }
+
+EXPORT void __tsan_func_entry(void *pc) { (void)pc; }
+EXPORT void __tsan_func_exit(void) {}
+EXPORT void __tsan_ignore_thread_begin(void) {}
+EXPORT void __tsan_ignore_thread_end(void) {}
+EXPORT void __tsan_acquire(void *a) { (void)a; }
+EXPORT void __tsan_release(void *a) { (void)a; }
+EXPORT void __tsan_mutex_create(void *a, unsigned f) { (void)a, (void)f; }
+EXPORT void __tsan_mutex_destroy(void *a, unsigned f) { (void)a, (void)f; }
+EXPORT void __tsan_mutex_pre_lock(void *a, unsigned f) { (void)a, (void)f; }
+EXPORT void __tsan_mutex_post_lock(void *a, unsigned f, int r) { (void)a, (void)f, (void)r; }
+EXPORT int __tsan_mutex_pre_unlock(void *a, unsigned f) { (void)a, (void)f; return 0; }
+EXPORT void __tsan_mutex_post_unlock(void *a, unsigned f) { (void)a, (void)f; }
+EXPORT void __tsan_mutex_pre_signal(void *a, unsigned f) { (void)a, (void)f; }
+EXPORT void __tsan_mutex_post_signal(void *a, unsigned f) { (void)a, (void)f; }
+EXPORT void __tsan_mutex_pre_divert(void *a, unsigned f) { (void)a, (void)f; }
+EXPORT void __tsan_mutex_post_divert(void *a, unsigned f) { (void)a, (void)f; }
+
+/* Atomics: served as seq_cst, which is always correct, except stores: a seq_cst store is an
+ * xchg on x86, a relaxed or release store a plain mov, and recording must not turn one into
+ * the other. (ThreadSanitizer's memory orders: relaxed 0 ... seq_cst 5.) */
+#define SEQ __ATOMIC_SEQ_CST
+#define MO_SEQ_CST 5
+#define ATOMIC_HOOKS(N, T)                                                                 \
+    EXPORT T __tsan_atomic##N##_load(const volatile T *a, int mo) {                        \
+        (void)mo;                                                                          \
+        rec((uintptr_t)a, sizeof(T), K_LOAD, RA());                                        \
+        return __atomic_load_n(a, SEQ);                                                    \
+    }                                                                                      \
+    EXPORT void __tsan_atomic##N##_store(volatile T *a, T v, int mo) {                     \
+        rec((uintptr_t)a, sizeof(T), K_STORE, RA());                                       \
+        if (mo == MO_SEQ_CST)                                                              \
+            __atomic_store_n(a, v, SEQ);                                                   \
+        else /* a plain store, as the program's own relaxed or release store */            \
+            __atomic_store_n(a, v, __ATOMIC_RELEASE);                                      \
+    }                                                                                      \
+    EXPORT T __tsan_atomic##N##_exchange(volatile T *a, T v, int mo) {                     \
+        (void)mo;                                                                          \
+        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        return __atomic_exchange_n(a, v, SEQ);                                             \
+    }                                                                                      \
+    EXPORT T __tsan_atomic##N##_fetch_add(volatile T *a, T v, int mo) {                    \
+        (void)mo;                                                                          \
+        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        return __atomic_fetch_add(a, v, SEQ);                                              \
+    }                                                                                      \
+    EXPORT T __tsan_atomic##N##_fetch_sub(volatile T *a, T v, int mo) {                    \
+        (void)mo;                                                                          \
+        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        return __atomic_fetch_sub(a, v, SEQ);                                              \
+    }                                                                                      \
+    EXPORT T __tsan_atomic##N##_fetch_and(volatile T *a, T v, int mo) {                    \
+        (void)mo;                                                                          \
+        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        return __atomic_fetch_and(a, v, SEQ);                                              \
+    }                                                                                      \
+    EXPORT T __tsan_atomic##N##_fetch_or(volatile T *a, T v, int mo) {                     \
+        (void)mo;                                                                          \
+        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        return __atomic_fetch_or(a, v, SEQ);                                               \
+    }                                                                                      \
+    EXPORT T __tsan_atomic##N##_fetch_xor(volatile T *a, T v, int mo) {                    \
+        (void)mo;                                                                          \
+        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        return __atomic_fetch_xor(a, v, SEQ);                                              \
+    }                                                                                      \
+    EXPORT T __tsan_atomic##N##_fetch_nand(volatile T *a, T v, int mo) {                   \
+        (void)mo;                                                                          \
+        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        return __atomic_fetch_nand(a, v, SEQ);                                             \
+    }                                                                                      \
+    EXPORT int __tsan_atomic##N##_compare_exchange_strong(volatile T *a, T *c, T v, int mo, \
+                                                           int fmo) {                      \
+        (void)mo, (void)fmo;                                                               \
+        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        return __atomic_compare_exchange_n(a, c, v, 0, SEQ, SEQ);                          \
+    }                                                                                      \
+    EXPORT int __tsan_atomic##N##_compare_exchange_weak(volatile T *a, T *c, T v, int mo,  \
+                                                         int fmo) {                        \
+        (void)mo, (void)fmo;                                                               \
+        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        return __atomic_compare_exchange_n(a, c, v, 1, SEQ, SEQ);                          \
+    }                                                                                      \
+    EXPORT T __tsan_atomic##N##_compare_exchange_val(volatile T *a, T c, T v, int mo,      \
+                                                      int fmo) {                           \
+        (void)mo, (void)fmo;                                                               \
+        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        __atomic_compare_exchange_n(a, &c, v, 0, SEQ, SEQ);                                \
+        return c;                                                                          \
+    }
+
+ATOMIC_HOOKS(8, uint8_t)
+ATOMIC_HOOKS(16, uint16_t)
+ATOMIC_HOOKS(32, uint32_t)
+ATOMIC_HOOKS(64, uint64_t)
+
+#if defined(__x86_64__) && defined(__SIZEOF_INT128__)
+/* 16-byte atomics with cmpxchg16b (compiled with -mcx16), without libatomic. */
+typedef unsigned __int128 u128;
+static u128 cas128(volatile u128 *a, u128 c, u128 v) {
+    return __sync_val_compare_and_swap(a, c, v);
+}
+static u128 load128(volatile u128 *a) { return cas128(a, 0, 0); }
+#define RMW128(name, expr)                                                                 \
+    EXPORT u128 __tsan_atomic128_##name(volatile u128 *a, u128 v, int mo) {                \
+        (void)mo;                                                                          \
+        rec((uintptr_t)a, 16, K_RMW, RA());                                                \
+        u128 old = load128(a), seen;                                                       \
+        while ((seen = cas128(a, old, (expr))) != old)                                     \
+            old = seen;                                                                    \
+        return old;                                                                        \
+    }
+RMW128(exchange, v)
+RMW128(fetch_add, old + v)
+RMW128(fetch_sub, old - v)
+RMW128(fetch_and, old & v)
+RMW128(fetch_or, old | v)
+RMW128(fetch_xor, old ^ v)
+RMW128(fetch_nand, ~(old & v))
+EXPORT u128 __tsan_atomic128_load(const volatile u128 *a, int mo) {
+    (void)mo;
+    rec((uintptr_t)a, 16, K_LOAD, RA());
+    return load128((volatile u128 *)a);
+}
+EXPORT void __tsan_atomic128_store(volatile u128 *a, u128 v, int mo) {
+    (void)mo;
+    rec((uintptr_t)a, 16, K_STORE, RA());
+    u128 old = load128(a), seen;
+    while ((seen = cas128(a, old, v)) != old)
+        old = seen;
+}
+EXPORT int __tsan_atomic128_compare_exchange_strong(volatile u128 *a, u128 *c, u128 v, int mo,
+                                                    int fmo) {
+    (void)mo, (void)fmo;
+    rec((uintptr_t)a, 16, K_RMW, RA());
+    u128 seen = cas128(a, *c, v);
+    if (seen == *c)
+        return 1;
+    *c = seen;
+    return 0;
+}
+EXPORT int __tsan_atomic128_compare_exchange_weak(volatile u128 *a, u128 *c, u128 v, int mo,
+                                                  int fmo) {
+    (void)mo, (void)fmo;
+    rec((uintptr_t)a, 16, K_RMW, RA());
+    u128 seen = cas128(a, *c, v);
+    if (seen == *c)
+        return 1;
+    *c = seen;
+    return 0;
+}
+EXPORT u128 __tsan_atomic128_compare_exchange_val(volatile u128 *a, u128 c, u128 v, int mo,
+                                                  int fmo) {
+    (void)mo, (void)fmo;
+    rec((uintptr_t)a, 16, K_RMW, RA());
+    return cas128(a, c, v);
+}
+#endif
+
+EXPORT void __tsan_atomic_thread_fence(int mo) {
+    (void)mo;
+    __atomic_thread_fence(SEQ);
+}
+EXPORT void __tsan_atomic_signal_fence(int mo) {
+    (void)mo;
+    __atomic_signal_fence(SEQ);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* memset, memcpy, memmove: the instrumentation turns them into plain calls            */
+
+EXPORT void *memcpy(void *d, const void *s, size_t n) {
+    uintptr_t pc = RA();
+    rec_range((uintptr_t)s, n, K_LOAD, pc);
+    rec_range((uintptr_t)d, n, K_STORE, pc);
+    return real_memcpy_chk(d, s, n, (size_t)-1);
+}
+EXPORT void *memmove(void *d, const void *s, size_t n) {
+    uintptr_t pc = RA();
+    rec_range((uintptr_t)s, n, K_LOAD, pc);
+    rec_range((uintptr_t)d, n, K_STORE, pc);
+    return real_memmove_chk(d, s, n, (size_t)-1);
+}
+EXPORT void *memset(void *d, int c, size_t n) {
+    rec_range((uintptr_t)d, n, K_STORE, RA());
+    return real_memset_chk(d, c, n, (size_t)-1);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Heap: every allocation and free, with its size and call site                        */
+
+static void note_alloc(uint32_t kind, void *p, size_t size, size_t align, uintptr_t pc) {
+    struct tstate *t = tls;
+    if (!g_enabled || g_finished || !p)
+        return;
+    if (!t)
+        t = thread_init();
+    if (t == &g_off || (t->slow & SLOW_BUSY) || t->dead)
+        return;
+    t->slow |= SLOW_BUSY;
+    if (t->an == ALLOC_CAP)
+        flush_allocs(t);
+    struct alloc_ev *e = &t->abuf[t->an++];
+    e->tsc = now_tsc();
+    e->addr = (uint64_t)(uintptr_t)p;
+    e->size = size;
+    e->pc = pc;
+    e->kind = kind;
+    e->align = (uint32_t)align;
+    t->slow &= ~SLOW_BUSY;
+}
+
+EXPORT void *malloc(size_t n) {
+    void *p = __libc_malloc(n);
+    note_alloc(AL_MALLOC, p, n, 0, RA());
+    return p;
+}
+EXPORT void free(void *p) {
+    if (p)
+        note_alloc(AL_FREE, p, 0, 0, RA());
+    __libc_free(p);
+}
+EXPORT void *calloc(size_t n, size_t m) {
+    void *p = __libc_calloc(n, m);
+    note_alloc(AL_MALLOC, p, n * m, 0, RA());
+    return p;
+}
+EXPORT void *realloc(void *old, size_t n) {
+    uintptr_t pc = RA();
+    void *p = __libc_realloc(old, n);
+    if (p || !n) {
+        if (old)
+            note_alloc(AL_FREE, old, 0, 0, pc);
+        note_alloc(AL_MALLOC, p, n, 0, pc);
+    }
+    return p;
+}
+EXPORT void *memalign(size_t align, size_t n) {
+    void *p = __libc_memalign(align, n);
+    note_alloc(AL_MALLOC, p, n, align, RA());
+    return p;
+}
+EXPORT void *aligned_alloc(size_t align, size_t n) {
+    void *p = __libc_memalign(align, n);
+    note_alloc(AL_MALLOC, p, n, align, RA());
+    return p;
+}
+EXPORT int posix_memalign(void **out, size_t align, size_t n) {
+    if (align < sizeof(void *) || (align & (align - 1)))
+        return EINVAL;
+    void *p = __libc_memalign(align, n);
+    if (!p)
+        return ENOMEM;
+    note_alloc(AL_MALLOC, p, n, align, RA());
+    *out = p;
+    return 0;
+}
+EXPORT void *valloc(size_t n) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *p = __libc_memalign(page, n);
+    note_alloc(AL_MALLOC, p, n, page, RA());
+    return p;
+}
+EXPORT void *pvalloc(size_t n) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    n = (n + page - 1) & ~(page - 1);
+    void *p = __libc_memalign(page, n);
+    note_alloc(AL_MALLOC, p, n, page, RA());
+    return p;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Locks: pthread's lock word is written inside libc, which is not instrumented        */
+
+typedef int (*mutex_fn)(pthread_mutex_t *);
+typedef int (*spin_fn)(pthread_spinlock_t *);
+static mutex_fn real_mutex_lock, real_mutex_trylock, real_mutex_unlock;
+static spin_fn real_spin_lock, real_spin_trylock, real_spin_unlock;
+
+static void resolve_locks(void) {
+    real_mutex_lock = (mutex_fn)dlsym(RTLD_NEXT, "pthread_mutex_lock");
+    real_mutex_trylock = (mutex_fn)dlsym(RTLD_NEXT, "pthread_mutex_trylock");
+    real_mutex_unlock = (mutex_fn)dlsym(RTLD_NEXT, "pthread_mutex_unlock");
+    real_spin_lock = (spin_fn)dlsym(RTLD_NEXT, "pthread_spin_lock");
+    real_spin_trylock = (spin_fn)dlsym(RTLD_NEXT, "pthread_spin_trylock");
+    real_spin_unlock = (spin_fn)dlsym(RTLD_NEXT, "pthread_spin_unlock");
+}
+
+/* The lock word (an int at offset 0) is updated atomically by lock and unlock. */
+#define LOCK_HOOK(name, T, real)                                                           \
+    EXPORT int name(T *m) {                                                                \
+        rec((uintptr_t)m, 4, K_RMW, RA());                                                 \
+        if (UNLIKELY(!real))                                                               \
+            resolve_locks();                                                               \
+        return real(m);                                                                    \
+    }
+LOCK_HOOK(pthread_mutex_lock, pthread_mutex_t, real_mutex_lock)
+LOCK_HOOK(pthread_mutex_trylock, pthread_mutex_t, real_mutex_trylock)
+LOCK_HOOK(pthread_mutex_unlock, pthread_mutex_t, real_mutex_unlock)
+LOCK_HOOK(pthread_spin_lock, pthread_spinlock_t, real_spin_lock)
+LOCK_HOOK(pthread_spin_trylock, pthread_spinlock_t, real_spin_trylock)
+LOCK_HOOK(pthread_spin_unlock, pthread_spinlock_t, real_spin_unlock)
+
+/* C++ operator new, so that the call site is the user's `new`, not libstdc++'s. On
+ * failure the library's own operator (found with dlsym) throws std::bad_alloc. */
+typedef void *(*new_fn)(size_t);
+static void *new_failed(const char *sym, size_t n) {
+    new_fn next = (new_fn)dlsym(RTLD_NEXT, sym);
+    return next ? next(n) : 0;
+}
+EXPORT void *_Znwm(size_t n) {
+    void *p = __libc_malloc(n ? n : 1);
+    if (!p)
+        return new_failed("_Znwm", n);
+    note_alloc(AL_MALLOC, p, n, 0, RA());
+    return p;
+}
+EXPORT void *_Znam(size_t n) {
+    void *p = __libc_malloc(n ? n : 1);
+    if (!p)
+        return new_failed("_Znam", n);
+    note_alloc(AL_MALLOC, p, n, 0, RA());
+    return p;
+}
+EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const void *tag) {
+    (void)tag;
+    void *p = __libc_malloc(n ? n : 1);
+    note_alloc(AL_MALLOC, p, n, 0, RA());
+    return p;
+}
+EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const void *tag) {
+    (void)tag;
+    void *p = __libc_malloc(n ? n : 1);
+    note_alloc(AL_MALLOC, p, n, 0, RA());
+    return p;
+}

@@ -1,0 +1,381 @@
+//! Reading what the runtime (`runtime/lineup_rt.c`) wrote: one `rt.<pid>.bin` per process,
+//! a sequence of chunks, each a 24-byte head (magic, type, thread, count, payload bytes)
+//! and its payload. A file that ends inside a chunk, or without the end chunk, is partial.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::sim::Kind;
+
+const MAGIC: u32 = 0x4c55_5043;
+const CH_HEADER: u32 = 1;
+const CH_THREAD: u32 = 2;
+const CH_AGG: u32 = 3;
+const CH_TRACE: u32 = 4;
+const CH_ALLOC: u32 = 5;
+const CH_END: u32 = 6;
+const CH_CRASH: u32 = 7;
+/// Runtime format version this reader understands.
+pub const RUNTIME_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{}: {problem}", path.display())]
+    Bad { path: PathBuf, problem: String },
+    #[error("{}: cannot read: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The counts of one (thread, address, size, kind, code) as the runtime aggregated them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counted {
+    pub thread: u32,
+    pub addr: u64,
+    pub size: u32,
+    pub kind: Kind,
+    /// Return address of the instrumentation call (just after the access).
+    pub pc: u64,
+    pub count: u64,
+    /// Accesses made while the line was shared by threads and written: those the trace
+    /// would hold if it were not sampled.
+    pub eligible: u64,
+}
+
+/// One access of the ordered trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Traced {
+    pub tsc: u64,
+    pub thread: u32,
+    pub addr: u64,
+    pub size: u32,
+    pub kind: Kind,
+    pub pc: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocEvent {
+    pub tsc: u64,
+    pub thread: u32,
+    pub addr: u64,
+    pub size: u64,
+    pub pc: u64,
+    pub free: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadInfo {
+    pub index: u32,
+    pub tid: u32,
+    pub name: String,
+    pub tsc_start: u64,
+    pub tsc_end: u64,
+    pub accesses: u64,
+    /// Accesses the runtime could not count (made while it was busy writing).
+    pub dropped: u64,
+}
+
+/// Everything one process wrote.
+#[derive(Clone, Debug, Default)]
+pub struct Process {
+    pub pid: u32,
+    pub ppid: u32,
+    pub exe: String,
+    /// Load bias of the executable (PIE): runtime address = link address + bias.
+    pub exe_bias: u64,
+    pub tsc_start: u64,
+    pub ns_start: u64,
+    pub sample: u32,
+    pub window_bits: u32,
+    pub budget: u64,
+    pub threads: BTreeMap<u32, ThreadInfo>,
+    pub counted: Vec<Counted>,
+    pub traced: Vec<Traced>,
+    pub allocs: Vec<AllocEvent>,
+    /// The end chunk: (tsc, ns) at the final flush.
+    pub end: Option<(u64, u64)>,
+    /// Final decimation mask of the trace windows (0: every window traced).
+    pub decimation: u64,
+    /// Signal that ended the process, when the runtime caught it.
+    pub crash: Option<u32>,
+    /// The file stopped inside a chunk.
+    pub truncated: bool,
+}
+
+impl Process {
+    /// Everything was written: the end chunk is there, nothing is cut off.
+    pub fn complete(&self) -> bool {
+        self.end.is_some() && !self.truncated && self.crash.is_none()
+    }
+    pub fn thread_name(&self, index: u32) -> Option<&str> {
+        self.threads
+            .get(&index)
+            .map(|t| t.name.as_str())
+            .filter(|n| !n.is_empty())
+    }
+}
+
+fn kind_of(k: u64) -> Kind {
+    match k {
+        0 => Kind::Load,
+        1 => Kind::Store,
+        _ => Kind::Rmw,
+    }
+}
+
+/// `key` = address | (size | kind << 8) << 48.
+fn split_key(key: u64) -> (u64, u32, Kind) {
+    let addr = key & ((1 << 48) - 1);
+    let info = key >> 48;
+    (addr, (info & 0xff) as u32, kind_of((info >> 8) & 3))
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"))
+}
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"))
+}
+fn cstr(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+/// Parses one process file's bytes.
+pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
+    let bad = |problem: String| TraceError::Bad {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let mut p = Process::default();
+    let mut seen_header = false;
+    let mut o = 0usize;
+    while o < bytes.len() {
+        if bytes.len() - o < 24 {
+            p.truncated = true;
+            break;
+        }
+        let magic = u32_at(bytes, o);
+        if magic != MAGIC {
+            if !seen_header {
+                return Err(bad("not a lineup recording (bad magic)".into()));
+            }
+            p.truncated = true;
+            break;
+        }
+        let kind = u32_at(bytes, o + 4);
+        let thread = u32_at(bytes, o + 8);
+        let count = u32_at(bytes, o + 12) as usize;
+        let len = u64_at(bytes, o + 16) as usize;
+        o += 24;
+        if bytes.len() - o < len {
+            p.truncated = true;
+            break;
+        }
+        let body = &bytes[o..o + len];
+        o += len;
+        let need = |each: usize| -> Result<(), TraceError> {
+            if count.checked_mul(each) != Some(len) {
+                Err(bad(format!(
+                    "chunk type {kind}: {count} records do not fill {len} bytes"
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        match kind {
+            CH_HEADER => {
+                if len < 56 {
+                    return Err(bad("short header".into()));
+                }
+                let version = u32_at(body, 0);
+                if version != RUNTIME_VERSION {
+                    return Err(bad(format!(
+                        "recorded by runtime version {version}, this lineup reads version {RUNTIME_VERSION}: rebuild the program with this lineup's `lineup cc`"
+                    )));
+                }
+                p.pid = u32_at(body, 4);
+                p.ppid = u32_at(body, 8);
+                p.exe_bias = u64_at(body, 16);
+                p.tsc_start = u64_at(body, 24);
+                p.ns_start = u64_at(body, 32);
+                p.sample = u32_at(body, 40);
+                p.window_bits = u32_at(body, 44);
+                p.budget = u64_at(body, 48);
+                p.exe = cstr(&body[56..]);
+                seen_header = true;
+            }
+            CH_THREAD => {
+                need(56)?;
+                let t = ThreadInfo {
+                    index: u32_at(body, 0),
+                    tid: u32_at(body, 4),
+                    tsc_start: u64_at(body, 8),
+                    tsc_end: u64_at(body, 16),
+                    accesses: u64_at(body, 24),
+                    dropped: u64_at(body, 32),
+                    name: cstr(&body[40..56]),
+                };
+                p.threads.insert(t.index, t);
+            }
+            CH_AGG => {
+                need(32)?;
+                p.counted.reserve(count);
+                for r in body.chunks_exact(32) {
+                    let (addr, size, kind) = split_key(u64_at(r, 0));
+                    p.counted.push(Counted {
+                        thread,
+                        addr,
+                        size,
+                        kind,
+                        pc: u64_at(r, 8),
+                        count: u64_at(r, 16),
+                        eligible: u64_at(r, 24),
+                    });
+                }
+            }
+            CH_TRACE => {
+                need(24)?;
+                p.traced.reserve(count);
+                for r in body.chunks_exact(24) {
+                    let (addr, size, kind) = split_key(u64_at(r, 8));
+                    p.traced.push(Traced {
+                        tsc: u64_at(r, 0),
+                        thread,
+                        addr,
+                        size,
+                        kind,
+                        pc: u64_at(r, 16),
+                    });
+                }
+            }
+            CH_ALLOC => {
+                need(40)?;
+                for r in body.chunks_exact(40) {
+                    p.allocs.push(AllocEvent {
+                        tsc: u64_at(r, 0),
+                        thread,
+                        addr: u64_at(r, 8),
+                        size: u64_at(r, 16),
+                        pc: u64_at(r, 24),
+                        free: u32_at(r, 32) == 2,
+                    });
+                }
+            }
+            CH_END if len >= 32 => {
+                p.end = Some((u64_at(body, 0), u64_at(body, 8)));
+                p.decimation = u64_at(body, 24);
+            }
+            CH_CRASH if len >= 4 => p.crash = Some(u32_at(body, 0)),
+            _ => {} // newer chunk kinds: skip
+        }
+        if !seen_header {
+            return Err(bad("recording does not start with a header".into()));
+        }
+    }
+    if !seen_header {
+        return Err(bad("empty recording".into()));
+    }
+    Ok(p)
+}
+
+/// Reads every `rt.*.bin` in `dir`, parents before children.
+pub fn read_dir(dir: &Path) -> Result<Vec<Process>, TraceError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| TraceError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for e in entries {
+        let e = e.map_err(|source| TraceError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with("rt.") && name.ends_with(".bin")) {
+            continue;
+        }
+        let path = e.path();
+        let file = std::fs::File::open(&path).map_err(|source| TraceError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len == 0 {
+            continue;
+        }
+        // SAFETY: read-only map of a file only lineup's runtime wrote, and it has exited.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| TraceError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        out.push(parse(&map, &path)?);
+    }
+    out.sort_by_key(|p| (p.ns_start, p.pid));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(kind: u32, thread: u32, count: u32, body: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&MAGIC.to_le_bytes());
+        v.extend_from_slice(&kind.to_le_bytes());
+        v.extend_from_slice(&thread.to_le_bytes());
+        v.extend_from_slice(&count.to_le_bytes());
+        v.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        v.extend_from_slice(body);
+        v
+    }
+
+    fn header() -> Vec<u8> {
+        let mut h = vec![0u8; 56 + 512];
+        h[0..4].copy_from_slice(&RUNTIME_VERSION.to_le_bytes());
+        h[4..8].copy_from_slice(&42u32.to_le_bytes());
+        h[56..61].copy_from_slice(b"/bin/");
+        chunk(CH_HEADER, 0, 1, &h)
+    }
+
+    #[test]
+    fn reads_counts_and_notices_truncation() {
+        let mut f = header();
+        let mut agg = Vec::new();
+        let key: u64 = 0x5555_0000_1000 | ((8u64 | 1 << 8) << 48);
+        for v in [key, 0x4010, 7, 3] {
+            agg.extend_from_slice(&v.to_le_bytes());
+        }
+        f.extend(chunk(CH_AGG, 3, 1, &agg));
+        let p = parse(&f, Path::new("x")).unwrap();
+        assert_eq!(p.pid, 42);
+        assert_eq!(p.exe, "/bin/");
+        assert_eq!(
+            p.counted,
+            vec![Counted {
+                thread: 3,
+                addr: 0x5555_0000_1000,
+                size: 8,
+                kind: Kind::Store,
+                pc: 0x4010,
+                count: 7,
+                eligible: 3
+            }]
+        );
+        assert!(!p.complete());
+        assert!(!p.truncated);
+        f.extend(chunk(CH_TRACE, 3, 1, &[0u8; 24]));
+        f.truncate(f.len() - 5);
+        let p = parse(&f, Path::new("x")).unwrap();
+        assert!(p.truncated);
+        assert!(p.traced.is_empty());
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(parse(b"hello world, this is not it at all", Path::new("x")).is_err());
+    }
+}

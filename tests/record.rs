@@ -1,0 +1,459 @@
+//! `lineup cc` + `lineup record` end to end: the corpus in `examples/record/` is built,
+//! recorded and diagnosed, and the recorder's promises (identical streams and status,
+//! partial profiles on crashes, fork, many threads, clear refusals) are checked with the
+//! programs in `tests/data/record/`.
+//!
+//! Needs a C compiler (clang, or gcc through LINEUP_CC=gcc); `.ci/run` installs both.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+fn lineup() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lineup"));
+    // A cache of our own: the tests also cover compiling the runtime.
+    c.env("LINEUP_CACHE_DIR", scratch().join("cache"));
+    c
+}
+
+fn scratch() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("record-tests");
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    })
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Builds `src` (relative to the repository) with `lineup cc -O2 -pthread` into `name`.
+fn build_with(src: &str, name: &str, compiler: Option<&str>) -> PathBuf {
+    let out = scratch().join(name);
+    let mut c = lineup();
+    if let Some(cc) = compiler {
+        c.env("LINEUP_CC", cc);
+    }
+    let o = c
+        .args(["cc", "-O2", "-pthread", "-Wall"])
+        .arg(common::repo().join(src))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "lineup cc {src}: {}", text(&o.stderr));
+    out
+}
+
+/// Builds `src` under a name of its own: tests run in parallel and may build one source.
+fn build(src: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let stem = Path::new(src)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    build_with(src, &format!("{stem}-{n}"), None)
+}
+
+/// `lineup record -o PROFILE [flags] -- PROG args`.
+fn record(prog: &Path, flags: &[&str], args: &[&str]) -> (Output, PathBuf) {
+    let stem = prog.file_name().unwrap().to_string_lossy().into_owned();
+    let profile = scratch().join(format!("{stem}-{}.json", flags.join("").replace('-', "")));
+    let o = lineup()
+        .arg("record")
+        .arg("-o")
+        .arg(&profile)
+        .args(flags)
+        .arg("--")
+        .arg(prog)
+        .args(args)
+        .output()
+        .unwrap();
+    (o, profile)
+}
+
+fn record_ok(prog: &Path, args: &[&str]) -> PathBuf {
+    let (o, profile) = record(prog, &[], args);
+    assert!(o.status.success(), "record: {}", text(&o.stderr));
+    profile
+}
+
+fn diagnose(ty: &str, prog: &Path, profile: &Path) -> Value {
+    let o = lineup()
+        .args(["diagnose", "--json", "--type", ty, "--dwarf"])
+        .arg(prog)
+        .arg("--profile")
+        .arg(profile)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "diagnose: {}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn line(d: &Value, index: u64) -> &Value {
+    d["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["index"] == index)
+        .unwrap_or_else(|| panic!("no line {index} in {d:#}"))
+}
+
+fn member_names(l: &Value) -> Vec<String> {
+    l["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn member<'a>(l: &'a Value, name: &str) -> &'a Value {
+    l["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no member {name} in {l:#}"))
+}
+
+fn verdicts(d: &Value) -> Vec<String> {
+    d["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["verdict"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn profile_json(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+#[test]
+fn per_thread_counters_falsely_share_line_0() {
+    let prog = build("examples/record/counters.c");
+    let profile = record_ok(&prog, &["2", "200000"]);
+    let d = diagnose("counters", &prog, &profile);
+    let l = line(&d, 0);
+    assert_eq!(l["verdict"], "false_sharing", "{l:#}");
+    let names = member_names(l);
+    assert!(names.contains(&"hits[0]".into()) && names.contains(&"hits[1]".into()));
+    assert_eq!(member(l, "hits[0]")["cpus"], 1, "one worker per slot");
+    assert_eq!(line(&d, 1)["verdict"], "not_shared", "total: main only");
+    // Exact counts: each worker stores its slot about half of 200000 times.
+    let stores = member(l, "hits[0]")["counts"]["stores"].as_f64().unwrap();
+    assert!((80_000.0..120_000.0).contains(&stores), "{stores}");
+    // Code locations carry source lines.
+    let p = profile_json(&profile);
+    let src = p["types"][0]["accesses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["code"]["source"].as_str())
+        .any(|s| s.starts_with("counters.c:"));
+    assert!(src, "no counters.c:N source line in the profile");
+}
+
+#[test]
+fn hot_counter_falsely_shares_with_read_mostly_config() {
+    let prog = build("examples/record/stats.c");
+    let profile = record_ok(&prog, &["2", "200000"]);
+    let d = diagnose("server_stats", &prog, &profile);
+    let l = line(&d, 0);
+    assert_eq!(l["verdict"], "false_sharing", "{l:#}");
+    let requests = member(l, "requests");
+    assert!(requests["counts"]["stores"].as_f64().unwrap() >= 200_000.0);
+    let batch = member(l, "max_batch");
+    assert_eq!(
+        batch["counts"]["stores"],
+        Value::Null,
+        "config is never stored"
+    );
+    assert!(batch["counts"]["loads"].as_f64().unwrap() >= 400_000.0);
+    let why = l["explanation"].as_str().unwrap();
+    assert!(why.contains("`requests` is stored by accounting"), "{why}");
+    assert!(why.contains("`max_batch`"), "{why}");
+}
+
+#[test]
+fn lock_next_to_its_data_is_true_sharing() {
+    let prog = build("examples/record/account.c");
+    let profile = record_ok(&prog, &["2", "50000"]);
+    let d = diagnose("account", &prog, &profile);
+    let l = line(&d, 0);
+    assert_eq!(l["verdict"], "true_sharing", "{l:#}");
+    // pthread_mutex_lock/unlock update the lock word atomically: twice per iteration.
+    let lock = member(l, "lock");
+    assert_eq!(lock["counts"]["rmw"].as_f64().unwrap(), 200_000.0);
+    assert_eq!(lock["cpus"], 2);
+    assert_eq!(member(l, "balance")["cpus"], 2);
+}
+
+#[test]
+fn atomic_counter_is_true_sharing() {
+    let prog = build("examples/record/refcount.c");
+    let profile = record_ok(&prog, &["2", "200000"]);
+    let d = diagnose("object_cache", &prog, &profile);
+    let l = line(&d, 0);
+    assert_eq!(l["verdict"], "true_sharing", "{l:#}");
+    assert_eq!(
+        member_names(l),
+        ["refs"],
+        "capacity and name are never touched"
+    );
+    assert_eq!(
+        member(l, "refs")["counts"]["rmw"].as_f64().unwrap(),
+        400_000.0
+    );
+    assert_eq!(member(l, "refs")["cpus"], 2);
+}
+
+#[test]
+fn queue_head_and_tail_falsely_share_on_the_heap() {
+    let prog = build("examples/record/ring.c");
+    let profile = record_ok(&prog, &["100000"]);
+    let p = profile_json(&profile);
+    let ring = p["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type_name"] == "ring")
+        .expect("the heap block is typed as struct ring");
+    assert!(
+        // ring_new is inlined into main at -O2: the call site names the source line.
+        ring["note"]
+            .as_str()
+            .unwrap()
+            .contains("heap blocks allocated at main+"),
+        "{}",
+        ring["note"]
+    );
+    assert!(
+        ring["note"].as_str().unwrap().contains("(ring.c:"),
+        "{}",
+        ring["note"]
+    );
+    let d = diagnose("ring", &prog, &profile);
+    let l = line(&d, 0);
+    assert_eq!(l["verdict"], "false_sharing", "{l:#}");
+    assert!(member(l, "head")["counts"]["stores"].as_f64().unwrap() >= 100_000.0);
+    assert!(member(l, "tail")["counts"]["stores"].as_f64().unwrap() >= 100_000.0);
+    let why = l["explanation"].as_str().unwrap();
+    assert!(
+        why.contains("`head` is stored by producer")
+            && why.contains("`tail` is stored by consumer"),
+        "{why}"
+    );
+}
+
+#[test]
+fn controls_show_no_contention() {
+    let padded = build("examples/record/padded.c");
+    let profile = record_ok(&padded, &["2", "200000"]);
+    let d = diagnose("slot", &padded, &profile);
+    assert_eq!(verdicts(&d), ["not_shared"], "{d:#}");
+
+    let config = build("examples/record/config.c");
+    let profile = record_ok(&config, &["2", "200000"]);
+    let d = diagnose("tunables", &config, &profile);
+    for v in verdicts(&d) {
+        assert!(v == "read_shared" || v == "not_shared", "{d:#}");
+    }
+    // Only loads after the workers start: nothing shared and written, nothing traced.
+    let p = profile_json(&profile);
+    assert_eq!(p["summary"]["record"]["traced_accesses"], 0.0);
+}
+
+#[test]
+fn streams_and_exit_status_are_the_programs_own() {
+    let prog = build("tests/data/record/streams.c");
+    let plain = Command::new(&prog).arg("5").output().unwrap();
+    let (recorded, profile) = record(&prog, &[], &["5"]);
+    assert_eq!(recorded.status.code(), Some(5));
+    assert_eq!(plain.status.code(), Some(5));
+    assert_eq!(recorded.stdout, plain.stdout);
+    assert_eq!(recorded.stderr, plain.stderr);
+    assert!(profile.is_file());
+    let (recorded, _) = record(&prog, &[], &["0"]);
+    assert_eq!(recorded.status.code(), Some(0));
+}
+
+#[test]
+fn a_crash_is_the_programs_crash_with_a_partial_profile() {
+    let prog = build("tests/data/record/crash.c");
+    let (o, profile) = record(&prog, &[], &["segv"]);
+    assert_eq!(o.status.code(), Some(128 + 11), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "about to crash\n");
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("killed by SIGSEGV") && err.contains("partial profile"),
+        "{err}"
+    );
+    let p = profile_json(&profile);
+    assert_eq!(p["provenance"]["settings"]["partial"], "true");
+    assert!(
+        p["provenance"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("PARTIAL")
+    );
+    assert_eq!(p["summary"]["record"]["partial"], 1.0);
+    // What the threads did before the crash is all there.
+    let d = diagnose("shared_state", &prog, &profile);
+    assert_eq!(line(&d, 0)["verdict"], "false_sharing", "{d:#}");
+
+    let (o, _) = record(&prog, &["--line-size", "64"], &["abort"]);
+    assert_eq!(o.status.code(), Some(128 + 6));
+    assert!(text(&o.stderr).contains("SIGABRT"));
+}
+
+#[test]
+fn a_forked_child_is_recorded_into_the_same_profile() {
+    let prog = build("tests/data/record/fork.c");
+    let plain = Command::new(&prog).output().unwrap();
+    let (o, profile) = record(&prog, &[], &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(o.stdout, plain.stdout);
+    let p = profile_json(&profile);
+    assert_eq!(p["summary"]["record"]["processes"], 2.0);
+    assert_eq!(p["summary"]["record"]["threads"], 6.0);
+    let pids: std::collections::BTreeSet<i64> = p["types"][0]["accesses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| a["threads"]["pids"].as_array().unwrap().clone())
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    // Each process counted its own 2 x 100000 stores; the child's are not the parent's.
+    let stores: f64 = p["types"][0]["accesses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["counts"]["stores"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert_eq!(stores, 400_000.0);
+}
+
+#[test]
+fn sixty_four_threads_on_two_cores() {
+    let prog = build("examples/record/refcount.c");
+    let (o, profile) = record(&prog, &["--sample", "1"], &["64", "5000"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let p = profile_json(&profile);
+    assert_eq!(p["summary"]["record"]["threads"], 65.0);
+    let d = diagnose("object_cache", &prog, &profile);
+    let l = line(&d, 0);
+    assert_eq!(l["verdict"], "true_sharing");
+    assert_eq!(member(l, "refs")["cpus"], 64);
+    assert_eq!(
+        member(l, "refs")["counts"]["rmw"].as_f64().unwrap(),
+        320_000.0
+    );
+}
+
+#[test]
+fn sampling_scales_counts_and_keeps_the_verdict() {
+    let prog = build_with("examples/record/counters.c", "counters-sampled", None);
+    let (o, profile) = record(&prog, &["--sample", "4"], &["2", "400000"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let p = profile_json(&profile);
+    assert_eq!(p["provenance"]["settings"]["sample"], "4");
+    // Bursts of 1024 accesses in 4096, scaled by 4: close to the exact count, about 800000
+    // (each worker loads and stores its slot in half of its 400000 iterations).
+    let total = p["summary"]["record"]["accesses"].as_f64().unwrap();
+    assert!((600_000.0..1_000_000.0).contains(&total), "{total}");
+    let d = diagnose("counters", &prog, &profile);
+    assert_eq!(line(&d, 0)["verdict"], "false_sharing");
+}
+
+#[test]
+fn gcc_builds_record_too() {
+    let prog = build_with("examples/record/counters.c", "counters-gcc", Some("gcc"));
+    let profile = record_ok(&prog, &["2", "100000"]);
+    let d = diagnose("counters", &prog, &profile);
+    assert_eq!(line(&d, 0)["verdict"], "false_sharing", "{d:#}");
+}
+
+#[test]
+fn adjacent_line_pairs_are_simulated_on_request() {
+    let prog = build("examples/record/padded.c");
+    let (o, profile) = record(&prog, &["--adjacent-line"], &["2", "100000"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let p = profile_json(&profile);
+    assert_eq!(p["provenance"]["settings"]["simulated_pairs"], "128");
+    assert_eq!(p["cacheline_size"], 64);
+    // On 64-byte lines the padded slots never falsely share.
+    let false_64: f64 = p["types"][0]["accesses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["details"]["sim_false_sharing"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert_eq!(false_64, 0.0);
+}
+
+#[test]
+fn a_program_without_the_runtime_is_refused_in_one_line() {
+    let plain = scratch().join("plain");
+    let o = Command::new("cc")
+        .arg(common::repo().join("examples/record/counters.c"))
+        .args(["-pthread", "-o"])
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let (o, profile) = record(&plain, &[], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("plain") && err.contains("lineup cc"), "{err}");
+    assert!(o.stdout.is_empty(), "the program must not have run");
+    assert!(!profile.exists());
+
+    let missing = scratch().join("no-such-program");
+    let (o, profile) = record(&missing, &[], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no-such-program: no such file"), "{err}");
+    assert!(!profile.exists());
+}
+
+#[test]
+fn an_unknown_type_name_is_one_line() {
+    let prog = build("examples/record/padded.c");
+    let (o, profile) = record(&prog, &["--type", "nosuch"], &["1", "10"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--type nosuch: no struct or union of that name"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty(), "checked before the program runs");
+    assert!(!profile.exists());
+}
+
+#[test]
+fn help_has_examples() {
+    for cmd in ["cc", "c++", "record"] {
+        let o = lineup().args([cmd, "--help"]).output().unwrap();
+        assert!(o.status.success(), "{cmd}");
+        assert!(
+            text(&o.stdout).contains("Examples:"),
+            "{cmd}: {}",
+            text(&o.stdout)
+        );
+    }
+}
