@@ -117,7 +117,11 @@
         var parts = [];
         l.cells.forEach(function (c) {
           var s = Math.max(c.offset, line.start), e = Math.min(c.offset + c.size, lineEnd);
-          if (e <= s) { return; }
+          // Zero-size members (empty structs, flexible arrays) get a thin marker.
+          var zero = c.size === 0 && c.offset >= line.start &&
+            (c.offset < lineEnd || (c.offset === l.size && line.index === l.lines.length - 1));
+          if (e <= s && !zero) { return; }
+          if (zero) { e = s; }
           var d = el("div", {
             class: "cell " + c.kind + (s > c.offset ? " cont" : ""),
             "data-field": c.name, "data-kind": c.kind, "data-offset": String(c.offset),
@@ -125,7 +129,8 @@
             "data-line": String(line.index), tabindex: "0", role: "button",
             "aria-label": summary(c) + (s > c.offset ? " (continued)" : "")
           }, c.kind === "field" ? c.name : "");
-          d.style.flex = (e - s) + " 0 0";
+          d.style.flex = zero ? "0 0 4px" : (e - s) + " 0 0";
+          if (zero) { d.classList.add("zero"); }
           d._cell = c;
           d._layout = li;
           bytes.appendChild(d);
@@ -209,7 +214,9 @@
     box.appendChild(dl);
   }
   var tip = document.getElementById("tip");
+  var cursor = null; // the cell the tooltip is about
   function showTip(d) {
+    cursor = d;
     detailsOf(d._cell, data.layouts[d._layout].name, tip);
     tip.setAttribute("data-field", d._cell.name);
     tip.hidden = false;
@@ -248,7 +255,11 @@
         if (at < e) { target = x; }
       });
     }
-    if (target) { target.focus(); return true; }
+    if (target) {
+      target.focus();
+      showTip(target);
+      return true;
+    }
     return false;
   }
   var view = document.getElementById("lines-view");
@@ -372,6 +383,12 @@
         hit.focus();
         hit.classList.add("active");
         showTip(hit);
+        // #keys=ArrowRight,Enter: key presses on the focused cell, as a user would type them.
+        var at = hit;
+        (opts.keys ? opts.keys.split(",") : []).forEach(function (k) {
+          at.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true }));
+          at = cursor || at;
+        });
       }
     }
   }
