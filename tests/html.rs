@@ -172,10 +172,7 @@ fn elements(dom: &str, tag_re: &str) -> Vec<BTreeMap<String, String>> {
 fn panel(dom: &str, i: usize) -> &str {
     let open = format!("<section class=\"layout\" data-layout=\"{i}\"");
     let start = dom.find(&open).unwrap_or_else(|| panic!("no panel {i}"));
-    let end = dom[start..]
-        .find("</section>")
-        .map(|e| start + e)
-        .unwrap();
+    let end = dom[start..].find("</section>").map(|e| start + e).unwrap();
     &dom[start..end]
 }
 
@@ -188,6 +185,7 @@ fn check_drawing(dom: &str, data: &Value) {
     let cls = data["cacheline_size"].as_u64().unwrap();
     let layouts = data["layouts"].as_array().unwrap();
     assert!(!layouts.is_empty());
+    let label = Regex::new(r#"<div class="verdict [^"]*"[^>]*><b>([^<]*)</b>"#).unwrap();
     for (li, layout) in layouts.iter().enumerate() {
         let name = layout["name"].as_str().unwrap();
         let size = layout["size"].as_u64().unwrap();
@@ -195,7 +193,11 @@ fn check_drawing(dom: &str, data: &Value) {
         let rows = elements(part, r#"<div class="row"[^>]*>"#);
         let lines = layout["lines"].as_array().unwrap();
         assert_eq!(rows.len(), lines.len(), "{name}: rows drawn");
-        assert_eq!(lines.len() as u64, size.div_ceil(cls), "{name}: lines in JSON");
+        assert_eq!(
+            lines.len() as u64,
+            size.div_ceil(cls),
+            "{name}: lines in JSON"
+        );
         for (r, l) in rows.iter().zip(lines) {
             assert_eq!(r["data-line"], l["index"].to_string(), "{name}");
         }
@@ -204,7 +206,6 @@ fn check_drawing(dom: &str, data: &Value) {
         for (v, l) in verdicts.iter().zip(lines) {
             assert_eq!(v["data-verdict"], l["verdict"].as_str().unwrap(), "{name}");
         }
-        let label = Regex::new(r#"<div class="verdict [^"]*"[^>]*><b>([^<]*)</b>"#).unwrap();
         let labels: Vec<String> = label.captures_iter(part).map(|c| unescape(&c[1])).collect();
         let want: Vec<&str> = lines.iter().map(|l| l["label"].as_str().unwrap()).collect();
         assert_eq!(labels, want, "{name}: verdict labels");
@@ -223,12 +224,17 @@ fn check_drawing(dom: &str, data: &Value) {
             assert!(s.contains_key("tabindex"), "{name}: cell not focusable");
             let aria = &s["aria-label"];
             assert!(
-                aria.contains(&s["data-field"]) && aria.contains(&format!("offset {}", s["data-offset"])),
+                aria.contains(&s["data-field"])
+                    && aria.contains(&format!("offset {}", s["data-offset"])),
                 "{name}: aria-label {aria:?}"
             );
         }
         for (line, bytes) in &per_line {
-            assert_eq!(*bytes, cls.min(size - line * cls), "{name}: bytes on line {line}");
+            assert_eq!(
+                *bytes,
+                cls.min(size - line * cls),
+                "{name}: bytes on line {line}"
+            );
         }
         // Every cell of the JSON is drawn, whole, at its offset; nothing else is.
         let cells = layout["cells"].as_array().unwrap();
@@ -260,7 +266,8 @@ fn check_drawing(dom: &str, data: &Value) {
         }
         assert_eq!(covered, size, "{name}");
         assert!(
-            cells.iter().any(|c| c["kind"] == "hole") || cells.iter().any(|c| c["kind"] == "padding"),
+            cells.iter().any(|c| c["kind"] == "hole")
+                || cells.iter().any(|c| c["kind"] == "padding"),
             "{name}: task_group has holes or padding to show"
         );
     }
@@ -283,7 +290,10 @@ fn check_tooltip(dom: &str, data: &Value, li: usize, field: &str) {
     let end = start + dom[start..].find("</div>").unwrap();
     let text = &dom[start..end];
     assert!(
-        text.contains(&format!("<strong>{field} — {}</strong>", layout["name"].as_str().unwrap())),
+        text.contains(&format!(
+            "<strong>{field} — {}</strong>",
+            layout["name"].as_str().unwrap()
+        )),
         "{text}"
     );
     let dd = Regex::new(r#"<dd data-key="([^"]+)">([^<]*)</dd>"#).unwrap();
@@ -293,9 +303,18 @@ fn check_tooltip(dom: &str, data: &Value, li: usize, field: &str) {
         .collect();
     assert_eq!(shown["offset"], cell["offset"].to_string(), "{text}");
     assert_eq!(shown["size"], format!("{} bytes", cell["size"]), "{text}");
-    for (key, json) in [("loads", "loads"), ("stores", "stores"), ("rmw", "rmw"), ("HITM", "hitm")] {
+    for (key, json) in [
+        ("loads", "loads"),
+        ("stores", "stores"),
+        ("rmw", "rmw"),
+        ("HITM", "hitm"),
+    ] {
         let v: f64 = shown[key].replace(',', "").parse().unwrap();
-        assert!((v - n(&cell[json]).round()).abs() < 0.51, "{key}: {v} vs {}", cell[json]);
+        assert!(
+            (v - n(&cell[json]).round()).abs() < 0.51,
+            "{key}: {v} vs {}",
+            cell[json]
+        );
     }
     assert_eq!(shown["CPUs"], cell["cpus"].to_string());
     let fns: Vec<&str> = cell["functions"]
@@ -323,7 +342,10 @@ fn diagnose_page_draws_every_line_and_field() {
     assert_eq!(data["schema"], 1);
     assert_eq!(data["command"], "diagnose");
     assert_eq!(data["layouts"].as_array().unwrap().len(), 1);
-    assert!(data["layouts"][0]["measured"].is_null(), "replay hook present, empty");
+    assert!(
+        data["layouts"][0]["measured"].is_null(),
+        "replay hook present, empty"
+    );
     let dom = dump_dom(&page, "#hover=load_avg");
     check_drawing(&dom, &data);
     check_tooltip(&dom, &data, 0, "load_avg");
@@ -335,7 +357,10 @@ fn diagnose_page_draws_every_line_and_field() {
     assert!(!dom.contains("id=\"cost-table\""));
     // The list view holds every cell, sortable.
     let rows = elements(&dom, r#"<tr data-list-field="[^"]*"[^>]*>"#);
-    assert_eq!(rows.len(), data["layouts"][0]["cells"].as_array().unwrap().len());
+    assert_eq!(
+        rows.len(),
+        data["layouts"][0]["cells"].as_array().unwrap().len()
+    );
     assert!(dom.contains("data-sort=\"stores\""));
 
     // Keyboard: right arrow moves to the next cell, Enter shows its details.
@@ -343,12 +368,18 @@ fn diagnose_page_draws_every_line_and_field() {
     let next = elements(&dom, r#"<div id="tip"[^>]*>"#);
     assert_eq!(next[0]["data-field"], "rt_se");
     let details = elements(&dom, r#"<aside id="details"[^>]*>"#);
-    assert!(!details[0].contains_key("hidden"), "Enter shows the details");
+    assert!(
+        !details[0].contains_key("hidden"),
+        "Enter shows the details"
+    );
     assert!(dom.contains("<strong>rt_se — current</strong>"));
     // Down keeps the byte position: from load_avg (line 4, byte 256) to line 5's first cell.
     let dom = dump_dom(&page, "#hover=load_avg&keys=ArrowDown");
     let down = elements(&dom, r#"<div id="tip"[^>]*>"#);
-    let first5 = elements(panel(&dom, 0), r#"<div class="cell [^"]*"[^>]*data-line="5"[^>]*>"#);
+    let first5 = elements(
+        panel(&dom, 0),
+        r#"<div class="cell [^"]*"[^>]*data-line="5"[^>]*>"#,
+    );
     assert_eq!(down[0]["data-field"], first5[0]["data-field"]);
 
     // Heat switch and list view from the URL.
@@ -370,9 +401,15 @@ fn check_cost_table(dom: &str, data: &Value) {
         let tds: Vec<String> = td.captures_iter(&c[2]).map(|t| t[1].to_string()).collect();
         let cost = &l["cost"];
         let total: f64 = tds[7].replace(',', "").parse().unwrap();
-        assert!((total - n(&cost["total_cycles"]).round()).abs() < 0.51, "{tds:?}");
+        assert!(
+            (total - n(&cost["total_cycles"]).round()).abs() < 0.51,
+            "{tds:?}"
+        );
         let pct = cost["change_pct"].as_f64().unwrap();
-        assert_eq!(tds[8], format!("{}{pct:.1}%", if pct > 0.0 { "+" } else { "" }));
+        assert_eq!(
+            tds[8],
+            format!("{}{pct:.1}%", if pct > 0.0 { "+" } else { "" })
+        );
     }
 }
 
@@ -395,7 +432,10 @@ fn optimize_page_shows_current_and_new_layout_with_costs() {
     assert_eq!(layouts.len(), 2);
     assert_eq!(layouts[0]["name"], "current");
     assert_eq!(layouts[1]["name"], "lineup");
-    assert!(n(&layouts[1]["cost"]["change_pct"]) < 0.0, "lineup's layout costs less");
+    assert!(
+        n(&layouts[1]["cost"]["change_pct"]) < 0.0,
+        "lineup's layout costs less"
+    );
     let dom = dump_dom(&page, "#hover=load_avg&layout=1");
     check_drawing(&dom, &data);
     check_cost_table(&dom, &data);
@@ -435,4 +475,37 @@ fn predict_page_shows_every_candidate() {
     assert!(!dom.contains(">measured vs current</th>"));
     assert!(dom.contains(">vs current</th>"));
     screenshot(&page, "predict_task_group.png");
+
+    // The replay hook: a page whose layouts carry measured figures shows them in the table.
+    let mut replayed = data.clone();
+    for (i, l) in replayed["layouts"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        l["measured"] = serde_json::json!({
+            "figure": "perf bench sched pipe",
+            "unit": "usecs/op",
+            "mean": 10.0 - i as f64,
+            "std_pct": 1.5,
+            "runs": 10,
+            "change_pct": if i == 0 { Value::Null } else { Value::from(-10.0 * i as f64) },
+            "lower_is_better": true,
+        });
+    }
+    let json = serde_json::to_string(&replayed)
+        .unwrap()
+        .replace('<', "\\u003c");
+    let open = "<script type=\"application/json\" id=\"lineup-data\">";
+    let start = html.find(open).unwrap() + open.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let page2 = artifacts().join("predict_task_group_replayed.html");
+    std::fs::write(&page2, format!("{}{json}{}", &html[..start], &html[end..])).unwrap();
+    let dom = dump_dom(&page2, "");
+    assert!(dom.contains(">measured vs current</th>"));
+    let row = Regex::new(r#"<tr data-cost-row="seed_fix.h">(.*?)</tr>"#).unwrap();
+    let row = &row.captures(&dom).expect("seed_fix.h row")[1];
+    assert!(row.contains(">8 usecs/op</td>"), "{row}");
+    assert!(row.contains("class=\"better\">-20.0%</td>"), "{row}");
 }
