@@ -384,8 +384,38 @@ fn diagnose_page_draws_every_line_and_field() {
 
     // Heat switch and list view from the URL.
     let dom = dump_dom(&page, "#heat=hitm&view=list");
-    assert!(dom.contains("value=\"hitm\" checked") || dom.contains("HITM: 0"));
-    assert!(dom.contains("<section id=\"lines-view\" aria-label=\"Cache lines\" hidden"));
+    assert!(dom.contains(">HITM: 0</span>") || dom.contains("<span>HITM: 0</span>"));
+    assert!(
+        dom.contains("<span>HITM: 0</span>"),
+        "legend follows the heat switch"
+    );
+    let lines_view = elements(&dom, r#"<section id="lines-view"[^>]*>"#);
+    assert!(
+        lines_view[0].contains_key("hidden"),
+        "lines view hidden in the list view"
+    );
+    let list_view = elements(&dom, r#"<section id="list-view"[^>]*>"#);
+    assert!(!list_view[0].contains_key("hidden"), "list view shown");
+
+    // Sorting the list by a column.
+    let dom = dump_dom(&page, "#view=list&sort=hitm:desc");
+    let order: Vec<String> = elements(&dom, r#"<tr data-list-field="[^"]*"[^>]*>"#)
+        .iter()
+        .map(|r| r["data-offset"].clone())
+        .collect();
+    let mut want: Vec<&Value> = data["layouts"][0]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
+    want.sort_by(|a, b| {
+        n(&b["hitm"])
+            .total_cmp(&n(&a["hitm"]))
+            .then(b["offset"].as_u64().cmp(&a["offset"].as_u64()))
+    });
+    let want: Vec<String> = want.iter().map(|c| c["offset"].to_string()).collect();
+    assert_eq!(order, want, "sorted by HITM, descending");
+    assert!(dom.contains("aria-sort=\"descending\""));
 
     screenshot(&page, "diagnose_task_group.png");
 }

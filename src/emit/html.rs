@@ -226,9 +226,10 @@ pub fn cells_from_layout(layout: &Layout, d: Option<&Diagnosis>) -> Vec<Cell> {
             } else {
                 f.name.clone()
             };
+            // Bitfields sharing a storage unit, and the members of a union, share one cell.
             if let Some(last) = out.last_mut()
                 && last.offset == f.offset
-                && f.is_bitfield()
+                && (f.is_bitfield() || last.size > 0 && f.size > 0)
             {
                 last.name = format!("{}/{}", last.name, name);
                 last.size = last.size.max(f.size);

@@ -4,8 +4,10 @@
   "use strict";
   var data = JSON.parse(document.getElementById("lineup-data").textContent);
   var cls = data.cacheline_size;
-  var heat = "stores";
-  var METRICS = { stores: "stores", loads: "loads", rmw: "atomic RMW", hitm: "HITM" };
+  var heat = "writes";
+  var METRICS = { writes: "writes (stores + atomic RMW)", stores: "stores", loads: "loads",
+    rmw: "atomic RMW", hitm: "HITM" };
+  function metric(c, m) { return m === "writes" ? (c.stores || 0) + (c.rmw || 0) : (c[m] || 0); }
   // Viridis, sampled: colour-blind safe and monotonic in lightness.
   var RAMP = [[68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142],
     [31, 158, 137], [53, 183, 121], [109, 205, 89], [180, 222, 44], [253, 231, 37]];
@@ -38,10 +40,10 @@
     var l = (0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]) / 255;
     return l > 0.45 ? "#000000" : "#ffffff";
   }
-  function maxOf(metric) {
+  function maxOf(which) {
     var m = 0;
     data.layouts.forEach(function (l) {
-      l.cells.forEach(function (c) { m = Math.max(m, c[metric] || 0); });
+      l.cells.forEach(function (c) { m = Math.max(m, metric(c, which)); });
     });
     return m;
   }
@@ -104,6 +106,7 @@
   function drawLines() {
     var box = document.getElementById("lines-view");
     box.textContent = "";
+    box.classList.toggle("single", data.layouts.length === 1);
     cellsByLayout = [];
     data.layouts.forEach(function (l, li) {
       var panel = el("section", { class: "layout", "data-layout": String(li), "aria-label": "layout " + l.name });
@@ -132,6 +135,8 @@
           d.style.flex = zero ? "0 0 4px" : (e - s) + " 0 0";
           if (zero) { d.classList.add("zero"); }
           d._cell = c;
+          // A long member's later lines show heat only where the line itself is not cold.
+          d._quiet = s > c.offset && (line.verdict === "cold" || line.verdict === "quiet");
           d._layout = li;
           bytes.appendChild(d);
           list.push(d);
@@ -166,8 +171,8 @@
       list.forEach(function (d) {
         var c = d._cell;
         if (c.kind !== "field") { return; }
-        var v = c[heat] || 0;
-        if (v <= 0 || max <= 0) {
+        var v = metric(c, heat);
+        if (v <= 0 || max <= 0 || d._quiet) {
           d.style.background = "var(--cold)";
           d.style.color = "var(--fg)";
         } else {
@@ -365,7 +370,7 @@
   drawLines();
   drawList();
 
-  // URL hash: #heat=hitm&view=list&layout=1&hover=FIELD (the tests use it; handy for links).
+  // URL hash: #heat=hitm&view=list&sort=stores:desc&layout=1&hover=FIELD&keys=ArrowRight (the tests use it; handy for links).
   function applyHash() {
     var opts = {};
     location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
@@ -374,6 +379,15 @@
     });
     if (opts.heat) { setHeat(opts.heat); }
     if (opts.view) { setView(opts.view); }
+    if (opts.sort) {
+      // #sort=stores or #sort=stores:desc, as clicking the column's header does.
+      var sk = opts.sort.split(":");
+      if (COLS.some(function (c) { return c[0] === sk[0]; })) {
+        sortKey = sk[0];
+        sortDir = sk[1] === "desc" ? -1 : 1;
+        drawList();
+      }
+    }
     if (opts.hover) {
       var li = Number(opts.layout || 0);
       var hit = (cellsByLayout[li] || []).filter(function (d) {
