@@ -449,6 +449,77 @@ mod tests {
     }
 
     #[test]
+    fn moved_units_keep_their_counts() {
+        use crate::analysis::diagnose::FunctionUse;
+        use crate::profile::Counts;
+        let unit = |name: &str, offset, size| Unit {
+            name: name.into(),
+            members: vec![name.into()],
+            member_indices: vec![],
+            offset,
+            size,
+            align: 8,
+            natural_align: 8,
+        };
+        let units = vec![unit("a", 0, 8), unit("hot", 8, 8)];
+        let hot = MemberUse {
+            name: "hot".into(),
+            offset: 8,
+            size: 8,
+            cacheline: 0,
+            counts: Counts {
+                stores: 5.0,
+                loads: 7.0,
+                lcl_hitm: 2.0,
+                ..Counts::default()
+            },
+            cpus: 4,
+            functions: vec![FunctionUse {
+                name: "bump".into(),
+                writes: 5.0,
+                reads: 7.0,
+                cpus: 4,
+            }],
+        };
+        let d = Diagnosis {
+            type_name: "s".into(),
+            size: 16,
+            cacheline_size: 64,
+            lines: vec![],
+            cold_lines: 1,
+            members: vec![hot],
+            unresolved_fields: vec![],
+        };
+        // `hot` moves to its own line at 64; `a` stays; the rest is hole and padding.
+        let placement = Placement {
+            offsets: vec![0, 64],
+            size: 128,
+        };
+        let cells = cells_from_units(&units, &placement, Some(&d));
+        let spans: Vec<(&str, &str, u64, u64)> = cells
+            .iter()
+            .map(|c| (c.kind, c.name.as_str(), c.offset, c.size))
+            .collect();
+        assert_eq!(
+            spans,
+            vec![
+                ("field", "a", 0, 8),
+                ("hole", "", 8, 56),
+                ("field", "hot", 64, 8),
+                ("padding", "", 72, 56)
+            ]
+        );
+        let h = &cells[2];
+        assert_eq!((h.stores, h.loads, h.hitm, h.cpus), (5.0, 7.0, 2.0, 4));
+        assert_eq!(h.functions, vec!["bump".to_string()]);
+        assert_eq!(cells[0].stores, 0.0);
+        let lines = lines_from_cost(128, 64, &Cost::default());
+        assert_eq!(lines.len(), 2);
+        assert_eq!((lines[1].start, lines[1].end), (64, 127));
+        assert!(lines.iter().all(|l| l.verdict == "quiet"));
+    }
+
+    #[test]
     fn data_cannot_close_the_script_element() {
         let page = Page {
             schema: PAGE_SCHEMA,
