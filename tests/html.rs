@@ -8,6 +8,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use regex::Regex;
@@ -40,10 +41,12 @@ fn chromium() -> PathBuf {
 
 /// Runs headless Chromium on `url` with `extra` flags; returns stdout. Killed after 90 s.
 fn browse(url: &str, extra: &[String]) -> String {
+    // One profile directory per run: the tests run in parallel threads of one process.
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
     let profile = std::env::temp_dir().join(format!(
         "lineup-html-chromium-{}-{}",
         std::process::id(),
-        url.len() + extra.len() * 1000 + extra.iter().map(String::len).sum::<usize>()
+        RUNS.fetch_add(1, Ordering::Relaxed)
     ));
     let mut child = Command::new(chromium())
         .args([
@@ -302,6 +305,8 @@ fn check_tooltip(dom: &str, data: &Value, li: usize, field: &str) {
         .map(|c| (c[1].to_string(), unescape(&c[2])))
         .collect();
     assert_eq!(shown["offset"], cell["offset"].to_string(), "{text}");
+    assert_eq!(shown["type"], cell["type_name"].as_str().unwrap(), "{text}");
+    assert!(!shown["type"].is_empty(), "{text}");
     assert_eq!(shown["size"], format!("{} bytes", cell["size"]), "{text}");
     for (key, json) in [
         ("loads", "loads"),

@@ -346,7 +346,7 @@ pub fn run(args: Args) -> Result<()> {
         if !plan.moved.is_empty() {
             notes.push(format!("moved: {}", plan.moved.join(", ")));
         }
-        let page = emit::html::Page {
+        let mut page = emit::html::Page {
             schema: emit::html::PAGE_SCHEMA,
             command: "optimize".into(),
             type_name: args.type_name.clone(),
@@ -354,6 +354,7 @@ pub fn run(args: Args) -> Result<()> {
             notes,
             layouts: vec![cur, new],
         };
+        page.fill_type_names();
         emit::html::write_page(path, &page)
             .with_context(|| format!("{}: cannot write", path.display()))?;
         eprintln!("wrote {}", path.display());

@@ -162,7 +162,7 @@ pub fn run(args: Args) -> Result<()> {
             line.label = diag.label;
             line.explanation = diag.explanation;
         }
-        let page = html::Page {
+        let mut page = html::Page {
             schema: html::PAGE_SCHEMA,
             command: "predict".into(),
             type_name: args.type_name.clone(),
@@ -179,6 +179,7 @@ pub fn run(args: Args) -> Result<()> {
             ],
             layouts,
         };
+        page.fill_type_names();
         html::write_page(path, &page)
             .with_context(|| format!("{}: cannot write", path.display()))?;
         eprintln!("wrote {}", path.display());

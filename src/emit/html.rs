@@ -315,15 +315,15 @@ pub fn lines_from_cost(size: u64, cls: u64, cost: &Cost) -> Vec<LineView> {
                 .map(|l| (l.false_cycles, l.true_cycles))
                 .unwrap_or((0.0, 0.0));
             let (verdict, label) = if fc <= 0.0 && tc <= 0.0 {
-                ("quiet", "no modeled contention")
+                ("quiet", "no contention")
             } else if fc >= tc {
-                ("false_sharing", "false sharing (modeled)")
+                ("false_sharing", "false sharing")
             } else {
-                ("true_sharing", "true sharing (modeled)")
+                ("true_sharing", "true sharing")
             };
             let explanation = match lc {
                 Some(l) if fc > 0.0 || tc > 0.0 => format!(
-                    "{:.1} false and {:.1} true transfers, {:.0} + {:.0} cycles; hot: {}",
+                    "modeled: {:.1} false and {:.1} true transfers, {:.0} + {:.0} cycles; hot: {}",
                     l.false_transfers,
                     l.true_transfers,
                     fc,
@@ -331,9 +331,12 @@ pub fn lines_from_cost(size: u64, cls: u64, cost: &Cost) -> Vec<LineView> {
                     l.fields.join(", ")
                 ),
                 Some(l) if !l.fields.is_empty() => {
-                    format!("touched without modeled transfers: {}", l.fields.join(", "))
+                    format!(
+                        "modeled: touched without transfers: {}",
+                        l.fields.join(", ")
+                    )
                 }
-                _ => "no modeled coherence traffic".to_string(),
+                _ => "modeled: no coherence traffic".to_string(),
             };
             LineView {
                 index: i,
@@ -385,6 +388,27 @@ impl LayoutView {
             lines: lines_from_cost(placement.size, cls, cost),
             cost: Some(CostView::new(cost, base_total)),
             measured: None,
+        }
+    }
+}
+
+impl Page {
+    /// Gives cells of later layouts that lack a C type the type of the same-named cell of the
+    /// first layout (units of the cost model carry no type names).
+    pub fn fill_type_names(&mut self) {
+        let Some((first, rest)) = self.layouts.split_first_mut() else {
+            return;
+        };
+        for l in rest {
+            for c in l
+                .cells
+                .iter_mut()
+                .filter(|c| c.kind == "field" && c.type_name.is_empty())
+            {
+                if let Some(f) = first.cells.iter().find(|f| f.name == c.name) {
+                    c.type_name = f.type_name.clone();
+                }
+            }
         }
     }
 }

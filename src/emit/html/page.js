@@ -149,7 +149,8 @@
           bytes.appendChild(pad);
         }
         row.appendChild(bytes);
-        var v = el("div", { class: "verdict " + line.verdict, "data-verdict": line.verdict });
+        var v = el("div", { class: "verdict " + line.verdict, "data-verdict": line.verdict,
+          title: line.label + ": " + line.explanation });
         v.appendChild(el("b", null, line.label));
         v.appendChild(el("span", { class: "why" }, line.explanation));
         row.appendChild(v);
