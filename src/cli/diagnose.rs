@@ -4,11 +4,11 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use lineup::analysis::diagnose::{self, Diagnosis, LineBinding};
-use lineup::emit;
+use lineup::emit::{self, html};
 use lineup::layout::{self, Field};
 
 use super::evidence::{EvidenceArgs, PickArgs};
@@ -40,6 +40,9 @@ pub struct Args {
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
+    /// Also write the report as a self-contained HTML page (docs/html.md)
+    #[arg(long, value_name = "OUT.html")]
+    html: Option<std::path::PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -72,6 +75,47 @@ pub fn run(args: Args) -> Result<()> {
     )?;
     let mut d = diagnose::diagnose(&layout, &accesses, profile.provenance.machine.cpus);
     d.unresolved_fields = missing;
+
+    if let Some(path) = &args.html {
+        let mut notes = vec![format!(
+            "{} bytes, {} cache lines of {cls} bytes; evidence: {}{}",
+            d.size,
+            d.size.div_ceil(cls),
+            profile.provenance.tool,
+            profile
+                .label
+                .as_ref()
+                .map(|l| format!(" \"{l}\""))
+                .unwrap_or_default()
+        )];
+        if let Some(input) = &profile.provenance.input {
+            notes.push(format!("evidence file: {input}"));
+        }
+        if !d.unresolved_fields.is_empty() {
+            notes.push(format!(
+                "fields the profile names that the struct lacks (ignored): {}",
+                d.unresolved_fields.join(", ")
+            ));
+        }
+        let page = html::Page {
+            schema: html::PAGE_SCHEMA,
+            command: "diagnose".into(),
+            type_name: d.type_name.clone(),
+            cacheline_size: cls,
+            notes,
+            layouts: vec![html::LayoutView {
+                name: "current".into(),
+                size: layout.size,
+                cells: html::cells_from_layout(&layout, Some(&d)),
+                lines: html::lines_from_diagnosis(layout.size, cls, &d),
+                cost: None,
+                measured: None,
+            }],
+        };
+        html::write_page(path, &page)
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

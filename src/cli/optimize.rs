@@ -70,6 +70,10 @@ pub struct Args {
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
+    /// Also write the current and the new layout side by side as a self-contained HTML page
+    /// (docs/html.md)
+    #[arg(long, value_name = "OUT.html")]
+    html: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -281,6 +285,79 @@ pub fn run(args: Args) -> Result<()> {
         let tmp = out.with_extension("partial");
         std::fs::write(&tmp, d).with_context(|| format!("{}: cannot write", tmp.display()))?;
         std::fs::rename(&tmp, out).with_context(|| format!("{}: cannot write", out.display()))?;
+    }
+
+    if let Some(path) = &args.html {
+        let d = lineup::analysis::diagnose::diagnose(
+            &model.layout,
+            &ev.accesses,
+            profile.provenance.machine.cpus,
+        );
+        let base = current.total_cycles();
+        let mut cur = emit::html::LayoutView::modeled(
+            "current",
+            &model.units,
+            &model.current,
+            &current,
+            Some(base),
+            cls,
+            Some(&d),
+        );
+        cur.cells = emit::html::cells_from_layout(&model.layout, Some(&d));
+        for (line, diag) in
+            cur.lines
+                .iter_mut()
+                .zip(emit::html::lines_from_diagnosis(model.layout.size, cls, &d))
+        {
+            line.verdict = diag.verdict;
+            line.label = diag.label;
+            line.explanation = diag.explanation;
+        }
+        let new = emit::html::LayoutView::modeled(
+            "lineup",
+            &model.units,
+            &plan.placement,
+            &plan.cost,
+            Some(base),
+            cls,
+            Some(&d),
+        );
+        let mut notes = vec![
+            format!(
+                "machine {} ({}), {cls}-byte lines; evidence: {}",
+                model.machine.name, model.machine.description, profile.provenance.tool
+            ),
+            format!(
+                "queueing: the busiest line of the current layout runs at utilization {:.2} ({})",
+                model.queueing.utilization, model.utilization_source
+            ),
+            if plan.optimal {
+                format!(
+                    "search: optimal within the model ({} groupings explored)",
+                    plan.nodes
+                )
+            } else {
+                format!(
+                    "search: heuristic, node budget spent; lower bound {:.0} cycles",
+                    plan.lower_bound
+                )
+            },
+        ];
+        if !plan.moved.is_empty() {
+            notes.push(format!("moved: {}", plan.moved.join(", ")));
+        }
+        let mut page = emit::html::Page {
+            schema: emit::html::PAGE_SCHEMA,
+            command: "optimize".into(),
+            type_name: args.type_name.clone(),
+            cacheline_size: cls,
+            notes,
+            layouts: vec![cur, new],
+        };
+        page.fill_type_names();
+        emit::html::write_page(path, &page)
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        eprintln!("wrote {}", path.display());
     }
 
     let stdout = std::io::stdout();

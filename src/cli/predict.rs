@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use lineup::analysis::cost::Cost;
+use lineup::analysis::cost::{Cost, Placement};
 use lineup::analysis::{candidate, optimize};
+use lineup::emit::html;
 use lineup::readers::{c_struct, pahole_text};
 
 use super::evidence::{EvidenceArgs, PickArgs};
@@ -48,6 +49,9 @@ pub struct Args {
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
+    /// Also write every layout side by side as a self-contained HTML page (docs/html.md)
+    #[arg(long, value_name = "OUT.html")]
+    html: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -82,6 +86,8 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut rows: Vec<(String, Cost)> =
         vec![("current".to_string(), model.evaluate(&model.current))];
+    // Placements of the rows, for the HTML page.
+    let mut placements: Vec<Placement> = vec![model.current.clone()];
     if !args.no_lineup {
         let min_align = model.layout.forced_align.unwrap_or(1);
         let plan = optimize::optimize(
@@ -96,6 +102,7 @@ pub fn run(args: Args) -> Result<()> {
         )
         .map_err(|e| anyhow::anyhow!("struct {}: {e}", args.type_name))?;
         rows.push(("lineup".to_string(), plan.cost));
+        placements.push(plan.placement);
     }
     for path in &args.layouts {
         let text = std::fs::read_to_string(path)
@@ -119,6 +126,63 @@ pub fn run(args: Args) -> Result<()> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         rows.push((name, model.evaluate(&placement)));
+        placements.push(placement);
+    }
+
+    if let Some(path) = &args.html {
+        let d = lineup::analysis::diagnose::diagnose(
+            &model.layout,
+            &ev.accesses,
+            profile.provenance.machine.cpus,
+        );
+        let base = rows[0].1.total_cycles();
+        let mut layouts: Vec<html::LayoutView> = rows
+            .iter()
+            .zip(&placements)
+            .map(|((name, cost), p)| {
+                html::LayoutView::modeled(
+                    name,
+                    &model.units,
+                    p,
+                    cost,
+                    Some(base),
+                    model.cls,
+                    Some(&d),
+                )
+            })
+            .collect();
+        // The current layout as diagnose shows it: every member, diagnose's verdicts.
+        layouts[0].cells = html::cells_from_layout(&model.layout, Some(&d));
+        for (line, diag) in layouts[0].lines.iter_mut().zip(html::lines_from_diagnosis(
+            model.layout.size,
+            model.cls,
+            &d,
+        )) {
+            line.verdict = diag.verdict;
+            line.label = diag.label;
+            line.explanation = diag.explanation;
+        }
+        let mut page = html::Page {
+            schema: html::PAGE_SCHEMA,
+            command: "predict".into(),
+            type_name: args.type_name.clone(),
+            cacheline_size: model.cls,
+            notes: vec![
+                format!(
+                    "machine {} ({}), {}-byte lines; rates in {:?} of the evidence, cycles = transfers x modeled latency",
+                    model.machine.name, model.machine.description, model.cls, profile.unit
+                ),
+                format!(
+                    "queueing: the busiest line of the current layout runs at utilization {:.2} ({})",
+                    model.queueing.utilization, model.utilization_source
+                ),
+            ],
+            layouts,
+        };
+        page.fill_type_names();
+        html::write_page(path, &page)
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        eprintln!("wrote {}", path.display());
     }
 
     let stdout = std::io::stdout();

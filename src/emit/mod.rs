@@ -1,6 +1,7 @@
-//! Rendering: layouts as pahole-style text and as JSON.
+//! Rendering: layouts as pahole-style text, as JSON, and reports as an HTML page.
 
 pub mod c;
+pub mod html;
 pub mod json;
 pub mod pahole;
 pub mod patch;
