@@ -6,6 +6,7 @@ mod evidence;
 mod layout;
 mod optimize;
 mod predict;
+mod replay;
 mod source;
 mod subject;
 
@@ -34,6 +35,7 @@ enum Command {
     Diagnose(diagnose::Args),
     Optimize(optimize::Args),
     Predict(predict::Args),
+    Replay(replay::Args),
     Bench(bench::Args),
 }
 
@@ -55,6 +57,7 @@ pub fn main() -> i32 {
         Command::Diagnose(args) => diagnose::run(args).map(|()| 0),
         Command::Optimize(args) => optimize::run(args).map(|()| 0),
         Command::Predict(args) => predict::run(args).map(|()| 0),
+        Command::Replay(args) => replay::run(args).map(|()| 0),
         Command::Bench(args) => bench::run(args),
     };
     match result {
