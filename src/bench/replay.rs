@@ -211,7 +211,7 @@ fn c_ident(name: &str, taken: &mut Vec<String>) -> String {
 pub fn access_width(size: u64, at: u64) -> u64 {
     [8u64, 4, 2, 1]
         .into_iter()
-        .find(|&w| w <= size.max(1) && at % w == 0)
+        .find(|&w| w <= size.max(1) && at.is_multiple_of(w))
         .unwrap_or(1)
 }
 
@@ -279,7 +279,7 @@ pub fn generate(r: &Replay) -> String {
                 continue;
             }
             let na = unit.natural_align.max(1);
-            let align = if off % na == 0 && v.placement.size % na == 0 && na > 1 {
+            let align = if off.is_multiple_of(na) && v.placement.size.is_multiple_of(na) && na > 1 {
                 format!("_Alignas({na}) ")
             } else {
                 String::new()
