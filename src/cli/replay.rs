@@ -342,11 +342,11 @@ pub fn run(args: Args) -> Result<()> {
             }
             _ => "",
         };
-        writeln!(
-            out,
+        let line = format!(
             "{:<16} {:>16.0} {:>14} {:>14} {:>24} {:>8}",
             r.layout, mean, pred, meas, ci, agree
-        )?;
+        );
+        writeln!(out, "{}", line.trim_end())?;
     }
     writeln!(
         out,
