@@ -11,6 +11,7 @@
 
 pub mod matrix;
 pub mod parsers;
+pub mod replay;
 pub mod run;
 pub mod stats;
 pub mod svg;

@@ -7,6 +7,7 @@ mod layout;
 mod optimize;
 mod predict;
 mod record;
+mod replay;
 mod source;
 mod subject;
 
@@ -37,6 +38,7 @@ enum Command {
     Diagnose(diagnose::Args),
     Optimize(optimize::Args),
     Predict(predict::Args),
+    Replay(replay::Args),
     Bench(bench::Args),
     Cc(record::CcArgs),
     #[command(name = "c++")]
@@ -62,6 +64,7 @@ pub fn main() -> i32 {
         Command::Diagnose(args) => diagnose::run(args).map(|()| 0),
         Command::Optimize(args) => optimize::run(args).map(|()| 0),
         Command::Predict(args) => predict::run(args).map(|()| 0),
+        Command::Replay(args) => replay::run(args).map(|()| 0),
         Command::Bench(args) => bench::run(args),
         // These pass on the compiler's or the recorded program's exit status.
         Command::Cc(args) => record::run_cc(args),

@@ -63,6 +63,36 @@ struct Row {
     change_pct: Option<f64>,
 }
 
+/// The placement a candidate file (C declaration or pahole text) gives the struct's units.
+pub fn load_candidate(
+    model: &subject::Model,
+    type_name: &str,
+    path: &std::path::Path,
+) -> Result<lineup::analysis::cost::Placement> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    if let Ok(cs) = c_struct::find_struct(&text, type_name) {
+        candidate::from_declaration(&model.units, &cs.members(), model.cls)
+    } else {
+        let facts =
+            pahole_text::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        match facts.iter().find(|f| f.name == type_name) {
+            Some(f) => candidate::from_pahole(&model.units, f),
+            None => Err(format!(
+                "no struct {type_name} in it (as C or as pahole text)"
+            )),
+        }
+    }
+    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// A candidate's name in tables: its file name.
+pub fn candidate_name(path: &std::path::Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 pub fn run(args: Args) -> Result<()> {
     let mut profile = args.evidence.load(&args.pick)?;
     let opened = args.source.open()?;
@@ -105,27 +135,8 @@ pub fn run(args: Args) -> Result<()> {
         placements.push(plan.placement);
     }
     for path in &args.layouts {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read", path.display()))?;
-        let placement = if let Ok(cs) = c_struct::find_struct(&text, &args.type_name) {
-            candidate::from_declaration(&model.units, &cs.members(), model.cls)
-        } else {
-            let facts = pahole_text::parse(&text)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-            match facts.iter().find(|f| f.name == args.type_name) {
-                Some(f) => candidate::from_pahole(&model.units, f),
-                None => Err(format!(
-                    "no struct {} in it (as C or as pahole text)",
-                    args.type_name
-                )),
-            }
-        }
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        rows.push((name, model.evaluate(&placement)));
+        let placement = load_candidate(&model, &args.type_name, path)?;
+        rows.push((candidate_name(path), model.evaluate(&placement)));
         placements.push(placement);
     }
 

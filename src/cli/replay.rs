@@ -1,0 +1,426 @@
+//! `lineup replay`: generate a C microbenchmark that replays the profile's access mix on each
+//! layout, compile it, run the layouts interleaved, and set the measured change beside the
+//! model's prediction.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+
+use lineup::analysis::optimize;
+use lineup::bench::parsers::Direction;
+use lineup::bench::replay::{self, Variant};
+use lineup::bench::stats::{self, Summary, Welch};
+use lineup::bench::{Comparison, table};
+
+use super::evidence::{EvidenceArgs, PickArgs};
+use super::predict::{candidate_name, load_candidate};
+use super::source::SourceArgs;
+use super::subject::{self, ModelArgs};
+
+const ALPHA: f64 = 0.05;
+
+#[derive(clap::Args)]
+#[command(
+    about = "Measure layouts of one struct with a generated C microbenchmark that replays the profile",
+    long_about = "Generates a C program that replays the profile's loads, stores and atomic \
+                  read-modify-writes on one instance of the struct per layout (the current one, \
+                  lineup's, and any --layout candidate), compiles it with the system compiler, \
+                  runs the layouts interleaved on pinned threads, and reports the measured \
+                  change of throughput next to the cost model's prediction (docs/replay.md).",
+    after_help = "Examples:\n  \
+                  lineup replay --type task_group --btf data/vmlinux-6.18.44.btf \\\n      --c2c tests/data/c2c/seed000_paste.txt\n  \
+                  lineup replay --type task_group --c2c tests/data/c2c/seed000_paste.txt \\\n      --layout examples/seeds/000/seed_fix.h --runs 20 --duration-ms 300\n  \
+                  lineup replay --type task_group --c2c tests/data/c2c/seed000_paste.txt --self-test\n  \
+                  lineup replay --type task_group --c2c tests/data/c2c/seed000_paste.txt --emit-c replay.c --runs 0"
+)]
+pub struct Args {
+    /// The struct the layouts are of
+    #[arg(long = "type", value_name = "TYPE")]
+    type_name: String,
+    #[command(flatten)]
+    evidence: EvidenceArgs,
+    #[command(flatten)]
+    pick: PickArgs,
+    /// Struct offset at which the evidence's cache line starts (see `diagnose`)
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
+    line_offset: Option<i64>,
+    #[command(flatten)]
+    source: SourceArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// A candidate layout: C declaration or pahole text (repeatable)
+    #[arg(long = "layout", value_name = "FILE")]
+    layouts: Vec<PathBuf>,
+    /// Leave lineup's own optimized layout out
+    #[arg(long)]
+    no_lineup: bool,
+    /// Replay the current layout against itself (a check of the harness: no difference
+    /// should show)
+    #[arg(long)]
+    self_test: bool,
+    /// Threads (default: the CPUs this process may run on)
+    #[arg(long, value_name = "N")]
+    threads: Option<u32>,
+    /// Length of one run in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 200)]
+    duration_ms: u64,
+    /// Measured runs per layout (0: generate and compile only)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    runs: usize,
+    /// Iterations of private arithmetic between two accesses to the struct (0: back to back;
+    /// real code does other work between its accesses)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    think: u32,
+    /// Warm-up runs per layout, not counted
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    warmup: usize,
+    /// Write the generated C source to FILE
+    #[arg(long, value_name = "FILE")]
+    emit_c: Option<PathBuf>,
+    /// C compiler
+    #[arg(long, value_name = "CC", default_value = "cc")]
+    cc: String,
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct VariantReport {
+    layout: String,
+    size: u64,
+    predicted_cycles: f64,
+    /// Change of modeled cycles against the first layout, in percent (lower is better).
+    predicted_change_pct: Option<f64>,
+    /// Operations per second while all threads ran together, per run (the figure).
+    runs: Vec<f64>,
+    /// Operations per second of thread CPU time, per run.
+    runs_cpu: Vec<f64>,
+    /// Share of each run's operations made while all threads ran together.
+    corun_share: Vec<f64>,
+    summary: Option<Summary>,
+    /// Change of throughput against the first layout, in percent (higher is better).
+    measured_change_pct: Option<f64>,
+    welch: Option<Welch>,
+    significant: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    if args.duration_ms == 0 {
+        bail!("--duration-ms 0: a run needs some time");
+    }
+    let mut profile = args.evidence.load(&args.pick)?;
+    let opened = args.source.open()?;
+    let types = opened.types()?;
+    let id = subject::find_type(&types, &opened.label, &args.type_name)?;
+    let size = types.composite(id).map(|c| c.size).unwrap_or(0);
+    let ev = subject::gather(
+        &mut profile,
+        &types,
+        id,
+        &args.type_name,
+        size,
+        args.line_offset,
+    )?;
+    let model = args.model.build(&types, id, &profile, &ev.accesses)?;
+    if model.streams.is_empty() {
+        bail!(
+            "no access of the profile falls on a member of struct {}",
+            args.type_name
+        );
+    }
+
+    let mut variants = vec![Variant {
+        name: "current".to_string(),
+        placement: model.current.clone(),
+    }];
+    if args.self_test {
+        variants.push(Variant {
+            name: "current-again".to_string(),
+            placement: model.current.clone(),
+        });
+    } else {
+        if !args.no_lineup {
+            let plan = optimize::optimize(
+                &model.units,
+                &model.streams,
+                &model.current,
+                model.layout.forced_align.unwrap_or(1),
+                &optimize::Constraints::default(),
+                model.cls,
+                &model.machine,
+                &model.queueing,
+            )
+            .map_err(|e| anyhow::anyhow!("struct {}: {e}", args.type_name))?;
+            variants.push(Variant {
+                name: "lineup".to_string(),
+                placement: plan.placement,
+            });
+        }
+        for path in &args.layouts {
+            variants.push(Variant {
+                name: candidate_name(path),
+                placement: load_candidate(&model, &args.type_name, path)?,
+            });
+        }
+    }
+    if variants.len() < 2 {
+        bail!("nothing to compare: give --layout FILE, drop --no-lineup, or use --self-test");
+    }
+
+    let profile_cpus = profile
+        .provenance
+        .machine
+        .cpus
+        .unwrap_or(model.machine.cpus)
+        .max(1);
+    let streams = replay::replay_streams(&model.units, &model.layout, &ev.accesses, profile_cpus);
+    let threads = match args.threads {
+        Some(0) => bail!("--threads 0: at least one thread"),
+        Some(n) => n,
+        None => std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+    };
+    let evidence = subject::evidence_label(&profile);
+    let source = replay::generate(&replay::Replay {
+        type_name: &args.type_name,
+        units: &model.units,
+        streams: &streams,
+        variants: &variants,
+        profile_cpus,
+        threads,
+        cacheline_size: model.cls,
+        evidence: &evidence,
+    });
+    if let Some(path) = &args.emit_c {
+        std::fs::write(path, &source)
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+    }
+
+    let dir = std::env::temp_dir().join(format!("lineup-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let result = measure(&args, &dir, &source, variants.len());
+    let _ = std::fs::remove_dir_all(&dir);
+    let (runs, runs_cpu, corun_share) = result?;
+
+    // Predictions.
+    let predicted: Vec<f64> = variants
+        .iter()
+        .map(|v| model.evaluate(&v.placement).total_cycles())
+        .collect();
+    let base_cycles = predicted[0];
+    let load = format!("{threads}-threads");
+    let comparisons: Vec<Comparison> = (1..variants.len())
+        .filter_map(|i| comparison(&variants[i].name, &load, &runs[0], &runs[i]))
+        .collect();
+    let reports: Vec<VariantReport> = variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let c = (i > 0)
+                .then(|| comparisons.iter().find(|c| c.case == v.name))
+                .flatten();
+            VariantReport {
+                layout: v.name.clone(),
+                size: v.placement.size,
+                predicted_cycles: predicted[i],
+                predicted_change_pct: (base_cycles > 0.0)
+                    .then(|| stats::change_pct(base_cycles, predicted[i])),
+                runs: runs[i].clone(),
+                runs_cpu: runs_cpu[i].clone(),
+                corun_share: corun_share[i].clone(),
+                summary: stats::summarize(&runs[i]),
+                measured_change_pct: c.map(|c| c.change_pct),
+                welch: c.and_then(|c| c.welch),
+                significant: c.is_some_and(|c| c.significant),
+            }
+        })
+        .collect();
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        let v = serde_json::json!({
+            "schema": 1,
+            "type_name": args.type_name,
+            "machine": model.machine,
+            "cacheline_size": model.cls,
+            "threads": threads,
+            "profile_cpus": profile_cpus,
+            "duration_ms": args.duration_ms,
+            "think": args.think,
+            "runs_per_layout": args.runs,
+            "warmup_per_layout": args.warmup,
+            "alpha": ALPHA,
+            "figure": "operations per second while all threads ran together, summed over threads",
+            "streams": streams,
+            "layouts": reports,
+        });
+        serde_json::to_writer_pretty(&mut out, &v)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    if args.runs == 0 {
+        writeln!(
+            out,
+            "generated and compiled the replay of struct {} ({} layouts, {} streams, {threads} threads); --runs 0: nothing measured",
+            args.type_name,
+            variants.len(),
+            streams.len()
+        )?;
+        return Ok(());
+    }
+    let title = format!("replay {}", args.type_name);
+    let rows: Vec<&Comparison> = comparisons.iter().collect();
+    let method = format!(
+        "{} runs of {} ms per layout after {} warm-up, interleaved A B B A, {threads} pinned threads; \
+         the first layout ({}) is A",
+        args.runs, args.duration_ms, args.warmup, variants[0].name
+    );
+    out.write_all(
+        table::seeds_table(
+            &title,
+            &rows,
+            &table::Notes {
+                alpha: ALPHA,
+                method: &method,
+            },
+        )
+        .as_bytes(),
+    )?;
+    writeln!(
+        out,
+        "\nmodel vs measurement on {} ({}): predicted change of modeled cycles (lower is better) \
+         beside the measured change of throughput (higher is better)",
+        model.machine.name, model.machine.description
+    )?;
+    writeln!(
+        out,
+        "{:<16} {:>16} {:>14} {:>14} {:>24} {:>8}",
+        "layout", "throughput ops/s", "predicted", "measured", "95% CI of measured", "agree"
+    )?;
+    for r in &reports {
+        let mean = r.summary.map(|s| s.mean).unwrap_or(f64::NAN);
+        let pred = r
+            .predicted_change_pct
+            .map(|p| format!("{p:+.1}%"))
+            .unwrap_or_else(|| "-".into());
+        let meas = r
+            .measured_change_pct
+            .map(|p| format!("{p:+.1}%"))
+            .unwrap_or_else(|| "-".into());
+        let base = reports[0].summary.map(|s| s.mean).unwrap_or(f64::NAN);
+        let ci = r
+            .welch
+            .map(|w| {
+                format!(
+                    "[{:+.1}%, {:+.1}%]",
+                    w.ci_low / base * 100.0,
+                    w.ci_high / base * 100.0
+                )
+            })
+            .unwrap_or_else(|| "-".into());
+        let agree = match (r.predicted_change_pct, r.measured_change_pct) {
+            (Some(p), Some(_)) if !r.significant => {
+                if p.abs() < 1.0 {
+                    "yes"
+                } else {
+                    "no diff"
+                }
+            }
+            (Some(p), Some(m)) => {
+                if (p < 0.0) == (m > 0.0) && p != 0.0 {
+                    "yes"
+                } else {
+                    "NO"
+                }
+            }
+            _ => "",
+        };
+        let line = format!(
+            "{:<16} {:>16.0} {:>14} {:>14} {:>24} {:>8}",
+            r.layout, mean, pred, meas, ci, agree
+        );
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    writeln!(
+        out,
+        "throughput: operations per second while all threads ran together (docs/replay.md), \
+         summed over threads; agree: the measured change is significant and in the predicted \
+         direction (or neither changed)"
+    )?;
+    Ok(())
+}
+
+/// Compiles the source and runs every layout; per layout, the runs' figures (CPU-time
+/// throughput, wall-time throughput).
+#[allow(clippy::type_complexity)]
+fn measure(
+    args: &Args,
+    dir: &std::path::Path,
+    source: &str,
+    variants: usize,
+) -> Result<(Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>)> {
+    let c_path = dir.join("replay.c");
+    let bin = dir.join("replay");
+    std::fs::write(&c_path, source)
+        .with_context(|| format!("{}: cannot write", c_path.display()))?;
+    replay::compile(&args.cc, &c_path, &bin).map_err(anyhow::Error::msg)?;
+    let mut runs = vec![Vec::new(); variants];
+    let mut wall = vec![Vec::new(); variants];
+    let mut share = vec![Vec::new(); variants];
+    if args.runs == 0 {
+        return Ok((runs, wall, share));
+    }
+    let order = replay::schedule(variants, args.runs, args.warmup);
+    let bar = ProgressBar::with_draw_target(Some(order.len() as u64), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} runs {msg}",
+        )
+        .expect("valid template"),
+    );
+    let duration = Duration::from_millis(args.duration_ms);
+    for (v, warm) in order {
+        let figures = replay::run_variant(&bin, v, duration, args.think)
+            .map_err(anyhow::Error::msg)
+            .inspect_err(|_| bar.finish_and_clear())?;
+        if !warm {
+            runs[v].push(figures.ops_per_corun_second());
+            wall[v].push(figures.ops_per_cpu_second());
+            share[v].push(figures.corun_share());
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok((runs, wall, share))
+}
+
+/// The throughput of layout `name` against the first layout's, as `lineup bench` compares.
+fn comparison(name: &str, load: &str, a: &[f64], b: &[f64]) -> Option<Comparison> {
+    let (sa, sb) = (stats::summarize(a)?, stats::summarize(b)?);
+    let welch = stats::welch_from(&sa, &sb, 1.0 - ALPHA);
+    Some(Comparison {
+        case: name.to_string(),
+        load: load.to_string(),
+        metric: "throughput".to_string(),
+        group: String::new(),
+        label: "throughput".to_string(),
+        unit: "ops/s".to_string(),
+        direction: Direction::HigherIsBetter,
+        primary: true,
+        a_runs: a.to_vec(),
+        b_runs: b.to_vec(),
+        change_pct: stats::change_pct(sa.mean, sb.mean),
+        gain_pct: stats::gain_pct(sa.mean, sb.mean, true),
+        significant: welch.is_some_and(|w| w.p < ALPHA),
+        welch,
+        a: sa,
+        b: sb,
+    })
+}
