@@ -503,7 +503,11 @@ mod tests {
                 writes: 5.0,
                 reads: 7.0,
                 cpus: 4,
+                cpu_set: None,
             }],
+            cpu_set: None,
+            per_cpu: None,
+            sim_split: (0.0, 0.0),
         };
         let d = Diagnosis {
             type_name: "s".into(),
