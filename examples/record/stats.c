@@ -18,7 +18,7 @@ struct server_stats {
     long started;           /* written once */
 };
 
-struct server_stats stats __attribute__((aligned(64))) = {0, 32, 250, 0};
+struct server_stats stats __attribute__((aligned(64))) = {.max_batch = 32, .timeout_ms = 250};
 static long iterations = 2000000;
 
 static void *accounting(void *arg) {

@@ -102,6 +102,38 @@ struct Report<'a> {
     diff: Option<&'a str>,
 }
 
+/// C++ sources by their extension (`alignas` is a keyword there; C11 spells it `_Alignas`).
+fn is_cplusplus(path: &std::path::Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" | "C" | "H")
+    )
+}
+
+/// Whether `text` initializes a `struct name` positionally (`= { 0, 32 }`), which a reorder
+/// silently breaks; designated initializers (`.field = 1`) are safe.
+fn positional_initializer(text: &str, name: &str) -> Option<usize> {
+    let needle = format!("struct {name}");
+    for (i, line) in text.lines().enumerate() {
+        let Some(at) = line.find(&needle) else {
+            continue;
+        };
+        let rest = &line[at + needle.len()..];
+        if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            || rest.trim_start().starts_with('{')
+        {
+            continue;
+        }
+        if let Some(eq) = rest.find("= {").or_else(|| rest.find("={")) {
+            let body = rest[eq..].trim_start_matches(['=', ' ', '{']);
+            if !body.trim_start().starts_with('.') && !body.trim_start().starts_with('}') {
+                return Some(i + 1);
+            }
+        }
+    }
+    None
+}
+
 pub fn run(args: Args) -> Result<()> {
     let mut profile = args.evidence.load(&args.pick)?;
     let opened = args.source.open()?;
@@ -270,9 +302,16 @@ pub fn run(args: Args) -> Result<()> {
                     .position(|u| u.members.iter().any(|m| m == name))?;
                 plan.order.iter().position(|&x| x == u)
             };
-            let new_text =
-                emit::patch::rearrange_source(text, cs, &rank, &aligned_names, flavour, cls)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            let new_text = emit::patch::rearrange_source(
+                text,
+                cs,
+                &rank,
+                &aligned_names,
+                flavour,
+                cls,
+                is_cplusplus(path),
+            )
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             let shown = args
                 .diff_path
                 .clone()
@@ -281,6 +320,18 @@ pub fn run(args: Args) -> Result<()> {
         }
         None => None,
     };
+    let init_warning = header.as_ref().and_then(|(path, text, _)| {
+        positional_initializer(text, &args.type_name).map(|line| {
+            format!(
+                "warning: {}:{line} initializes struct {} by position; the reorder changes what those values mean: use designated initializers (.field = value)",
+                path.display(),
+                args.type_name
+            )
+        })
+    });
+    if let Some(w) = &init_warning {
+        eprintln!("lineup: {w}");
+    }
     if let (Some(out), Some(d)) = (&args.patch, &diff) {
         let tmp = out.with_extension("partial");
         std::fs::write(&tmp, d).with_context(|| format!("{}: cannot write", tmp.display()))?;
@@ -506,4 +557,21 @@ pub fn run(args: Args) -> Result<()> {
     }
     out.write_all(s.as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::positional_initializer;
+
+    #[test]
+    fn positional_initializers_are_found_and_designated_ones_are_not() {
+        let text = "struct s { int a; int b; };\nstruct s x = {1, 2};\n";
+        assert_eq!(positional_initializer(text, "s"), Some(2));
+        let text = "struct s { int a; int b; };\nstatic struct s x __attribute__((aligned(64))) = { .b = 2 };\n";
+        assert_eq!(positional_initializer(text, "s"), None);
+        assert_eq!(
+            positional_initializer("struct s2 y = {1};\nstruct s *p = 0;\n", "s"),
+            None
+        );
+    }
 }

@@ -24,6 +24,7 @@ pub fn rearrange_source(
     line_aligned: &[String],
     flavour: Flavour,
     cacheline_size: u64,
+    cplusplus: bool,
 ) -> Result<String, String> {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     // Alignment first, in place, on the declarations' own lines.
@@ -55,7 +56,9 @@ pub fn rearrange_source(
             Flavour::Userspace => {
                 let l = &mut lines[d.code_line];
                 let indent = l.len() - l.trim_start().len();
-                l.insert_str(indent, &format!("alignas({cacheline_size}) "));
+                // `_Alignas` is C11 without any header; C++ spells it `alignas`.
+                let kw = if cplusplus { "alignas" } else { "_Alignas" };
+                l.insert_str(indent, &format!("{kw}({cacheline_size}) "));
             }
         }
     }
