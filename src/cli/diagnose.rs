@@ -11,9 +11,7 @@ use lineup::analysis::diagnose::{self, Diagnosis, LineBinding};
 use lineup::emit::{self, html};
 use lineup::layout::{self, Field};
 
-use super::evidence::{EvidenceArgs, PickArgs};
-use super::source::SourceArgs;
-use super::subject;
+use super::subject::{self, SubjectArgs};
 
 #[derive(clap::Args)]
 #[command(
@@ -24,19 +22,8 @@ use super::subject;
                   lineup diagnose --type task_group --c2c mail.txt --report 2 --line-offset 256 --json"
 )]
 pub struct Args {
-    /// The struct the evidence is about
-    #[arg(long = "type", value_name = "TYPE")]
-    type_name: String,
     #[command(flatten)]
-    evidence: EvidenceArgs,
-    #[command(flatten)]
-    pick: PickArgs,
-    /// Struct offset at which the evidence's cache line starts, when lineup's inference
-    /// (shown in the output) picks the wrong one
-    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
-    line_offset: Option<i64>,
-    #[command(flatten)]
-    source: SourceArgs,
+    subject: SubjectArgs,
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
@@ -55,10 +42,10 @@ struct Report<'a> {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let mut profile = args.evidence.load(&args.pick)?;
-    let opened = args.source.open()?;
+    let mut profile = args.subject.evidence.load(&args.subject.pick)?;
+    let opened = args.subject.source.open()?;
     let types = opened.types()?;
-    let id = subject::find_type(&types, &opened.label, &args.type_name)?;
+    let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
     let cls = profile.cacheline_size.max(1);
     let layout = layout::layout(&types, id, cls).expect("a defined struct has a layout");
     let subject::Evidence {
@@ -69,9 +56,9 @@ pub fn run(args: Args) -> Result<()> {
         &mut profile,
         &types,
         id,
-        &args.type_name,
+        &args.subject.type_name,
         layout.size,
-        args.line_offset,
+        args.subject.line_offset,
     )?;
     let mut d = diagnose::diagnose(&layout, &accesses, profile.provenance.machine.cpus);
     d.unresolved_fields = missing;

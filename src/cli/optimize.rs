@@ -15,9 +15,7 @@ use lineup::emit::{self, c::Flavour};
 use lineup::readers::c_struct;
 use lineup::types::SourceFormat;
 
-use super::evidence::{EvidenceArgs, PickArgs};
-use super::source::SourceArgs;
-use super::subject::{self, ModelArgs};
+use super::subject::{self, ModelArgs, SubjectArgs};
 
 #[derive(clap::Args)]
 #[command(
@@ -27,18 +25,8 @@ use super::subject::{self, ModelArgs};
                   lineup optimize --type stats --dwarf ./prog --profile rec.json --source stats.h --patch fix.diff"
 )]
 pub struct Args {
-    /// The struct to rearrange
-    #[arg(long = "type", value_name = "TYPE")]
-    type_name: String,
     #[command(flatten)]
-    evidence: EvidenceArgs,
-    #[command(flatten)]
-    pick: PickArgs,
-    /// Struct offset at which the evidence's cache line starts (see `diagnose`)
-    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
-    line_offset: Option<i64>,
-    #[command(flatten)]
-    source: SourceArgs,
+    subject: SubjectArgs,
     #[command(flatten)]
     model: ModelArgs,
     /// A member that must keep its offset (repeatable)
@@ -135,24 +123,24 @@ fn positional_initializer(text: &str, name: &str) -> Option<usize> {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let mut profile = args.evidence.load(&args.pick)?;
-    let opened = args.source.open()?;
+    let mut profile = args.subject.evidence.load(&args.subject.pick)?;
+    let opened = args.subject.source.open()?;
     let mut types = opened.types()?;
-    let id = subject::find_type(&types, &opened.label, &args.type_name)?;
+    let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);
     let ev = subject::gather(
         &mut profile,
         &types,
         id,
-        &args.type_name,
+        &args.subject.type_name,
         size,
-        args.line_offset,
+        args.subject.line_offset,
     )?;
     let model = args.model.build(&types, id, &profile, &ev.accesses)?;
     if model.streams.is_empty() {
         bail!(
             "no access of the profile falls on a member of struct {}",
-            args.type_name
+            args.subject.type_name
         );
     }
     let cls = model.cls;
@@ -168,7 +156,7 @@ pub fn run(args: Args) -> Result<()> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("{}: cannot read", path.display()))?;
-            let cs = c_struct::find_struct(&text, &args.type_name)
+            let cs = c_struct::find_struct(&text, &args.subject.type_name)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             Some((path, text, cs))
         }
@@ -214,7 +202,7 @@ pub fn run(args: Args) -> Result<()> {
         &model.machine,
         &model.queueing,
     )
-    .map_err(|e| anyhow::anyhow!("{}: struct {}: {e}", opened.label, args.type_name))?;
+    .map_err(|e| anyhow::anyhow!("{}: struct {}: {e}", opened.label, args.subject.type_name))?;
     let search_ms = started.elapsed().as_secs_f64() * 1e3;
     let current = model.evaluate(&model.current);
 
@@ -321,11 +309,11 @@ pub fn run(args: Args) -> Result<()> {
         None => None,
     };
     let init_warning = header.as_ref().and_then(|(path, text, _)| {
-        positional_initializer(text, &args.type_name).map(|line| {
+        positional_initializer(text, &args.subject.type_name).map(|line| {
             format!(
                 "warning: {}:{line} initializes struct {} by position; the reorder changes what those values mean: use designated initializers (.field = value)",
                 path.display(),
-                args.type_name
+                args.subject.type_name
             )
         })
     });
@@ -400,7 +388,7 @@ pub fn run(args: Args) -> Result<()> {
         let mut page = emit::html::Page {
             schema: emit::html::PAGE_SCHEMA,
             command: "optimize".into(),
-            type_name: args.type_name.clone(),
+            type_name: args.subject.type_name.clone(),
             cacheline_size: cls,
             notes,
             layouts: vec![cur, new],
@@ -416,7 +404,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         let report = Report {
             schema: 1,
-            type_name: &args.type_name,
+            type_name: &args.subject.type_name,
             machine: &model.machine,
             cacheline_size: cls,
             current: &current,
@@ -439,7 +427,7 @@ pub fn run(args: Args) -> Result<()> {
     let _ = writeln!(
         s,
         "struct {} on {} ({}), {cls}-byte lines; evidence: {}{}",
-        args.type_name,
+        args.subject.type_name,
         model.machine.name,
         model.machine.description,
         profile.provenance.tool,

@@ -12,9 +12,7 @@ use lineup::analysis::{candidate, optimize};
 use lineup::emit::html;
 use lineup::readers::{c_struct, pahole_text};
 
-use super::evidence::{EvidenceArgs, PickArgs};
-use super::source::SourceArgs;
-use super::subject::{self, ModelArgs};
+use super::subject::{self, ModelArgs, SubjectArgs};
 
 #[derive(clap::Args)]
 #[command(
@@ -26,18 +24,8 @@ use super::subject::{self, ModelArgs};
                   lineup predict --type nohz --dwarf nohz.o --sketch examples/sketches/seed001_nohz.toml \\\n      --machine nehalem-ex-8s --layout fix.h --json"
 )]
 pub struct Args {
-    /// The struct the layouts are of
-    #[arg(long = "type", value_name = "TYPE")]
-    type_name: String,
     #[command(flatten)]
-    evidence: EvidenceArgs,
-    #[command(flatten)]
-    pick: PickArgs,
-    /// Struct offset at which the evidence's cache line starts (see `diagnose`)
-    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
-    line_offset: Option<i64>,
-    #[command(flatten)]
-    source: SourceArgs,
+    subject: SubjectArgs,
     #[command(flatten)]
     model: ModelArgs,
     /// A candidate layout: C declaration or pahole text (repeatable)
@@ -94,24 +82,24 @@ pub fn candidate_name(path: &std::path::Path) -> String {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let mut profile = args.evidence.load(&args.pick)?;
-    let opened = args.source.open()?;
+    let mut profile = args.subject.evidence.load(&args.subject.pick)?;
+    let opened = args.subject.source.open()?;
     let types = opened.types()?;
-    let id = subject::find_type(&types, &opened.label, &args.type_name)?;
+    let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);
     let ev = subject::gather(
         &mut profile,
         &types,
         id,
-        &args.type_name,
+        &args.subject.type_name,
         size,
-        args.line_offset,
+        args.subject.line_offset,
     )?;
     let model = args.model.build(&types, id, &profile, &ev.accesses)?;
     if model.streams.is_empty() {
         bail!(
             "no access of the profile falls on a member of struct {}",
-            args.type_name
+            args.subject.type_name
         );
     }
     let mut rows: Vec<(String, Cost)> =
@@ -130,12 +118,12 @@ pub fn run(args: Args) -> Result<()> {
             &model.machine,
             &model.queueing,
         )
-        .map_err(|e| anyhow::anyhow!("struct {}: {e}", args.type_name))?;
+        .map_err(|e| anyhow::anyhow!("struct {}: {e}", args.subject.type_name))?;
         rows.push(("lineup".to_string(), plan.cost));
         placements.push(plan.placement);
     }
     for path in &args.layouts {
-        let placement = load_candidate(&model, &args.type_name, path)?;
+        let placement = load_candidate(&model, &args.subject.type_name, path)?;
         rows.push((candidate_name(path), model.evaluate(&placement)));
         placements.push(placement);
     }
@@ -176,7 +164,7 @@ pub fn run(args: Args) -> Result<()> {
         let mut page = html::Page {
             schema: html::PAGE_SCHEMA,
             command: "predict".into(),
-            type_name: args.type_name.clone(),
+            type_name: args.subject.type_name.clone(),
             cacheline_size: model.cls,
             notes: vec![
                 format!(
@@ -214,7 +202,7 @@ pub fn run(args: Args) -> Result<()> {
             .collect();
         let v = serde_json::json!({
             "schema": 1,
-            "type_name": args.type_name,
+            "type_name": args.subject.type_name,
             "machine": model.machine,
             "cacheline_size": model.cls,
             "unit": profile.unit,
@@ -228,7 +216,11 @@ pub fn run(args: Args) -> Result<()> {
     writeln!(
         out,
         "struct {} on {} ({}), {}-byte lines; rates in {:?} of the evidence, cycles = transfers x modeled latency",
-        args.type_name, model.machine.name, model.machine.description, model.cls, profile.unit
+        args.subject.type_name,
+        model.machine.name,
+        model.machine.description,
+        model.cls,
+        profile.unit
     )?;
     writeln!(
         out,

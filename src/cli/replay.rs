@@ -16,10 +16,8 @@ use lineup::bench::replay::{self, Variant};
 use lineup::bench::stats::{self, Summary, Welch};
 use lineup::bench::{Comparison, table};
 
-use super::evidence::{EvidenceArgs, PickArgs};
 use super::predict::{candidate_name, load_candidate};
-use super::source::SourceArgs;
-use super::subject::{self, ModelArgs};
+use super::subject::{self, ModelArgs, SubjectArgs};
 
 const ALPHA: f64 = 0.05;
 
@@ -38,18 +36,8 @@ const ALPHA: f64 = 0.05;
                   lineup replay --type task_group --c2c tests/data/c2c/seed000_paste.txt --emit-c replay.c --runs 0"
 )]
 pub struct Args {
-    /// The struct the layouts are of
-    #[arg(long = "type", value_name = "TYPE")]
-    type_name: String,
     #[command(flatten)]
-    evidence: EvidenceArgs,
-    #[command(flatten)]
-    pick: PickArgs,
-    /// Struct offset at which the evidence's cache line starts (see `diagnose`)
-    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
-    line_offset: Option<i64>,
-    #[command(flatten)]
-    source: SourceArgs,
+    subject: SubjectArgs,
     #[command(flatten)]
     model: ModelArgs,
     /// A candidate layout: C declaration or pahole text (repeatable)
@@ -113,24 +101,24 @@ pub fn run(args: Args) -> Result<()> {
     if args.duration_ms == 0 {
         bail!("--duration-ms 0: a run needs some time");
     }
-    let mut profile = args.evidence.load(&args.pick)?;
-    let opened = args.source.open()?;
+    let mut profile = args.subject.evidence.load(&args.subject.pick)?;
+    let opened = args.subject.source.open()?;
     let types = opened.types()?;
-    let id = subject::find_type(&types, &opened.label, &args.type_name)?;
+    let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);
     let ev = subject::gather(
         &mut profile,
         &types,
         id,
-        &args.type_name,
+        &args.subject.type_name,
         size,
-        args.line_offset,
+        args.subject.line_offset,
     )?;
     let model = args.model.build(&types, id, &profile, &ev.accesses)?;
     if model.streams.is_empty() {
         bail!(
             "no access of the profile falls on a member of struct {}",
-            args.type_name
+            args.subject.type_name
         );
     }
 
@@ -155,7 +143,7 @@ pub fn run(args: Args) -> Result<()> {
                 &model.machine,
                 &model.queueing,
             )
-            .map_err(|e| anyhow::anyhow!("struct {}: {e}", args.type_name))?;
+            .map_err(|e| anyhow::anyhow!("struct {}: {e}", args.subject.type_name))?;
             variants.push(Variant {
                 name: "lineup".to_string(),
                 placement: plan.placement,
@@ -164,7 +152,7 @@ pub fn run(args: Args) -> Result<()> {
         for path in &args.layouts {
             variants.push(Variant {
                 name: candidate_name(path),
-                placement: load_candidate(&model, &args.type_name, path)?,
+                placement: load_candidate(&model, &args.subject.type_name, path)?,
             });
         }
     }
@@ -188,7 +176,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let evidence = subject::evidence_label(&profile);
     let source = replay::generate(&replay::Replay {
-        type_name: &args.type_name,
+        type_name: &args.subject.type_name,
         units: &model.units,
         streams: &streams,
         variants: &variants,
@@ -247,7 +235,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         let v = serde_json::json!({
             "schema": 1,
-            "type_name": args.type_name,
+            "type_name": args.subject.type_name,
             "machine": model.machine,
             "cacheline_size": model.cls,
             "threads": threads,
@@ -269,13 +257,13 @@ pub fn run(args: Args) -> Result<()> {
         writeln!(
             out,
             "generated and compiled the replay of struct {} ({} layouts, {} streams, {threads} threads); --runs 0: nothing measured",
-            args.type_name,
+            args.subject.type_name,
             variants.len(),
             streams.len()
         )?;
         return Ok(());
     }
-    let title = format!("replay {}", args.type_name);
+    let title = format!("replay {}", args.subject.type_name);
     let rows: Vec<&Comparison> = comparisons.iter().collect();
     let method = format!(
         "{} runs of {} ms per layout after {} warm-up, interleaved A B B A, {threads} pinned threads; \

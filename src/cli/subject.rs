@@ -9,6 +9,25 @@ use lineup::analysis::machine::{self, MachineModel};
 use lineup::profile::{Access, Profile};
 use lineup::types::{TypeId, Types};
 
+/// What every command about one struct and its evidence takes: the struct, the evidence,
+/// which report of it, where its line starts, and where the types come from.
+#[derive(clap::Args, Clone, Debug)]
+pub struct SubjectArgs {
+    /// The struct the evidence is about
+    #[arg(long = "type", value_name = "TYPE")]
+    pub type_name: String,
+    #[command(flatten)]
+    pub evidence: super::evidence::EvidenceArgs,
+    #[command(flatten)]
+    pub pick: super::evidence::PickArgs,
+    /// Struct offset at which the evidence's cache line starts, when lineup's inference
+    /// (shown by `diagnose`) picks the wrong one
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
+    pub line_offset: Option<i64>,
+    #[command(flatten)]
+    pub source: super::source::SourceArgs,
+}
+
 /// The struct named `name`, or a one-line error with close names.
 pub fn find_type(types: &Types<'_>, label: &str, name: &str) -> Result<TypeId> {
     let found = types.find_composites(name);
