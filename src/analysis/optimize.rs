@@ -6,10 +6,10 @@
 //! search is over groupings: every item that is written goes to a *write line* (alone or with
 //! other items), an item that is only read goes to a write line or to the *read area* (lines
 //! without writes). Items that are never touched fill holes afterwards. Because a line's cost
-//! never drops when a stream joins it (`cost::tests::sharing_a_line_never_costs_less_than_apart`),
-//! the cost of a partial grouping plus every unplaced item's cost alone is a lower bound, and
-//! depth-first branch and bound over groupings finds the optimum; a node budget keeps large
-//! cases fast, and then the result is reported with its bound instead of as optimal.
+//! never drops when a stream joins it (`cost::tests::adding_a_stream_never_lowers_a_lines_cost`),
+//! the cost of a partial grouping is a lower bound on every completion of it, and depth-first
+//! branch and bound over groupings finds the optimum; a node budget keeps large cases fast,
+//! and then the result is reported with a bound instead of as optimal.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -183,7 +183,7 @@ impl Search<'_> {
             return;
         }
         let item = self.order[depth];
-        let rest = rest_bound - self.alone[item];
+        let rest = (rest_bound - self.alone[item]).max(0.0);
         // Options, cheapest first: an existing write line, a new one, the read area.
         let mut options: Vec<(f64, usize)> = Vec::new();
         if !self.items[item].big {
@@ -420,7 +420,9 @@ pub fn optimize(
         exhausted: false,
         max_bins,
     };
-    let rest: f64 = order.iter().map(|&i| alone[i]).sum();
+    // A line's cost only grows as members join it, so a partial grouping's cost bounds every
+    // completion from below; members not placed yet add nothing to the bound.
+    let rest = 0.0;
     let mut assign = vec![None; items.len()];
     search.run(0, &mut Vec::new(), &mut Vec::new(), &mut assign, rest);
     let nodes = search.nodes;
@@ -612,12 +614,14 @@ pub fn optimize(
         line_aligned: line_aligned.into_iter().collect(),
         placement,
         optimal,
+        // Exhausted: every line costs at least its costliest member alone (costs only grow
+        // as members join), so the costliest hot member alone bounds the whole.
         lower_bound: if optimal {
             cost.total_cycles()
         } else if !search.exhausted {
             search_cycles
         } else {
-            rest
+            hot.iter().map(|&i| alone[i]).fold(0.0, f64::max)
         },
         nodes,
         moved,

@@ -171,7 +171,16 @@ impl ModelArgs {
                 "--utilization {u}: must be between 0 and {}",
                 cost::MAX_UTILIZATION
             ),
-            None => match measured_hitm_latency(accesses) {
+            None => match measured_hitm_latency(accesses).filter(|_| {
+                // The evidence's latencies describe the evidence's machine: use them only
+                // for a machine at least as wide as the evidence shows.
+                let seen = accesses
+                    .iter()
+                    .filter_map(|a| a.cpus.as_ref().and_then(|c| c.distinct()))
+                    .max()
+                    .unwrap_or(0);
+                profile.provenance.machine.cpus.unwrap_or(seen).max(seen) <= machine.cpus
+            }) {
                 Some(measured) => {
                     let widest = streams.iter().map(|s| s.cpus).max().unwrap_or(1);
                     let nominal = machine.transfer_cycles(widest);
@@ -185,7 +194,7 @@ impl ModelArgs {
                 }
                 None => (
                     cost::DEFAULT_UTILIZATION,
-                    "assumed (no latency in the evidence)".to_string(),
+                    "assumed (no latency measured on this machine in the evidence)".to_string(),
                 ),
             },
         };
