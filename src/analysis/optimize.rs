@@ -47,6 +47,9 @@ pub struct Plan {
     /// A lower bound on the coherence and locality cycles of any grouping.
     pub lower_bound: f64,
     pub nodes: u64,
+    /// The search stopped at its node budget (else: the grouping is optimal, and `optimal`
+    /// is false only when the concrete order costs more than the grouping).
+    pub budget_spent: bool,
     /// Units that change places in the declaration (others only shift).
     pub moved: Vec<String>,
     /// Hot items the search placed on lines of their own or with others, for the report.
@@ -624,6 +627,7 @@ pub fn optimize(
             hot.iter().map(|&i| alone[i]).fold(0.0, f64::max)
         },
         nodes,
+        budget_spent: search.exhausted,
         moved,
         write_lines,
         cost,

@@ -448,12 +448,20 @@ pub fn run(args: Args) -> Result<()> {
             "search: optimal within the model ({} groupings explored, {search_ms:.1} ms)",
             plan.nodes
         );
-    } else {
+    } else if plan.budget_spent {
         let _ = writeln!(
             s,
             "search: heuristic, node budget spent ({} nodes, {search_ms:.1} ms); lower bound {:.0} cycles, found {:.0}",
             plan.nodes,
             plan.lower_bound,
+            plan.cost.total_cycles()
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "search: the best grouping costs {:.0} cycles ({} groupings, {search_ms:.1} ms); the declaration order adds locality and costs {:.0}",
+            plan.lower_bound,
+            plan.nodes,
             plan.cost.total_cycles()
         );
     }
@@ -463,10 +471,15 @@ pub fn run(args: Args) -> Result<()> {
         ("lineup".to_string(), &plan.cost),
     ]));
     s.push('\n');
-    if plan.moved.is_empty() {
+    if plan.moved.is_empty() && plan.placement == model.current {
         let _ = writeln!(
             s,
             "no member moves: the current layout is already the best the model finds"
+        );
+    } else if plan.moved.is_empty() {
+        let _ = writeln!(
+            s,
+            "no member changes place; alignment starts new cache lines"
         );
     } else {
         let _ = writeln!(s, "moved: {}", plan.moved.join(", "));
