@@ -632,12 +632,20 @@ fn judge_exact(
             .join(", and ")
     };
     let (verdict, explanation) = if written.is_empty() {
+        let rarely_written = significant.iter().any(|m| m.counts.writes() > 0.0);
         (
             Verdict::ReadShared,
-            format!(
-                "{} only loaded: read sharing keeps a valid copy in every cache",
-                names(significant)
-            ),
+            if rarely_written {
+                format!(
+                    "{} written too rarely next to the struct's busiest line to count as contended: between those writes every cache keeps a valid copy",
+                    names(significant)
+                )
+            } else {
+                format!(
+                    "{} only loaded: read sharing keeps a valid copy in every cache",
+                    names(significant)
+                )
+            },
         )
     } else if false_pairs {
         // When every written member is written by several CPUs (a lock and the data it
