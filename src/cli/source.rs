@@ -59,7 +59,23 @@ impl SourceArgs {
                 }
             }
         };
-        let file = InputFile::open(&path)?;
+        let (file, label) = match InputFile::open(&path) {
+            Ok(f) => (f, label),
+            // The running kernel's BTF can exist and still be unreadable (a container, a
+            // sandbox): the bundled copy is the documented fallback.
+            Err(e)
+                if self.btf.is_none()
+                    && self.dwarf.is_none()
+                    && path == Path::new(RUNNING_KERNEL_BTF) =>
+            {
+                eprintln!("lineup: {e}; using the bundled 6.18 kernel BTF ({BUNDLED_BTF})");
+                (
+                    InputFile::open(Path::new(BUNDLED_BTF))?,
+                    "bundled vmlinux-6.18.44.btf".to_string(),
+                )
+            }
+            Err(e) => return Err(e.into()),
+        };
         let base = match &self.base_btf {
             Some(b) => Some(InputFile::open(b)?),
             None => None,
