@@ -196,6 +196,83 @@ fn text_report_has_the_seeds_table_and_the_model_beside_it() {
     );
 }
 
+#[test]
+fn csv_and_svg_files_hold_the_table() {
+    let _t = timing();
+    let dir = scratch("files");
+    let csv = dir.join("replay.csv");
+    let plots = dir.join("plots");
+    let args = seed000(&[
+        "--runs",
+        "2",
+        "--duration-ms",
+        "40",
+        "--warmup",
+        "0",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--svg",
+        plots.to_str().unwrap(),
+        "--json",
+    ]);
+    let report = json(&args);
+    let text = std::fs::read_to_string(&csv).expect("the CSV");
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    assert!(header.starts_with("case,load,metric"), "{header}");
+    let row = lines.next().expect("one comparison");
+    assert!(row.starts_with("lineup,"), "{row}");
+    // The CSV's change is the JSON's (same runs, same statistics).
+    let change = second(&report)["measured_change_pct"].as_f64().unwrap();
+    let column = header.split(',').position(|h| h == "change_pct").unwrap();
+    let csv_change: f64 = row.split(',').nth(column).unwrap().parse().unwrap();
+    assert!((csv_change - change).abs() < 1e-9, "{csv_change} vs {change}");
+    let svg = std::fs::read_to_string(plots.join("lineup.svg")).expect("lineup.svg");
+    assert!(svg.starts_with("<svg") && svg.contains("throughput"), "{svg}");
+    // A --csv into a missing directory fails before anything runs.
+    let bad = lineup(
+        &seed000(&["--csv", "/nonexistent-dir/x.csv"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_one_line_error(&bad, &["/nonexistent-dir", "--csv"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ctrl_c_keeps_the_finished_runs() {
+    let _t = timing();
+    let args = seed000(&["--runs", "200", "--duration-ms", "100", "--warmup", "0"]);
+    let child = Command::new(env!("CARGO_BIN_EXE_lineup"))
+        .args(&args)
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Compiling takes well under a second; then 4 runs of 0.1 s or more fit before the signal.
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(text.contains("runs: interrupted by Ctrl-C after "), "{text}");
+    assert!(text.contains("\nlineup "), "{text}");
+    assert!(err.contains("interrupted"), "{err}");
+    let done: usize = err
+        .split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .expect("a run count");
+    // 400 runs were asked for; at most 30 of 0.1 s fit in 3 s.
+    assert!((4..=30).contains(&done), "{err}");
+}
+
 fn assert_one_line_error(out: &Output, words: &[&str]) {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);

@@ -2,7 +2,7 @@
 //! the seeds' table format.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -11,7 +11,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lineup::bench::parsers::{Direction, PARSERS, Parser};
 use lineup::bench::run::{self, Failure};
 use lineup::bench::table::{self, Notes, Report, SetupReport};
-use lineup::bench::{self as bench, Collected, Comparison, Setup, Side, matrix, svg};
+use lineup::bench::{self as bench, Collected, Comparison, Setup, Side, matrix};
+
+use super::report_files::ReportFiles;
 
 const EXAMPLES: &str = "Examples:
   # perf's pipe ping-pong, A against B, 10 interleaved runs per side
@@ -102,15 +104,11 @@ pub struct Args {
     /// Significance level of Welch's t-test (0.05: 95% confidence intervals)
     #[arg(long, value_name = "P", default_value_t = 0.05)]
     alpha: f64,
-    /// Also write every figure's statistics as CSV to FILE
-    #[arg(long, value_name = "FILE")]
-    csv: Option<PathBuf>,
     /// Print JSON (every run and statistic) on stdout instead of the tables
     #[arg(long)]
     json: bool,
-    /// Also write one SVG plot per case into DIR (created if missing)
-    #[arg(long, value_name = "DIR")]
-    svg: Option<PathBuf>,
+    #[command(flatten)]
+    files: ReportFiles,
 }
 
 /// Runs `lineup bench`; returns the exit status (130 after Ctrl-C).
@@ -176,7 +174,7 @@ pub fn run(args: Args) -> Result<i32> {
         bail!("--timeout {timeout_s}: give seconds, 0 for none");
     }
     let timeout = (timeout_s > 0.0).then(|| Duration::from_secs_f64(timeout_s));
-    check_output_paths(&args)?;
+    args.files.check()?;
     run::install_interrupt_handler().map_err(|e| anyhow!(e))?;
 
     let steps = bench::schedule(runs, warmup);
@@ -246,28 +244,7 @@ pub fn run(args: Args) -> Result<i32> {
     };
 
     // Files first, each complete or absent.
-    if let Some(path) = &args.csv {
-        write_atomically(path, table::csv(&comparisons).as_bytes())?;
-    }
-    if let Some(dir) = &args.svg {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: cannot create", dir.display()))?;
-        let mut cases: Vec<&str> = Vec::new();
-        for c in &table_rows {
-            if !cases.contains(&c.case.as_str()) {
-                cases.push(&c.case);
-            }
-        }
-        for case in cases {
-            let rows: Vec<&Comparison> = table_rows
-                .iter()
-                .copied()
-                .filter(|c| c.case == case)
-                .collect();
-            let text = svg::case_plot(case, &rows, 1.0 - alpha);
-            write_atomically(&dir.join(svg::file_name(case)), text.as_bytes())?;
-        }
-    }
+    args.files.write(&comparisons, &table_rows, alpha)?;
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -454,52 +431,6 @@ fn cli_parser(args: &Args) -> Result<Option<Parser>> {
 fn check_label(flag: &str, s: &str) -> Result<()> {
     if s.is_empty() || s.contains(char::is_whitespace) {
         bail!("{flag} '{s}': must be one word (it is a column of the table)");
-    }
-    Ok(())
-}
-
-/// Fails before any run when an output could not be written afterwards.
-fn check_output_paths(args: &Args) -> Result<()> {
-    if let Some(path) = &args.csv {
-        let parent = parent_dir(path);
-        if !parent.is_dir() {
-            bail!("{}: no such directory for --csv", parent.display());
-        }
-        if path.is_dir() {
-            bail!("{}: is a directory (--csv wants a file)", path.display());
-        }
-    }
-    if let Some(dir) = &args.svg
-        && dir.exists()
-        && !dir.is_dir()
-    {
-        bail!("{}: not a directory (--svg wants one)", dir.display());
-    }
-    Ok(())
-}
-
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: readers see
-/// the old file or the whole new one, never a part.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| anyhow!("{}: not a file name", path.display()))?;
-    let tmp = parent_dir(path).join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(anyhow!("{}: cannot write: {e}", path.display()));
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ mod optimize;
 mod predict;
 mod record;
 mod replay;
+mod report_files;
 mod source;
 mod subject;
 
@@ -48,7 +49,7 @@ enum Command {
 
 /// Runs the command line and returns the process exit code: 0 on success, 2 on any error,
 /// which is printed as one line naming the file and the problem; `bench` stopped by Ctrl-C
-/// returns 130 after printing the table of its finished runs.
+/// and `replay` stopped by Ctrl-C return 130 after printing the table of their finished runs.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -64,7 +65,7 @@ pub fn main() -> i32 {
         Command::Diagnose(args) => diagnose::run(args).map(|()| 0),
         Command::Optimize(args) => optimize::run(args).map(|()| 0),
         Command::Predict(args) => predict::run(args).map(|()| 0),
-        Command::Replay(args) => replay::run(args).map(|()| 0),
+        Command::Replay(args) => replay::run(args),
         Command::Bench(args) => bench::run(args),
         // These pass on the compiler's or the recorded program's exit status.
         Command::Cc(args) => record::run_cc(args),

@@ -14,9 +14,10 @@ use lineup::analysis::optimize;
 use lineup::bench::parsers::Direction;
 use lineup::bench::replay::{self, Variant};
 use lineup::bench::stats::{self, Summary, Welch};
-use lineup::bench::{Comparison, table};
+use lineup::bench::{Comparison, run as bench_run, table};
 
 use super::predict::{candidate_name, load_candidate};
+use super::report_files::ReportFiles;
 use super::subject::{self, ModelArgs, SubjectArgs};
 
 const ALPHA: f64 = 0.05;
@@ -33,6 +34,7 @@ const ALPHA: f64 = 0.05;
                   lineup replay --type task_group --btf data/vmlinux-6.18.44.btf \\\n      --c2c tests/data/c2c/seed000_paste.txt\n  \
                   lineup replay --type task_group --c2c tests/data/c2c/seed000_paste.txt \\\n      --layout examples/seeds/000/seed_fix.h --runs 20 --duration-ms 300\n  \
                   lineup replay --type task_group --c2c tests/data/c2c/seed000_paste.txt --self-test\n  \
+                  lineup replay --type task_group --c2c tests/data/c2c/seed000_paste.txt --csv replay.csv --svg plots/\n  \
                   lineup replay --type task_group --c2c tests/data/c2c/seed000_paste.txt --emit-c replay.c --runs 0"
 )]
 pub struct Args {
@@ -75,6 +77,8 @@ pub struct Args {
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    files: ReportFiles,
 }
 
 #[derive(Serialize)]
@@ -97,10 +101,16 @@ struct VariantReport {
     significant: bool,
 }
 
-pub fn run(args: Args) -> Result<()> {
+/// Runs `lineup replay`; returns the exit status (130 after Ctrl-C, with the table of the
+/// runs finished before it).
+pub fn run(args: Args) -> Result<i32> {
     if args.duration_ms == 0 {
         bail!("--duration-ms 0: a run needs some time");
     }
+    if args.runs == 1 {
+        bail!("--runs 1: a t-test needs at least 2 runs per layout (0: compile only)");
+    }
+    args.files.check()?;
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
     let opened = args.subject.source.open()?;
     let types = opened.types()?;
@@ -194,7 +204,23 @@ pub fn run(args: Args) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let result = measure(&args, &dir, &source, variants.len());
     let _ = std::fs::remove_dir_all(&dir);
-    let (runs, runs_cpu, corun_share) = result?;
+    let Measured {
+        runs,
+        runs_cpu,
+        corun_share,
+        interrupted,
+    } = result?;
+    if interrupted && runs.iter().any(|r| r.len() < 2) {
+        eprintln!(
+            "lineup: interrupted before every layout had 2 finished runs ({}); nothing to compare",
+            runs.iter()
+                .zip(&variants)
+                .map(|(r, v)| format!("{} {}", v.name, r.len()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return Ok(130);
+    }
 
     // Predictions.
     let predicted: Vec<f64> = variants
@@ -230,11 +256,24 @@ pub fn run(args: Args) -> Result<()> {
         })
         .collect();
 
+    let rows: Vec<&Comparison> = comparisons.iter().collect();
+    args.files.write(&comparisons, &rows, ALPHA)?;
+
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    let status = if interrupted {
+        eprintln!(
+            "lineup: interrupted: the figures are those of the {} runs finished before Ctrl-C",
+            runs.iter().map(Vec::len).sum::<usize>()
+        );
+        130
+    } else {
+        0
+    };
     if args.json {
         let v = serde_json::json!({
             "schema": 1,
+            "interrupted": interrupted,
             "type_name": args.subject.type_name,
             "machine": model.machine,
             "cacheline_size": model.cls,
@@ -251,7 +290,7 @@ pub fn run(args: Args) -> Result<()> {
         });
         serde_json::to_writer_pretty(&mut out, &v)?;
         writeln!(out)?;
-        return Ok(());
+        return Ok(status);
     }
     if args.runs == 0 {
         writeln!(
@@ -261,14 +300,22 @@ pub fn run(args: Args) -> Result<()> {
             variants.len(),
             streams.len()
         )?;
-        return Ok(());
+        return Ok(0);
     }
     let title = format!("replay {}", args.subject.type_name);
-    let rows: Vec<&Comparison> = comparisons.iter().collect();
+    let done = if interrupted {
+        format!(
+            "interrupted by Ctrl-C after {} of {} runs per layout",
+            runs.iter().map(Vec::len).min().unwrap_or(0),
+            args.runs
+        )
+    } else {
+        format!("{} runs", args.runs)
+    };
     let method = format!(
-        "{} runs of {} ms per layout after {} warm-up, interleaved A B B A, {threads} pinned threads; \
+        "{done} of {} ms per layout after {} warm-up, interleaved A B B A, {threads} pinned threads; \
          the first layout ({}) is A",
-        args.runs, args.duration_ms, args.warmup, variants[0].name
+        args.duration_ms, args.warmup, variants[0].name
     );
     out.write_all(
         table::seeds_table(
@@ -342,18 +389,22 @@ pub fn run(args: Args) -> Result<()> {
          summed over threads; agree: the measured change is significant and in the predicted \
          direction (or neither changed)"
     )?;
-    Ok(())
+    Ok(status)
 }
 
-/// Compiles the source and runs every layout; per layout, the runs' figures (CPU-time
-/// throughput, wall-time throughput).
-#[allow(clippy::type_complexity)]
-fn measure(
-    args: &Args,
-    dir: &std::path::Path,
-    source: &str,
-    variants: usize,
-) -> Result<(Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>)> {
+/// Per layout, the runs' figures; `interrupted` when Ctrl-C cut the runs short.
+struct Measured {
+    /// Operations per second while all threads ran together.
+    runs: Vec<Vec<f64>>,
+    /// Operations per second of thread CPU time.
+    runs_cpu: Vec<Vec<f64>>,
+    /// Share of operations made while all threads ran together.
+    corun_share: Vec<Vec<f64>>,
+    interrupted: bool,
+}
+
+/// Compiles the source and runs every layout. Ctrl-C stops the runs; those finished count.
+fn measure(args: &Args, dir: &std::path::Path, source: &str, variants: usize) -> Result<Measured> {
     let c_path = dir.join("replay.c");
     let bin = dir.join("replay");
     std::fs::write(&c_path, source)
@@ -362,9 +413,16 @@ fn measure(
     let mut runs = vec![Vec::new(); variants];
     let mut wall = vec![Vec::new(); variants];
     let mut share = vec![Vec::new(); variants];
+    let mut interrupted = false;
     if args.runs == 0 {
-        return Ok((runs, wall, share));
+        return Ok(Measured {
+            runs,
+            runs_cpu: wall,
+            corun_share: share,
+            interrupted,
+        });
     }
+    bench_run::install_interrupt_handler().map_err(anyhow::Error::msg)?;
     let order = replay::schedule(variants, args.runs, args.warmup);
     let bar = ProgressBar::with_draw_target(Some(order.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
@@ -375,9 +433,17 @@ fn measure(
     );
     let duration = Duration::from_millis(args.duration_ms);
     for (v, warm) in order {
-        let figures = replay::run_variant(&bin, v, duration, args.think)
-            .map_err(anyhow::Error::msg)
-            .inspect_err(|_| bar.finish_and_clear())?;
+        let figures = match replay::run_variant(&bin, v, duration, args.think) {
+            Ok(f) => f,
+            Err(_) if bench_run::interrupted() => {
+                interrupted = true;
+                break;
+            }
+            Err(e) => {
+                bar.finish_and_clear();
+                bail!(e);
+            }
+        };
         if !warm {
             runs[v].push(figures.ops_per_corun_second());
             wall[v].push(figures.ops_per_cpu_second());
@@ -386,7 +452,12 @@ fn measure(
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok((runs, wall, share))
+    Ok(Measured {
+        runs,
+        runs_cpu: wall,
+        corun_share: share,
+        interrupted,
+    })
 }
 
 /// The throughput of layout `name` against the first layout's, as `lineup bench` compares.
