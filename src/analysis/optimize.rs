@@ -52,7 +52,7 @@ pub struct Plan {
     pub budget_spent: bool,
     /// Units that change places in the declaration (others only shift).
     pub moved: Vec<String>,
-    /// Hot items the search placed on lines of their own or with others, for the report.
+    /// Hot members the search placed on lines of their own or with others, for the report.
     pub write_lines: Vec<Vec<String>>,
 }
 
@@ -205,12 +205,14 @@ impl Search<'_> {
             }
         }
         let can_open = self.max_bins.is_none_or(|max| bins.len() < max);
-        if self.items[item].writes > 0.0 || self.items[item].big {
-            if can_open {
-                options.push((self.alone[item], bins.len()));
-            }
-        } else {
+        // Read-only items, big ones too (an #ifdef block kept whole), may stay in the read
+        // area: off every write line, where they cost nothing and need no line of their own.
+        // Listed first, so that a tie goes to the layout that needs no new line.
+        if self.items[item].writes == 0.0 {
             options.push((0.0, usize::MAX));
+        }
+        if (self.items[item].writes > 0.0 || self.items[item].big) && can_open {
+            options.push((self.alone[item], bins.len()));
         }
         options.sort_by(|a, b| a.0.total_cmp(&b.0));
         for (_, choice) in options {
@@ -448,11 +450,15 @@ pub fn optimize(
         .iter()
         .flat_map(|(&b, members)| members.iter().map(move |&i| (i, b)))
         .collect();
+    // Named by their hot units: a block kept whole (an #ifdef) brings cold neighbours along.
+    let hot_units: BTreeSet<usize> = streams.iter().map(|s| s.unit).collect();
     let write_lines: Vec<Vec<String>> = bins
         .values()
         .map(|m| {
             m.iter()
-                .flat_map(|&i| items[i].units.iter().map(|&u| units[u].name.clone()))
+                .flat_map(|&i| items[i].units.iter())
+                .filter(|u| hot_units.contains(u))
+                .map(|&u| units[u].name.clone())
                 .collect()
         })
         .collect();
@@ -462,13 +468,25 @@ pub fn optimize(
     let mut item_order: Vec<usize> = Vec::new();
     let mut aligned_items: BTreeSet<usize> = BTreeSet::new();
     let mut cursor = 0u64;
+    // An item's lead: the unit that starts a line when the item must (its first hot unit: a
+    // block kept whole may begin with cold members, which can stay on the line before).
+    let lead = |i: usize| -> usize {
+        items[i]
+            .units
+            .iter()
+            .copied()
+            .find(|u| hot_units.contains(u))
+            .unwrap_or(items[i].units[0])
+    };
+    // Unit by unit, as `derive` and the compiler place them.
     let place = |i: usize, cursor: &mut u64, aligned: bool| {
-        let a = if aligned {
-            items[i].align.max(cls)
-        } else {
-            items[i].align.max(1)
-        };
-        *cursor = cursor.div_ceil(a) * a + items[i].size;
+        for &u in &items[i].units {
+            let mut a = units[u].align.max(1);
+            if aligned && u == lead(i) {
+                a = a.max(cls);
+            }
+            *cursor = cursor.div_ceil(a) * a + units[u].size;
+        }
     };
     // After a write line: the end of that line, which nothing hot may reach back into.
     let mut fence: Option<u64> = None;
@@ -557,7 +575,7 @@ pub fn optimize(
             }
         }
         if al {
-            line_aligned.insert(items[i].units[0]);
+            line_aligned.insert(lead(i));
         }
         place(i, &mut cur, al);
         if bin_of.contains_key(&i) {
@@ -577,14 +595,33 @@ pub fn optimize(
             ));
         }
     }
-    // Drop alignments the layout does not need (the cursor was on a line start anyway), so
-    // the declaration carries only attributes that do something.
+    // Drop alignments the layout does not need, so the declaration carries only attributes
+    // that do something: those where the cursor was on a line start anyway, and those whose
+    // only effect is a bigger struct at no lower cost (a block that must stay whole, such as
+    // an #ifdef, aligned as a whole when one member of it already carries its own alignment).
+    let unit_streams = streams_in_units(&streams, &items, &item_of, current);
+    let keeps_pins = |p: &Placement| {
+        pinned
+            .iter()
+            .all(|&i| p.offsets[items[i].units[0]] == current.offsets[items[i].units[0]])
+    };
+    let mut cycles = cost::evaluate(units, &unit_streams, &placement, cls, machine, q).total_cycles();
     for u in line_aligned.clone() {
         let mut without = line_aligned.clone();
         without.remove(&u);
         let p = derive(units, &unit_order, &without, cls, min_align);
         if p == placement {
             line_aligned = without;
+            continue;
+        }
+        if p.size > placement.size || !keeps_pins(&p) {
+            continue;
+        }
+        let c = cost::evaluate(units, &unit_streams, &p, cls, machine, q).total_cycles();
+        if c <= cycles + 1e-9 * cycles.abs().max(1.0) {
+            line_aligned = without;
+            placement = p;
+            cycles = c;
         }
     }
     placement = derive(units, &unit_order, &line_aligned, cls, min_align);
@@ -596,14 +633,7 @@ pub fn optimize(
             placement.size
         ));
     }
-    let cost = cost::evaluate(
-        units,
-        &streams_in_units(&streams, &items, &item_of, current),
-        &placement,
-        cls,
-        machine,
-        q,
-    );
+    let cost = cost::evaluate(units, &unit_streams, &placement, cls, machine, q);
     let moved = reordered(&unit_order, current)
         .into_iter()
         .map(|u| units[u].name.clone())

@@ -485,7 +485,7 @@ pub fn run(args: Args) -> Result<()> {
         let _ = writeln!(s, "moved: {}", plan.moved.join(", "));
     }
     for g in &plan.write_lines {
-        let _ = writeln!(s, "own cache line for written member(s): {}", g.join(", "));
+        let _ = writeln!(s, "own cache line for hot member(s): {}", g.join(", "));
     }
     s.push('\n');
     let mut buf = Vec::new();
