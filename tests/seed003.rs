@@ -70,7 +70,14 @@ fn functions(m: &Value) -> Vec<(String, f64, f64)> {
 #[test]
 fn the_sketch_is_diagnosed_as_false_sharing_of_count_and_mask() {
     let v = lineup_json(&[
-        "diagnose", "--type", "cpupri_vec", "--btf", BTF, "--sketch", SKETCH, "--json",
+        "diagnose",
+        "--type",
+        "cpupri_vec",
+        "--btf",
+        BTF,
+        "--sketch",
+        SKETCH,
+        "--json",
     ]);
     let lines = v["lines"].as_array().unwrap();
     assert_eq!(lines.len(), 1, "cpupri_vec is 40 bytes: one line");
@@ -161,9 +168,18 @@ fn the_recorded_replica_contends_on_levels_0_and_99() {
         "-o",
         "rec",
     ]));
-    run(lineup_in(&dir).args(["record", "-o", "p.json", "--", "./rec", "baseline", "2", "100000"]));
+    run(lineup_in(&dir).args([
+        "record", "-o", "p.json", "--", "./rec", "baseline", "2", "100000",
+    ]));
     let out = run(lineup_in(&dir).args([
-        "diagnose", "--type", "cpupri", "--dwarf", "rec", "--profile", "p.json", "--json",
+        "diagnose",
+        "--type",
+        "cpupri",
+        "--dwarf",
+        "rec",
+        "--profile",
+        "p.json",
+        "--json",
     ]));
     let v: Value = serde_json::from_str(&out).unwrap();
     let mut lines: Vec<&Value> = v["lines"].as_array().unwrap().iter().collect();
@@ -188,7 +204,10 @@ fn the_recorded_replica_contends_on_levels_0_and_99() {
             .find(|l| holds(l, want))
             .unwrap_or_else(|| panic!("{want} not on the two costliest lines: {out}"));
         assert!(
-            matches!(l["verdict"].as_str(), Some("false_sharing" | "true_sharing")),
+            matches!(
+                l["verdict"].as_str(),
+                Some("false_sharing" | "true_sharing")
+            ),
             "{l}"
         );
         let m = l["members"]
@@ -245,7 +264,9 @@ fn patch1_makes_the_replica_faster_in_the_seeds_configuration() {
             .or_else(|| v["comparisons"].get(0))
             .cloned()
             .unwrap_or_default();
-        let change = c["change_pct"].as_f64().or_else(|| c["compare_pct"].as_f64());
+        let change = c["change_pct"]
+            .as_f64()
+            .or_else(|| c["compare_pct"].as_f64());
         if let (Some(change), Some(true)) = (change, c["significant"].as_bool()) {
             assert!(change > 0.0, "patch 1 must raise throughput: {last}");
             eprintln!("patch 1 on the replica: {change:+.1}% ops/s");
