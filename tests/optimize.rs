@@ -7,28 +7,17 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod common;
+use common::{assert_lineup_beats, lineup};
+
 const BTF: &str = "data/vmlinux-6.18.44.btf";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn lineup(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_lineup"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run lineup")
-}
-
 fn json(args: &[&str]) -> Value {
-    let out = lineup(args);
-    assert!(
-        out.status.success(),
-        "lineup {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
+    common::lineup_json(args)
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -44,38 +33,6 @@ fn cc(args: &[&str], cwd: &Path) {
         .status()
         .expect("cc");
     assert!(st.success(), "cc {args:?}");
-}
-
-/// Total modeled cycles per layout name of a `predict --json` answer.
-fn totals(v: &Value) -> Vec<(String, f64)> {
-    v["layouts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| {
-            (
-                l["layout"].as_str().unwrap().to_string(),
-                l["total_cycles"].as_f64().unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn assert_lineup_beats(v: &Value, fix: &str) {
-    let t = totals(v);
-    let get = |n: &str| {
-        t.iter()
-            .find(|x| x.0 == n)
-            .unwrap_or_else(|| panic!("{n} in {t:?}"))
-            .1
-    };
-    let (current, ours, theirs) = (get("current"), get("lineup"), get(fix));
-    assert!(theirs < current, "the seed's fix should help: {t:?}");
-    assert!(
-        ours <= theirs * (1.0 + 1e-9),
-        "lineup must not cost more than the seed's fix: {t:?}"
-    );
-    assert!(ours < current, "{t:?}");
 }
 
 #[test]

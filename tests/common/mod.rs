@@ -42,3 +42,57 @@ pub fn facts_of(layout: &Layout) -> Vec<MemberFacts> {
     walk(&layout.members, 0, &mut out);
     out
 }
+
+/// Runs the lineup binary in the repository root.
+pub fn lineup(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_lineup"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run lineup")
+}
+
+/// Runs lineup, which must succeed, and parses its `--json` answer.
+pub fn lineup_json(args: &[&str]) -> serde_json::Value {
+    let out = lineup(args);
+    assert!(
+        out.status.success(),
+        "lineup {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// Total modeled cycles per layout name of a `predict --json` answer.
+pub fn predicted_totals(v: &serde_json::Value) -> Vec<(String, f64)> {
+    v["layouts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["layout"].as_str().unwrap().to_string(),
+                l["total_cycles"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The seeds' acceptance on a `predict --json` answer: lineup's layout costs no more than the
+/// seed's fix (`fix`, the candidate's file name), which costs less than the current layout.
+pub fn assert_lineup_beats(v: &serde_json::Value, fix: &str) {
+    let t = predicted_totals(v);
+    let get = |n: &str| {
+        t.iter()
+            .find(|x| x.0 == n)
+            .unwrap_or_else(|| panic!("{n} in {t:?}"))
+            .1
+    };
+    let (current, ours, theirs) = (get("current"), get("lineup"), get(fix));
+    assert!(theirs < current, "the seed's fix should help: {t:?}");
+    assert!(
+        ours <= theirs * (1.0 + 1e-9),
+        "lineup must not cost more than the seed's fix: {t:?}"
+    );
+    assert!(ours < current, "{t:?}");
+}
