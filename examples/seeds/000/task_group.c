@@ -22,9 +22,9 @@
  *   cc -O2 -pthread task_group.c -o task_group
  *   ./task_group current 500        # layout, milliseconds [threads] [work]
  *
- * It prints "wakeups/s: N" (all threads, wall clock) and "wakeups per cpu-second: N" (per
- * second of the threads' CPU time: on a shared machine, the figure that does not count the
- * time other programs held the CPUs).
+ * It prints "wakeups/s: N" (all threads, wall clock), "wakeups per cpu-second: N" (per
+ * second of the threads' CPU time) and "together wakeups/s: N" (summed over threads, counted
+ * only while all threads ran at once: on a shared machine, the figure to compare).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -184,24 +184,21 @@ __attribute__((noinline)) static unsigned long update_cfs_group##S(struct TG *tg
 		tg_weight = 1;                                                            \
 	return (unsigned long)(1024 * load / tg_weight);                                  \
 }                                                                                         \
-static unsigned long wakeups##S(struct TG *tg, int cpu, unsigned long *sink)              \
+static void wakeups##S(struct TG *tg, struct task *p, int cpu, unsigned long *x,         \
+		       unsigned long *sink, unsigned n)                                 \
 {                                                                                         \
-	struct task p = { .weight = 1024 };                                               \
 	struct cfs_rq *cfs_rq = cfs_rqs + cpu;                                            \
-	unsigned long n = 0, x = (unsigned long)cpu * 2654435761u + 1;                    \
-	while (!stop) {                                                                   \
-		set_task_cpu##S(tg, &p, cpu);                                           \
-		/* enqueue: the CPU's load moves by a task's weight, up or down */        \
-		x ^= x << 13; x ^= x >> 7; x ^= x << 17;                                  \
-		cfs_rq->avg.load_avg = 4096 + (x & 1023);                                 \
-		update_tg_load_avg##S(tg, p.cfs_rq);                                    \
-		*sink += update_cfs_group##S(tg, p.cfs_rq);                             \
-		*sink += (unsigned long)p.rt_parent + (unsigned long)p.se_parent;         \
+	for (unsigned i = 0; i < n; i++) {                                                \
+		set_task_cpu##S(tg, p, cpu);                                              \
+		/* enqueue: the CPU's load moves by up to a task's weight */              \
+		*x ^= *x << 13; *x ^= *x >> 7; *x ^= *x << 17;                            \
+		cfs_rq->avg.load_avg = 4096 + (*x & 1023);                                \
+		update_tg_load_avg##S(tg, p->cfs_rq);                                     \
+		*sink += update_cfs_group##S(tg, p->cfs_rq);                              \
+		*sink += (unsigned long)p->rt_parent + (unsigned long)p->se_parent;       \
 		for (unsigned k = 0; k < work; k++)                                       \
 			*sink = *sink * 6364136223846793005ull + k;                       \
-		n++;                                                                      \
 	}                                                                                 \
-	return n;                                                                         \
 }
 
 DEFINE_PATHS(task_group, )
@@ -211,34 +208,63 @@ DEFINE_PATHS(task_group_lineup, _lineup)
 struct worker {
 	pthread_t thread;
 	int cpu, layout;
-	unsigned long wakeups, sink;
-	double cpu_s;
+	unsigned long wakeups, together, sink;
+	double cpu_s, together_s;
 } __attribute__((aligned(64)));
 
+/*
+ * Contention needs the threads on their CPUs at the same time, which a shared machine does
+ * not promise. Each thread bumps a heartbeat of its own line after every batch of wakeups; a
+ * batch counts as "together" when every other thread's heartbeat moved during it and it took
+ * under 0.5 ms (longer: this thread was preempted). The together figure is the one to compare.
+ */
+#define BATCH 64
+static struct worker workers[NR_CPUS];
+static int nthreads;
+static struct { volatile unsigned long beat; } __attribute__((aligned(64))) beats[NR_CPUS];
 static pthread_barrier_t barrier;
 
-static double thread_cpu_s(void)
+static double now_s(clockid_t clock)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	clock_gettime(clock, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void *run(void *arg)
 {
 	struct worker *w = arg;
+	int me = (int)(w - workers);
 	cpu_set_t set;
 	CPU_ZERO(&set);
 	CPU_SET(w->cpu, &set);
 	pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+	struct task p = { .weight = 1024 };
+	unsigned long x = (unsigned long)me * 2654435761u + 1, seen[NR_CPUS];
 	pthread_barrier_wait(&barrier);
-	double c0 = thread_cpu_s();
-	switch (w->layout) {
-	case 0: w->wakeups = wakeups(&tg_current, w->cpu, &w->sink); break;
-	case 1: w->wakeups = wakeups_seed(&tg_seed, w->cpu, &w->sink); break;
-	default: w->wakeups = wakeups_lineup(&tg_lineup, w->cpu, &w->sink); break;
+	double c0 = now_s(CLOCK_THREAD_CPUTIME_ID), t = now_s(CLOCK_MONOTONIC);
+	while (!stop) {
+		for (int o = 0; o < nthreads; o++)
+			seen[o] = beats[o].beat;
+		switch (w->layout) {
+		case 0: wakeups(&tg_current, &p, w->cpu, &x, &w->sink, BATCH); break;
+		case 1: wakeups_seed(&tg_seed, &p, w->cpu, &x, &w->sink, BATCH); break;
+		default: wakeups_lineup(&tg_lineup, &p, w->cpu, &x, &w->sink, BATCH); break;
+		}
+		w->wakeups += BATCH;
+		beats[me].beat++;
+		int together = 1;
+		for (int o = 0; o < nthreads; o++)
+			if (o != me && beats[o].beat == seen[o])
+				together = 0;
+		double t1 = now_s(CLOCK_MONOTONIC);
+		if (together && t1 - t < 0.0005) {
+			w->together += BATCH;
+			w->together_s += t1 - t;
+		}
+		t = t1;
 	}
-	w->cpu_s = thread_cpu_s() - c0;
+	w->cpu_s = now_s(CLOCK_THREAD_CPUTIME_ID) - c0;
 	return NULL;
 }
 
@@ -280,7 +306,7 @@ int main(int argc, char **argv)
 	INIT(tg_seed);
 	INIT(tg_lineup);
 
-	static struct worker workers[NR_CPUS];
+	nthreads = threads;
 	pthread_barrier_init(&barrier, NULL, (unsigned)threads + 1);
 	for (int t = 0; t < threads; t++) {
 		workers[t].cpu = cpus[t % ncpus];
@@ -295,19 +321,24 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	nanosleep(&d, NULL);
 	stop = 1;
-	unsigned long total = 0, sink = 0;
-	double cpu_s = 0;
+	unsigned long total = 0, together = 0, sink = 0;
+	double cpu_s = 0, together_rate = 0;
 	for (int t = 0; t < threads; t++) {
 		pthread_join(workers[t].thread, NULL);
 		total += workers[t].wakeups;
+		together += workers[t].together;
 		sink += workers[t].sink;
 		cpu_s += workers[t].cpu_s;
+		if (workers[t].together_s > 0)
+			together_rate += (double)workers[t].together / workers[t].together_s;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	printf("layout: %s, %d threads, work %u\n", names[layout], threads, work);
 	printf("wakeups/s: %.0f\n", (double)total / wall);
 	printf("wakeups per cpu-second: %.0f\n", cpu_s > 0 ? (double)total / cpu_s : 0.0);
+	printf("together wakeups/s: %.0f (%.0f%% of wakeups ran together)\n", together_rate,
+	       total ? 100.0 * (double)together / (double)total : 0.0);
 	printf("sink: %lu\n", sink & 1);
 	return 0;
 }
