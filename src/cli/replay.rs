@@ -34,6 +34,7 @@ const ALPHA: f64 = 0.05;
                   lineup replay --type task_group --btf data/vmlinux-6.18.44.btf \\\n      --c2c tests/data/c2c/seed000_paste.txt\n  \
                   lineup replay --type task_group --c2c tests/data/c2c/seed000_paste.txt \\\n      --layout examples/seeds/000/seed_fix.h --runs 20 --duration-ms 300\n  \
                   lineup replay --type task_group --c2c tests/data/c2c/seed000_paste.txt --self-test\n  \
+                  lineup replay --type task_group --c2c tests/data/c2c/seed000_paste.txt --atomic update_load_avg\n  \
                   lineup replay --type task_group --c2c tests/data/c2c/seed000_paste.txt --csv replay.csv --svg plots/\n  \
                   lineup replay --type task_group --c2c tests/data/c2c/seed000_paste.txt --emit-c replay.c --runs 0"
 )]
@@ -45,6 +46,10 @@ pub struct Args {
     /// A candidate layout: C declaration or pahole text (repeatable)
     #[arg(long = "layout", value_name = "FILE")]
     layouts: Vec<PathBuf>,
+    /// Stores by this function are atomic read-modify-writes (`lock add` for the kernel's
+    /// atomic_long_add, which perf c2c counts as a store); repeatable; `all` for every store
+    #[arg(long = "atomic", value_name = "FUNCTION")]
+    atomic: Vec<String>,
     /// Leave lineup's own optimized layout out
     #[arg(long)]
     no_lineup: bool,
@@ -176,7 +181,19 @@ pub fn run(args: Args) -> Result<i32> {
         .cpus
         .unwrap_or(model.machine.cpus)
         .max(1);
-    let streams = replay::replay_streams(&model.units, &model.layout, &ev.accesses, profile_cpus);
+    let mut streams =
+        replay::replay_streams(&model.units, &model.layout, &ev.accesses, profile_cpus);
+    for f in &args.atomic {
+        if f != "all" && !streams.iter().any(|s| &s.path == f) {
+            bail!("--atomic {f}: no access of the profile comes from a function of that name");
+        }
+    }
+    for s in &mut streams {
+        if args.atomic.iter().any(|f| f == "all" || *f == s.path) {
+            s.rmw += s.stores;
+            s.stores = 0.0;
+        }
+    }
     let threads = match args.threads {
         Some(0) => bail!("--threads 0: at least one thread"),
         Some(n) => n,
