@@ -306,6 +306,12 @@ pub fn streams(
             let mut all: BTreeSet<u32> = s.cpu_list.iter().copied().collect();
             all.extend(list);
             s.cpu_list = all.into_iter().collect();
+            // Accesses merged from different CPUs (a recording names one CPU per access):
+            // the stream comes from all of them.
+            s.cpus = s
+                .cpus
+                .max(s.cpu_list.len() as u32)
+                .clamp(1, machine_cpus.max(1));
         }
     }
     by_key
@@ -551,6 +557,70 @@ mod tests {
                 assert!(total(&more) >= total(&set) - 1e-9, "mask {mask} + {extra}");
             }
         }
+    }
+
+    /// `struct q { int lock; int data; }`.
+    fn two_ints() -> (Types<'static>, crate::types::TypeId) {
+        use crate::types::{Composite, Kind, Member, Type};
+        let mut t = Types::new(8);
+        let int = t.push(Type {
+            name: "int",
+            kind: Kind::Int {
+                size: 4,
+                signed: true,
+                is_char: false,
+                is_bool: false,
+            },
+        });
+        let member = |name: &'static str, bit_offset: u64| Member {
+            name,
+            ty: int,
+            bit_offset,
+            bitfield_size: 0,
+            declared_align: None,
+        };
+        let q = t.push(Type {
+            name: "q",
+            kind: Kind::Struct(Composite {
+                size: 8,
+                members: vec![member("lock", 0), member("data", 32)],
+                declared_align: None,
+                is_declaration: false,
+                origin: None,
+            }),
+        });
+        (t, q)
+    }
+
+    #[test]
+    fn a_stream_merged_from_one_cpu_accesses_counts_every_cpu() {
+        // A recording names one CPU per access: two threads taking one lock in one function
+        // are two accesses of one CPU each, and one stream of two CPUs.
+        let (t, q) = two_ints();
+        let layout = crate::layout::layout(&t, q, 64).unwrap();
+        let us = units(&t, &layout);
+        let code = crate::profile::CodeLocation {
+            symbol: Some("take".into()),
+            ..Default::default()
+        };
+        let by = |cpu: u32| Access {
+            offset: Some(0),
+            size: Some(4),
+            counts: crate::profile::Counts {
+                rmw: 100.0,
+                ..Default::default()
+            },
+            cpus: Some(crate::profile::CpuUse::list([cpu])),
+            code: Some(code.clone()),
+            ..Default::default()
+        };
+        let s = streams(&us, &layout, &[by(0), by(1)], 112);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].cpus, 2);
+        assert_eq!(s[0].cpu_list, vec![0, 1]);
+        // Never more CPUs than the machine has.
+        let s = streams(&us, &layout, &[by(0), by(1), by(2)], 2);
+        assert_eq!(s[0].cpus, 2);
     }
 
     #[test]

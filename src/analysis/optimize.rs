@@ -717,6 +717,85 @@ fn streams_in_units(
         .collect()
 }
 
+/// Whether a member of C type `type_name` is a lock: `raw_spinlock_t`, `spinlock_t`,
+/// `arch_spinlock_t`, `rwlock_t`, `seqlock_t`, `struct mutex`, `pthread_mutex_t`,
+/// `pthread_spinlock_t`... (a pointer to one is not).
+pub fn is_lock_type(type_name: &str) -> bool {
+    if type_name.contains('*') || type_name.contains('(') {
+        return false;
+    }
+    let base = type_name
+        .split_whitespace()
+        .next_back()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    [
+        "spinlock",
+        "mutex",
+        "rwlock",
+        "seqlock",
+        "rwsem",
+        "rw_semaphore",
+    ]
+    .iter()
+    .any(|k| base.contains(k))
+}
+
+/// A lock and the data it guards, which must stay on one line: for each lock unit
+/// (`is_lock[u]`) written from several CPUs, the other units on its line in `placement` that
+/// are written from several CPUs by a code path that also writes the lock. Whoever takes the
+/// lock writes that data next; on two lines, each holder would fetch two lines where it fetched
+/// one, while the model, which sees only rates, would price the two lines' queues as shorter.
+/// Groups are unit indices in offset order; a unit is in at most one group.
+pub fn lock_groups(
+    units: &[Unit],
+    streams: &[Stream],
+    placement: &Placement,
+    cls: u64,
+    is_lock: &[bool],
+) -> Vec<Vec<usize>> {
+    let cls = cls.max(1);
+    let line = |u: usize| placement.offsets[u] / cls;
+    // Per unit: the paths that write it and the CPUs that do.
+    let writers = |u: usize| -> (BTreeSet<&str>, u32) {
+        let mut paths = BTreeSet::new();
+        let mut list = BTreeSet::new();
+        let mut widest = 0;
+        for s in streams.iter().filter(|s| s.unit == u && s.writes > 0.0) {
+            paths.insert(s.path.as_str());
+            list.extend(s.cpu_list.iter().copied());
+            widest = widest.max(s.cpus);
+        }
+        (paths, widest.max(list.len() as u32))
+    };
+    let mut taken = BTreeSet::new();
+    let mut out = Vec::new();
+    for lock in 0..units.len() {
+        if !is_lock.get(lock).copied().unwrap_or(false) || taken.contains(&lock) {
+            continue;
+        }
+        let (lock_paths, lock_cpus) = writers(lock);
+        if lock_cpus < 2 {
+            continue;
+        }
+        let mut group: Vec<usize> = (0..units.len())
+            .filter(|&u| u != lock && !taken.contains(&u) && line(u) == line(lock))
+            .filter(|&u| {
+                let (paths, cpus) = writers(u);
+                cpus >= 2 && paths.iter().any(|p| lock_paths.contains(p))
+            })
+            .collect();
+        if group.is_empty() {
+            continue;
+        }
+        group.push(lock);
+        group.sort_by_key(|&u| (placement.offsets[u], u));
+        taken.extend(group.iter().copied());
+        out.push(group);
+    }
+    out
+}
+
 /// One way to split a truly shared member, and what the model predicts for it.
 #[derive(Clone, Debug, Serialize)]
 pub struct SplitOption {
@@ -841,4 +920,103 @@ pub fn rearranged<'a>(
             Kind::Struct(kind)
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locks_are_known_by_their_type_names() {
+        for t in [
+            "raw_spinlock_t",
+            "spinlock_t",
+            "arch_spinlock_t",
+            "struct mutex",
+            "pthread_mutex_t",
+            "pthread_spinlock_t",
+            "rwlock_t",
+            "seqlock_t",
+            "struct rw_semaphore",
+            "volatile raw_spinlock_t",
+        ] {
+            assert!(is_lock_type(t), "{t}");
+        }
+        for t in [
+            "struct list_head",
+            "atomic_t",
+            "struct mutex *",
+            "unsigned long",
+            "int (*)(struct mutex)",
+        ] {
+            assert!(!is_lock_type(t), "{t}");
+        }
+    }
+
+    fn unit(name: &str, offset: u64, size: u64) -> Unit {
+        Unit {
+            name: name.to_string(),
+            members: vec![name.to_string()],
+            member_indices: Vec::new(),
+            offset,
+            size,
+            align: size.min(8),
+            natural_align: size.min(8),
+        }
+    }
+
+    fn stream(unit: usize, path: &str, writes: f64, cpus: &[u32]) -> Stream {
+        Stream {
+            unit,
+            inner: 0,
+            size: 4,
+            field: String::new(),
+            path: path.to_string(),
+            reads: 10.0,
+            writes,
+            cpus: cpus.len() as u32,
+            cpu_list: cpus.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_lock_keeps_the_data_its_writers_write_on_its_line() {
+        // list (0), lock (16), stat (24): list and lock written by both CPUs in one function,
+        // stat written by both elsewhere, counter (64) on the next line.
+        let units = vec![
+            unit("list", 0, 16),
+            unit("lock", 16, 4),
+            unit("stat", 24, 8),
+            unit("counter", 64, 8),
+        ];
+        let placement = Placement {
+            offsets: vec![0, 16, 24, 64],
+            size: 128,
+        };
+        let is_lock = [false, true, false, false];
+        let mut streams = vec![
+            stream(0, "push", 5.0, &[0]),
+            stream(0, "push", 5.0, &[1]),
+            stream(1, "push", 10.0, &[0, 1]),
+            stream(2, "tick", 10.0, &[0, 1]),
+            stream(3, "push", 10.0, &[0, 1]),
+        ];
+        assert_eq!(
+            lock_groups(&units, &streams, &placement, 64, &is_lock),
+            vec![vec![0, 1]]
+        );
+        // Not a lock: no group.
+        assert!(lock_groups(&units, &streams, &placement, 64, &[false; 4]).is_empty());
+        // A lock only one CPU takes guards nothing from other CPUs.
+        streams[2].cpus = 1;
+        streams[2].cpu_list = vec![0];
+        assert!(lock_groups(&units, &streams, &placement, 64, &is_lock).is_empty());
+        // Data written by one CPU only is not shared through the lock.
+        streams[2] = stream(1, "push", 10.0, &[0, 1]);
+        streams[0].cpu_list = vec![0];
+        streams[1].cpu_list = vec![0];
+        streams[0].cpus = 1;
+        streams[1].cpus = 1;
+        assert!(lock_groups(&units, &streams, &placement, 64, &is_lock).is_empty());
+    }
 }

@@ -86,6 +86,8 @@ struct Report<'a> {
     search_ms: f64,
     declaration: &'a str,
     splits: &'a [Split<'a>],
+    /// Locks kept on one line with the data written under them (members, in order).
+    kept_together: &'a [Vec<String>],
     #[serde(skip_serializing_if = "Option::is_none")]
     diff: Option<&'a str>,
 }
@@ -188,6 +190,34 @@ pub fn run(args: Args) -> Result<()> {
             if names.len() > 1 {
                 constraints.together.push(names);
             }
+        }
+    }
+    // A lock and the data written under it stay on one line (diagnose's rule: moving them
+    // apart does not help); members the engineer already grouped are left to them.
+    let is_lock: Vec<bool> = model
+        .units
+        .iter()
+        .map(|u| {
+            model
+                .layout
+                .members
+                .iter()
+                .find(|f| Some(&f.name) == u.members.first())
+                .is_some_and(|f| optimize::is_lock_type(&f.type_name))
+        })
+        .collect();
+    let mut kept_together: Vec<Vec<String>> = Vec::new();
+    for g in optimize::lock_groups(&model.units, &model.streams, &model.current, cls, &is_lock) {
+        let names: Vec<String> = g
+            .iter()
+            .filter_map(|&u| model.units[u].members.first().cloned())
+            .collect();
+        let claimed = names.iter().any(|n| {
+            constraints.pinned.contains(n) || constraints.together.iter().flatten().any(|m| m == n)
+        });
+        if !claimed && names.len() > 1 {
+            constraints.together.push(names.clone());
+            kept_together.push(names);
         }
     }
     let min_align = model.layout.forced_align.unwrap_or(1);
@@ -413,6 +443,7 @@ pub fn run(args: Args) -> Result<()> {
             search_ms,
             declaration: &declaration,
             splits: &splits,
+            kept_together: &kept_together,
             diff: if args.patch.is_some() {
                 None
             } else {
@@ -486,6 +517,13 @@ pub fn run(args: Args) -> Result<()> {
     }
     for g in &plan.write_lines {
         let _ = writeln!(s, "own cache line for hot member(s): {}", g.join(", "));
+    }
+    for g in &kept_together {
+        let _ = writeln!(
+            s,
+            "kept together: {} (a lock and the data written under it, from several CPUs: apart, each holder would fetch two lines instead of one; no layout removes this true sharing, only splitting the data does, below)",
+            g.join(", ")
+        );
     }
     s.push('\n');
     let mut buf = Vec::new();
