@@ -547,7 +547,7 @@ pub fn histogram_percentile(buckets: &[(u64, u64, u64)], p: f64) -> Option<f64> 
 }
 
 /// bcc funclatency. The headline figure is `avg` (the avg line's value, in its unit), lower
-/// is better; `count` (calls) rides along, and `50.0th` .. `99.9th` are estimated from the
+/// is better; `50.0th` .. `99.9th` are estimated from the
 /// histogram ([`histogram_percentile`]), in the histogram's unit. A report is the histograms
 /// up to an avg line (several with `-F`/`-P`, summed); with `-i` the last report wins, as the
 /// last interval's figures are the ones printed last.
@@ -608,16 +608,16 @@ pub fn parse_funclatency(output: &str) -> Result<Vec<Metric>, ParseError> {
                 .into(),
         ));
     };
-    let mut out = vec![
-        Metric::plain("avg", &avg_unit, avg, Direction::LowerIsBetter, true),
-        Metric::plain(
-            "count",
-            "calls",
-            count as f64,
-            Direction::HigherIsBetter,
-            false,
-        ),
-    ];
+    if count == 0 {
+        return Err(ParseError("funclatency's avg line counts no calls".into()));
+    }
+    let mut out = vec![Metric::plain(
+        "avg",
+        &avg_unit,
+        avg,
+        Direction::LowerIsBetter,
+        true,
+    )];
     let group = format!(
         "funclatency percentiles ({}, estimated from the log2 histogram)",
         report.unit
@@ -801,7 +801,6 @@ mod tests {
         assert!(avg.primary);
         assert_eq!(avg.direction, Direction::LowerIsBetter);
         assert_eq!(ms.iter().filter(|m| m.primary).count(), 1);
-        assert_eq!(get(&ms, "count").value, 200.0);
         // 200 calls: 10 in [256, 511], 160 in [512, 1023], 28 in [1024, 2047], 2 in [2048, 4095].
         // The median is call 100: 90 of the 160 into [512, 1024) -> 512 + 90/160 * 512.
         assert_eq!(get(&ms, "50.0th").value, 800.0);
@@ -815,7 +814,7 @@ mod tests {
             "funclatency percentiles (nsecs, estimated from the log2 histogram)"
         );
         assert_eq!((p.label.as_str(), p.unit.as_str()), ("99.0th", "nsecs"));
-        assert_eq!(ms.len(), 2 + FUNCLATENCY_PERCENTILES.len());
+        assert_eq!(ms.len(), 1 + FUNCLATENCY_PERCENTILES.len());
         // By name, with percentile tables.
         let parser = Parser::by_name("funclatency").unwrap();
         assert!(parser.has_percentiles() && parser.has_gain_table());
@@ -833,7 +832,6 @@ mod tests {
         let ms = parse_funclatency(&data("funclatency-interval.txt")).unwrap();
         let avg = get(&ms, "avg");
         assert_eq!((avg.value, avg.unit.as_str()), (4.0, "usecs"));
-        assert_eq!(get(&ms, "count").value, 20.0);
         assert_eq!(get(&ms, "50.0th").value, 4.0);
         assert!((get(&ms, "90.0th").value - 14.4).abs() < 1e-9);
         assert!(get(&ms, "90.0th").group.contains("(usecs,"));
@@ -873,7 +871,8 @@ mod tests {
         assert!(parse_funclatency("avg = 5 nsecs, total: 10 nsecs\n").is_err());
         // Only an avg line (no histogram): the headline, no percentiles.
         let ms = parse_funclatency("avg = 5 nsecs, total: 10 nsecs, count: 2\n").unwrap();
-        assert_eq!(ms.len(), 2);
+        assert_eq!(ms.len(), 1);
+        assert!(parse_funclatency("avg = 0 nsecs, total: 0 nsecs, count: 0\n").is_err());
         assert_eq!(histogram_percentile(&[], 50.0), None);
         assert_eq!(histogram_percentile(&[(0, 1, 0)], 50.0), None);
     }
