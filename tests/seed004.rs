@@ -160,12 +160,15 @@ fn recorded_scan_reads_owner_written_rq_lines_and_the_patch_reads_fewer() {
 
     // The fix is in the algorithm: the same calls of the patched scan load the rq fields
     // far less often (a busy core's remaining siblings are skipped).
-    let load = |p: &Path| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-    };
+    let load =
+        |p: &Path| -> Value { serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap() };
     let base = rq_loads_by(&load(&profiles[0]), "should_we_balance_baseline");
     let patched = rq_loads_by(&load(&profiles[1]), "should_we_balance_patched");
-    eprintln!("rq loads per call: baseline {:.0}, patched {:.0}", base / 3000.0, patched / 3000.0);
+    eprintln!(
+        "rq loads per call: baseline {:.0}, patched {:.0}",
+        base / 3000.0,
+        patched / 3000.0
+    );
     assert!(base > 0.0 && patched > 0.0);
     assert!(patched < base / 2.0, "baseline {base}, patched {patched}");
 }

@@ -856,8 +856,8 @@ mod tests {
         assert_eq!(get(&ms, "avg").value, 5e9);
         assert_eq!(get(&ms, "50.0th").value, 4294967296.0);
         // Nothing of funclatency's.
-        let e = parse_funclatency("Tracing 1 functions for \"f\"... Hit Ctrl-C to end.\n")
-            .unwrap_err();
+        let e =
+            parse_funclatency("Tracing 1 functions for \"f\"... Hit Ctrl-C to end.\n").unwrap_err();
         assert!(e.0.contains("nsecs : count distribution"), "{e}");
         // A histogram without its avg line: no headline to report.
         let cut: String = data("funclatency.txt")
