@@ -18,6 +18,15 @@
 //!   `stressor bogo ops real time usr time sys time bogo ops/s bogo ops/s`, one line per
 //!   stressor, tagged `metrc:` (0.15 and later) or `info:` (older); the figure is bogo ops/s
 //!   (real time).
+//! - `funclatency`: bcc's `funclatency` (tools/funclatency.py). Its histogram is printed by
+//!   `print_log2_hist()` in bcc's `src/python/bcc/table.py`: a header `nsecs : count
+//!   distribution` (`usecs`/`msecs` with `-u`/`-m`), then one line per log2 bucket,
+//!   `%10d -> %-10d : %-8d |%-*s|` (`%20d -> %-20d` when the buckets pass 2^32), bucket i
+//!   holding the values [2^(i-1), 2^i - 1] (the first is `0 -> 1`); then
+//!   `avg = %ld %s, total: %ld %s, count: %ld` (the average, total and count of the calls, in
+//!   the histogram's unit). `-F`/`-P` print one histogram per function or process
+//!   (`Function = f [pid]` sections) before one avg line; `-i` repeats histogram and avg line
+//!   every interval. The inputs of the unit tests follow bcc's `tools/funclatency_example.txt`.
 //! - `regex`: the first capture group of the first match of a user's regular expression.
 //! - `wall`: no parsing: the wall-clock time of the command, measured by lineup.
 
@@ -87,6 +96,7 @@ pub enum Parser {
     Hackbench,
     Schbench,
     StressNg,
+    Funclatency,
     Regex {
         re: Regex,
         direction: Direction,
@@ -119,6 +129,11 @@ pub const PARSERS: &[(&str, &str)] = &[
         "stress-ng --metrics[-brief]: bogo ops/s (real time) per stressor (higher is better)",
     ),
     (
+        "funclatency",
+        "bcc funclatency: avg latency of the calls (lower is better); percentiles estimated \
+         from its log2 histogram",
+    ),
+    (
         "wall",
         "wall-clock seconds of the command, measured by lineup (lower is better)",
     ),
@@ -143,6 +158,7 @@ impl Parser {
             "hackbench" => Parser::Hackbench,
             "schbench" => Parser::Schbench,
             "stress-ng" => Parser::StressNg,
+            "funclatency" => Parser::Funclatency,
             "wall" => Parser::Wall,
             _ => return None,
         })
@@ -171,6 +187,7 @@ impl Parser {
             Parser::Hackbench => "hackbench",
             Parser::Schbench => "schbench",
             Parser::StressNg => "stress-ng",
+            Parser::Funclatency => "funclatency",
             Parser::Regex { .. } => "regex",
             Parser::Wall => "wall",
         }
@@ -178,7 +195,13 @@ impl Parser {
 
     /// Whether the figures are percentile groups (shown in a percentile table too).
     pub fn has_percentiles(&self) -> bool {
-        matches!(self, Parser::Schbench)
+        matches!(self, Parser::Schbench | Parser::Funclatency)
+    }
+
+    /// Whether the table of `A B(%gain)` per workload (seed 004's funclatency table) is the
+    /// natural view of the headline figure.
+    pub fn has_gain_table(&self) -> bool {
+        matches!(self, Parser::Funclatency)
     }
 
     /// The figures of one run. `output` is the run's stdout followed by its stderr;
@@ -190,6 +213,7 @@ impl Parser {
             Parser::Hackbench => parse_hackbench(output),
             Parser::Schbench => parse_schbench(output),
             Parser::StressNg => parse_stress_ng(output),
+            Parser::Funclatency => parse_funclatency(output),
             Parser::Regex { re, direction } => parse_regex(output, re, *direction),
             Parser::Wall => Ok(vec![Metric::plain(
                 "wall",
@@ -444,6 +468,177 @@ pub fn parse_stress_ng(output: &str) -> Result<Vec<Metric>, ParseError> {
     Ok(out)
 }
 
+/// The percentiles estimated from a funclatency histogram, as seed 004's schbench table
+/// lists them.
+pub const FUNCLATENCY_PERCENTILES: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9];
+
+/// One report of funclatency: the buckets of its histogram(s), summed, and its avg line.
+#[derive(Default)]
+struct FuncReport {
+    unit: String,
+    /// (low, high, count) per bucket, in the order printed.
+    buckets: Vec<(u64, u64, u64)>,
+    avg: Option<(f64, String, f64, u64)>,
+}
+
+/// A bucket line `   2048 -> 4095       : 124      |****   |`.
+fn funclatency_bucket(line: &str) -> Option<(u64, u64, u64)> {
+    let (range, rest) = line.split_once(':')?;
+    let (low, high) = range.split_once("->")?;
+    let low: u64 = low.trim().parse().ok()?;
+    let high: u64 = high.trim().parse().ok()?;
+    let count: u64 = rest.split_whitespace().next()?.parse().ok()?;
+    (low <= high).then_some((low, high, count))
+}
+
+/// `avg = 13746 nsecs, total: 6543360 nsecs, count: 476`: (avg, unit, total, count).
+fn funclatency_avg(line: &str) -> Option<(f64, String, f64, u64)> {
+    let rest = line.trim().strip_prefix("avg =")?;
+    let mut parts = rest.split(',');
+    let mut avg = parts.next()?.split_whitespace();
+    let value = number(avg.next()?)?;
+    let unit = avg.next()?.to_string();
+    let total = number(
+        parts
+            .next()?
+            .trim()
+            .strip_prefix("total:")?
+            .split_whitespace()
+            .next()?,
+    )?;
+    let count: u64 = parts
+        .next()?
+        .trim()
+        .strip_prefix("count:")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some((value, unit, total, count))
+}
+
+/// The value below which `p` percent of the calls of a log2 histogram fall, estimated by
+/// spreading each bucket's calls evenly over its range `[low, high + 1)` and interpolating
+/// linearly by rank: the true value lies somewhere in the bucket, so the estimate is off by
+/// at most the bucket's width (a factor of 2).
+pub fn histogram_percentile(buckets: &[(u64, u64, u64)], p: f64) -> Option<f64> {
+    let total: u64 = buckets.iter().map(|b| b.2).sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = (p / 100.0).clamp(0.0, 1.0) * total as f64;
+    let mut below = 0u64;
+    for &(low, high, count) in buckets {
+        if count == 0 {
+            continue;
+        }
+        if (below + count) as f64 >= rank {
+            let frac = ((rank - below as f64) / count as f64).clamp(0.0, 1.0);
+            let width = (high - low) as f64 + 1.0;
+            return Some(low as f64 + frac * width);
+        }
+        below += count;
+    }
+    buckets
+        .iter()
+        .rev()
+        .find(|b| b.2 > 0)
+        .map(|b| b.1 as f64 + 1.0)
+}
+
+/// bcc funclatency. The headline figure is `avg` (the avg line's value, in its unit), lower
+/// is better; `50.0th` .. `99.9th` are estimated from the
+/// histogram ([`histogram_percentile`]), in the histogram's unit. A report is the histograms
+/// up to an avg line (several with `-F`/`-P`, summed); with `-i` the last report wins, as the
+/// last interval's figures are the ones printed last.
+pub fn parse_funclatency(output: &str) -> Result<Vec<Metric>, ParseError> {
+    let mut reports: Vec<FuncReport> = Vec::new();
+    // A report is open until its avg line closes it.
+    let mut open = false;
+    let mut in_hist = false;
+    for line in output.lines() {
+        let t = line.trim();
+        if let Some(head) = t.strip_suffix("distribution") {
+            let fields: Vec<&str> = head.split_whitespace().collect();
+            if let [unit, ":", "count"] = fields[..] {
+                if !open {
+                    reports.push(FuncReport::default());
+                    open = true;
+                }
+                let r = reports.last_mut().expect("pushed above");
+                if !r.unit.is_empty() && r.unit != unit {
+                    return Err(ParseError(format!(
+                        "funclatency histograms in {} and {unit} in one report",
+                        r.unit
+                    )));
+                }
+                r.unit = unit.to_string();
+                in_hist = true;
+                continue;
+            }
+        }
+        if in_hist && let Some((low, high, count)) = funclatency_bucket(t) {
+            let r = reports.last_mut().expect("a histogram is open");
+            match r.buckets.iter_mut().find(|b| b.0 == low && b.1 == high) {
+                Some(b) => b.2 += count,
+                None => r.buckets.push((low, high, count)),
+            }
+            continue;
+        }
+        in_hist = false;
+        if let Some(avg) = funclatency_avg(t) {
+            if !open {
+                reports.push(FuncReport::default());
+            }
+            reports.last_mut().expect("pushed above").avg = Some(avg);
+            open = false;
+        }
+    }
+    let Some(report) = reports.pop() else {
+        return Err(ParseError(
+            "no 'nsecs : count distribution' histogram or 'avg = N nsecs, total: N nsecs, \
+             count: N' line (output of bcc funclatency?)"
+                .into(),
+        ));
+    };
+    let Some((avg, avg_unit, _total, count)) = report.avg else {
+        return Err(ParseError(
+            "a funclatency histogram without its 'avg = N nsecs, total: N nsecs, count: N' line \
+             (no calls, an interrupted run, or a bcc older than the avg line)"
+                .into(),
+        ));
+    };
+    if count == 0 {
+        return Err(ParseError("funclatency's avg line counts no calls".into()));
+    }
+    let mut out = vec![Metric::plain(
+        "avg",
+        &avg_unit,
+        avg,
+        Direction::LowerIsBetter,
+        true,
+    )];
+    let group = format!(
+        "funclatency percentiles ({}, estimated from the log2 histogram)",
+        report.unit
+    );
+    for p in FUNCLATENCY_PERCENTILES {
+        if let Some(v) = histogram_percentile(&report.buckets, p) {
+            let label = format!("{p:.1}th");
+            out.push(Metric {
+                name: label.clone(),
+                group: group.clone(),
+                label,
+                unit: report.unit.clone(),
+                value: v,
+                direction: Direction::LowerIsBetter,
+                primary: false,
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// The first capture group of the first match of `re`, as a number.
 pub fn parse_regex(
     output: &str,
@@ -596,6 +791,90 @@ mod tests {
         let old = "stress-ng: info:  [2731] stressor       bogo ops real time  usr time  sys time   bogo ops/s   bogo ops/s\nstress-ng: info:  [2731]                           (secs)    (secs)    (secs)   (real time) (usr+sys time)\nstress-ng: info:  [2731] vm                 9216     10.00      7.31      2.66       921.55       924.37\nstress-ng: info:  [2731] successful run completed in 10.00s\n";
         assert_eq!(parse_stress_ng(old).unwrap()[0].value, 921.55);
         assert!(parse_stress_ng("stress-ng: info:  [1] dispatching hogs: 1 cpu\n").is_err());
+    }
+
+    #[test]
+    fn funclatency_avg_is_the_headline_and_percentiles_come_from_the_histogram() {
+        let ms = parse_funclatency(&data("funclatency.txt")).unwrap();
+        let avg = get(&ms, "avg");
+        assert_eq!((avg.value, avg.unit.as_str()), (809.0, "nsecs"));
+        assert!(avg.primary);
+        assert_eq!(avg.direction, Direction::LowerIsBetter);
+        assert_eq!(ms.iter().filter(|m| m.primary).count(), 1);
+        // 200 calls: 10 in [256, 511], 160 in [512, 1023], 28 in [1024, 2047], 2 in [2048, 4095].
+        // The median is call 100: 90 of the 160 into [512, 1024) -> 512 + 90/160 * 512.
+        assert_eq!(get(&ms, "50.0th").value, 800.0);
+        assert_eq!(get(&ms, "75.0th").value, 960.0);
+        // Call 198 is the last of [1024, 2047]: its upper edge.
+        assert_eq!(get(&ms, "99.0th").value, 2048.0);
+        assert!((get(&ms, "99.9th").value - 3891.2).abs() < 1e-9);
+        let p = get(&ms, "99.0th");
+        assert_eq!(
+            p.group,
+            "funclatency percentiles (nsecs, estimated from the log2 histogram)"
+        );
+        assert_eq!((p.label.as_str(), p.unit.as_str()), ("99.0th", "nsecs"));
+        assert_eq!(ms.len(), 1 + FUNCLATENCY_PERCENTILES.len());
+        // By name, with percentile tables.
+        let parser = Parser::by_name("funclatency").unwrap();
+        assert!(parser.has_percentiles() && parser.has_gain_table());
+        assert_eq!(parser.parse(&data("funclatency.txt"), 0.0).unwrap(), ms);
+    }
+
+    #[test]
+    fn funclatency_sections_sum_and_the_last_interval_wins() {
+        // -F: one histogram per function, one avg line for all.
+        let ms = parse_funclatency(&data("funclatency-functions.txt")).unwrap();
+        assert_eq!(get(&ms, "avg").value, 3072.0);
+        assert_eq!(get(&ms, "50.0th").value, 4096.0);
+        assert_eq!(get(&ms, "75.0th").value, 6144.0);
+        // -i: a report per interval; the last is the one read, in its unit (usecs).
+        let ms = parse_funclatency(&data("funclatency-interval.txt")).unwrap();
+        let avg = get(&ms, "avg");
+        assert_eq!((avg.value, avg.unit.as_str()), (4.0, "usecs"));
+        assert_eq!(get(&ms, "50.0th").value, 4.0);
+        assert!((get(&ms, "90.0th").value - 14.4).abs() < 1e-9);
+        assert!(get(&ms, "90.0th").group.contains("(usecs,"));
+    }
+
+    #[test]
+    fn funclatency_wide_buckets_and_bad_input() {
+        // Past 2^32 bcc prints `%20d -> %-20d`.
+        let wide = format!(
+            "               {:<29} : count     distribution\n{:>20} -> {:<20} : {:<8} |{:<20}|\n{:>20} -> {:<20} : {:<8} |{:<20}|\n\navg = 5000000000 nsecs, total: 10000000000 nsecs, count: 2\n",
+            "nsecs",
+            2147483648u64,
+            4294967295u64,
+            1,
+            "********************",
+            4294967296u64,
+            8589934591u64,
+            1,
+            "********************"
+        );
+        let ms = parse_funclatency(&wide).unwrap();
+        assert_eq!(get(&ms, "avg").value, 5e9);
+        assert_eq!(get(&ms, "50.0th").value, 4294967296.0);
+        // Nothing of funclatency's.
+        let e =
+            parse_funclatency("Tracing 1 functions for \"f\"... Hit Ctrl-C to end.\n").unwrap_err();
+        assert!(e.0.contains("nsecs : count distribution"), "{e}");
+        // A histogram without its avg line: no headline to report.
+        let cut: String = data("funclatency.txt")
+            .lines()
+            .filter(|l| !l.starts_with("avg"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(parse_funclatency(&cut).unwrap_err().0.contains("avg ="));
+        // A malformed avg line is not one.
+        assert!(parse_funclatency("avg = many nsecs, total: 1 nsecs, count: 1\n").is_err());
+        assert!(parse_funclatency("avg = 5 nsecs, total: 10 nsecs\n").is_err());
+        // Only an avg line (no histogram): the headline, no percentiles.
+        let ms = parse_funclatency("avg = 5 nsecs, total: 10 nsecs, count: 2\n").unwrap();
+        assert_eq!(ms.len(), 1);
+        assert!(parse_funclatency("avg = 0 nsecs, total: 0 nsecs, count: 0\n").is_err());
+        assert_eq!(histogram_percentile(&[], 50.0), None);
+        assert_eq!(histogram_percentile(&[(0, 1, 0)], 50.0), None);
     }
 
     #[test]

@@ -16,6 +16,13 @@
 //! 50.0th: 8.00 9.00(-12.50)
 //! ```
 //! A's mean, B's mean, and `%gain`, the improvement of B over A (positive is better).
+//!
+//! The gain table (seed 004's funclatency, hackbench and stress_ng tables):
+//! ```text
+//! workload tip/sched/core with_patch(%gain)
+//! idle system 809.3 695.0(16.45)
+//! ```
+//! One row per case and load: A's mean, B's mean and B's `%gain`.
 
 use std::fmt::Write as _;
 
@@ -218,6 +225,69 @@ pub fn percentile_table(title: &str, rows: &[&Comparison], notes: &Notes) -> Str
     s
 }
 
+/// A mean as the seeds print it: one decimal from 100 up (`809.3`), else two (`11.74`).
+fn seed_number(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// Seed 004's `workload A B(%gain)` table: one row per case and load (and figure, when a case
+/// shows several) with A's mean, B's mean and the %gain of B (positive is better).
+pub fn gain_table(title: &str, rows: &[&Comparison], notes: &Notes) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{title}");
+    let _ = writeln!(s, "{}", "-".repeat(title.chars().count().max(1)));
+    let _ = writeln!(s, "workload A B(%gain)");
+    for c in rows {
+        let case = row_case(c, rows);
+        let workload = if c.load == "-" {
+            case
+        } else {
+            format!("{case} {}", c.load)
+        };
+        let _ = writeln!(
+            s,
+            "{workload} {} {}({:.2}){}",
+            seed_number(c.a.mean),
+            seed_number(c.b.mean),
+            c.gain_pct,
+            marker(c)
+        );
+    }
+    let _ = writeln!(s);
+    let mut figures: Vec<String> = Vec::new();
+    for c in rows {
+        let unit = if c.unit.is_empty() || c.unit == c.metric {
+            String::new()
+        } else {
+            format!(" [{}]", c.unit)
+        };
+        let f = format!("figure: {}{unit}, {}", c.metric, c.direction.words());
+        if !figures.contains(&f) {
+            figures.push(f);
+        }
+    }
+    for f in figures {
+        let _ = writeln!(s, "{f}");
+    }
+    let _ = writeln!(
+        s,
+        "A, B: the means of A's and B's runs; %gain: improvement of B over A, positive is \
+         better: (A - B) / A * 100 when lower is better, (B - A) / A * 100 when higher is better \
+         (seed 004's funclatency rows divide by B instead: 809.3 -> 695.0 is 16.45 there, 14.12 here)"
+    );
+    let _ = writeln!(
+        s,
+        "* significant: Welch's t-test p < {} per row (no correction for the number of rows)",
+        notes.alpha
+    );
+    let _ = writeln!(s, "runs: {}", notes.method);
+    s
+}
+
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
@@ -406,6 +476,45 @@ mod tests {
         // Exact, spread-free figures: the test calls them significant.
         assert_eq!(lines[4], "50.0th: 8.00 9.00(-12.50) *");
         assert_eq!(lines[5], "75.0th: 9.60 9.00(6.25) *");
+    }
+
+    #[test]
+    fn gain_rows_like_seed_004_funclatency() {
+        let mut rows = Vec::new();
+        for (load, a, b) in [
+            ("idle", [809.0, 809.6], [695.0, 695.0]),
+            ("busy-12", [1013.0, 1014.0], [893.0, 893.2]),
+        ] {
+            let mut c = comparison("swb", load, &a, &b, Direction::LowerIsBetter);
+            c.metric = "avg".into();
+            c.label = "avg".into();
+            c.unit = "nsecs".into();
+            rows.push(c);
+        }
+        // Under 100: two decimals, like the seed's hackbench rows; no load: the case alone.
+        let mut hb = comparison(
+            "Process-10-groups",
+            "-",
+            &[11.70, 11.78],
+            &[11.69, 11.71],
+            Direction::LowerIsBetter,
+        );
+        hb.metric = "Time".into();
+        rows.push(hb);
+        let refs: Vec<&Comparison> = rows.iter().collect();
+        let t = gain_table("should_we_balance", &refs, &NOTES);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "should_we_balance");
+        assert_eq!(lines[1], "-----------------");
+        assert_eq!(lines[2], "workload A B(%gain)");
+        // (809.3 - 695.0) / 809.3 * 100 = 14.12; both sides' spread is tiny: significant.
+        assert_eq!(lines[3], "swb idle 809.3 695.0(14.12) *");
+        assert_eq!(lines[4], "swb busy-12 1013.5 893.1(11.88) *");
+        assert_eq!(lines[5], "Process-10-groups 11.74 11.70(0.34)");
+        assert!(t.contains("figure: avg [nsecs], lower is better\n"), "{t}");
+        assert!(t.contains("figure: Time [s], lower is better\n"), "{t}");
+        assert!(t.contains("runs: 3 runs per side, interleaved A B B A"));
+        assert!(t.contains("divide by B instead"), "{t}");
     }
 
     #[test]

@@ -104,6 +104,10 @@ pub struct Args {
     /// Significance level of Welch's t-test (0.05: 95% confidence intervals)
     #[arg(long, value_name = "P", default_value_t = 0.05)]
     alpha: f64,
+    /// Also print seed 004's `workload A B(%gain)` table of the table's figures (on by
+    /// default with --parser funclatency)
+    #[arg(long)]
+    gain_table: bool,
     /// Print JSON (every run and statistic) on stdout instead of the tables
     #[arg(long)]
     json: bool,
@@ -276,6 +280,10 @@ pub fn run(args: Args) -> Result<i32> {
         writeln!(out)?;
     } else {
         write!(out, "{}", table::seeds_table(&title, &table_rows, &notes))?;
+        if args.gain_table || setups.iter().any(|s| s.parser.has_gain_table()) {
+            writeln!(out)?;
+            write!(out, "{}", table::gain_table(&title, &table_rows, &notes))?;
+        }
         let percentiles: Vec<&Comparison> = setups
             .iter()
             .filter(|s| s.parser.has_percentiles())
