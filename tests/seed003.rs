@@ -69,6 +69,7 @@ fn functions(m: &Value) -> Vec<(String, f64, f64)> {
 
 #[test]
 fn the_sketch_is_diagnosed_as_false_sharing_of_count_and_mask() {
+    let _serial = common::serial();
     let v = lineup_json(&[
         "diagnose",
         "--type",
@@ -106,6 +107,7 @@ fn the_sketch_is_diagnosed_as_false_sharing_of_count_and_mask() {
 
 #[test]
 fn lineup_separates_count_from_mask_and_is_no_worse_than_patch1() {
+    let _serial = common::serial();
     let v = lineup_json(&[
         "predict",
         "--type",
@@ -157,6 +159,7 @@ fn lineup_separates_count_from_mask_and_is_no_worse_than_patch1() {
 
 #[test]
 fn the_recorded_replica_contends_on_levels_0_and_99() {
+    let _serial = common::serial();
     let dir = scratch("record");
     let src = replica();
     run(lineup_in(&dir).args([
@@ -231,6 +234,7 @@ fn the_recorded_replica_contends_on_levels_0_and_99() {
 
 #[test]
 fn patch1_makes_the_replica_faster_in_the_seeds_configuration() {
+    let _serial = common::serial();
     let dir = scratch("ab");
     let src = replica();
     run(Command::new("cc")

@@ -6,6 +6,8 @@
 //!
 //! Needs a C compiler (clang or gcc); `.ci/run` installs both.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -81,6 +83,7 @@ fn rq_loads_by(profile: &Value, function: &str) -> f64 {
 
 #[test]
 fn recorded_scan_reads_owner_written_rq_lines_and_the_patch_reads_fewer() {
+    let _serial = common::serial();
     let rec = scratch().join("swb-rec");
     run(lineup()
         .args(["cc", "-O2", "-pthread"])
@@ -203,6 +206,7 @@ fn bench(workload: &str) -> Value {
 
 #[test]
 fn patched_scan_is_faster_on_busy_cores_and_not_slower_when_idle() {
+    let _serial = common::serial();
     // 12 busy CPUs, one per core: no idle core, so the baseline calls is_core_idle() for
     // every idle CPU. The machine is shared: two more tries before calling it a failure.
     let mut last = Value::Null;

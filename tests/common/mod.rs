@@ -96,3 +96,11 @@ pub fn assert_lineup_beats(v: &serde_json::Value, fix: &str) {
     );
     assert!(ours < current, "{t:?}");
 }
+
+/// Runs the tests of one test binary one at a time: a measurement shares the machine's two
+/// CPUs with nothing else of the suite (a compile or a recording beside an A/B run turns its
+/// figures into noise). Each test of such a binary holds the guard for its whole body.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
