@@ -104,3 +104,56 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// An A/B measurement that may need more runs than one series on a shared 2-CPU VM gives
+/// (its vCPUs are placed anew now and then: one series measures with 4% std, the next with
+/// 50%). `series()` runs one `lineup bench --json` series (interleaved A B B A); its runs are
+/// pooled with the earlier series' and Welch's test is taken over the pool, up to `max`
+/// series. Returns the change of the mean in percent (B against A) once one series alone, or
+/// the pool, is significant at p < 0.05 in B's favour (`higher_is_better` says which way that
+/// is); panics with every series' figures otherwise.
+pub fn pooled_ab(
+    max: usize,
+    higher_is_better: bool,
+    mut series: impl FnMut() -> serde_json::Value,
+) -> f64 {
+    use lineup::bench::stats::{summarize, welch_from};
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut seen = Vec::new();
+    for _ in 0..max {
+        let v = series();
+        let c = &v["comparisons"][0];
+        let runs = |k: &str| -> Vec<f64> {
+            c[k].as_array()
+                .map(|r| r.iter().filter_map(|x| x.as_f64()).collect())
+                .unwrap_or_default()
+        };
+        a.extend(runs("a_runs"));
+        b.extend(runs("b_runs"));
+        seen.push(format!("{:?} (p {:?})", c["change_pct"].as_f64(), c["welch"]["p"].as_f64()));
+        if let Some(change) = c["change_pct"].as_f64()
+            && c["significant"] == true
+            && (change > 0.0) == higher_is_better
+        {
+            eprintln!("series {} alone: {change:+.1}%", seen.len());
+            return change;
+        }
+        let (Some(sa), Some(sb)) = (summarize(&a), summarize(&b)) else {
+            continue;
+        };
+        let Some(w) = welch_from(&sa, &sb, 0.95) else {
+            continue;
+        };
+        let change = (sb.mean - sa.mean) / sa.mean.abs() * 100.0;
+        if w.p < 0.05 && (change > 0.0) == higher_is_better {
+            eprintln!(
+                "pooled over {} series ({} runs a side): {change:+.1}%, p = {:.2e}",
+                seen.len(),
+                a.len(),
+                w.p
+            );
+            return change;
+        }
+    }
+    panic!("B not significantly better over {max} pooled series; each series: {seen:?}");
+}
