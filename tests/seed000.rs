@@ -91,7 +91,10 @@ fn assert_seed_conclusion(d: &Value) {
         let loads = m["counts"]["loads"].as_f64().unwrap();
         assert!(loads > 0.0, "{m}");
         // Read-mostly: at most the initialization writes it (the replica's main).
-        assert!(m["counts"]["stores"].as_f64().unwrap_or(0.0) <= 0.001 * loads, "{m}");
+        assert!(
+            m["counts"]["stores"].as_f64().unwrap_or(0.0) <= 0.001 * loads,
+            "{m}"
+        );
         assert!(
             functions(m).iter().any(|f| f == "set_task_cpu"),
             "{name} read by set_task_cpu: {m}"
@@ -103,17 +106,33 @@ fn assert_seed_conclusion(d: &Value) {
 fn the_seeds_c2c_paste_says_load_avg_falsely_shares_with_rt_se_and_rt_rq() {
     let _serial = common::serial();
     let d = lineup_json(&[
-        "diagnose", "--type", "task_group", "--btf", BTF, "--c2c", C2C, "--json",
+        "diagnose",
+        "--type",
+        "task_group",
+        "--btf",
+        BTF,
+        "--c2c",
+        C2C,
+        "--json",
     ]);
     assert_seed_conclusion(&d);
     // The costliest line is that one.
     let lines = d["lines"].as_array().unwrap();
     let top = lines
         .iter()
-        .max_by(|a, b| a["cost"].as_f64().unwrap().total_cmp(&b["cost"].as_f64().unwrap()))
+        .max_by(|a, b| {
+            a["cost"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["cost"].as_f64().unwrap())
+        })
         .unwrap();
     assert!(
-        top["members"].as_array().unwrap().iter().any(|m| m["name"] == "load_avg"),
+        top["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "load_avg"),
         "{top}"
     );
 }
@@ -124,7 +143,12 @@ fn offsets(layout: &Value) -> Vec<(String, u64)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| (m["name"].as_str().unwrap().to_string(), m["offset"].as_u64().unwrap()))
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap().to_string(),
+                m["offset"].as_u64().unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -132,9 +156,21 @@ fn build_replica(dir: &Path, instrumented: bool) -> PathBuf {
     let src = repo().join(DIR).join("task_group.c");
     let bin = dir.join(if instrumented { "tg_rec" } else { "tg" });
     if instrumented {
-        run_ok(lineup_in(dir).args(["cc", "-O2", "-g", "-pthread"]).arg(&src).arg("-o").arg(&bin));
+        run_ok(
+            lineup_in(dir)
+                .args(["cc", "-O2", "-g", "-pthread"])
+                .arg(&src)
+                .arg("-o")
+                .arg(&bin),
+        );
     } else {
-        run_ok(Command::new("cc").args(["-O2", "-g", "-pthread"]).arg(&src).arg("-o").arg(&bin));
+        run_ok(
+            Command::new("cc")
+                .args(["-O2", "-g", "-pthread"])
+                .arg(&src)
+                .arg("-o")
+                .arg(&bin),
+        );
     }
     bin
 }
@@ -146,17 +182,40 @@ fn the_replica_has_the_kernels_layout_and_lineups() {
     let bin = build_replica(&dir, false);
     let bin = bin.to_str().unwrap();
     // Every member the replica declares sits where the fixture kernel's BTF has it.
-    let kernel = offsets(&lineup_json(&["layout", "--btf", BTF, "task_group", "--json"]));
-    let replica = offsets(&lineup_json(&["layout", "--dwarf", bin, "task_group", "--json"]));
+    let kernel = offsets(&lineup_json(&[
+        "layout",
+        "--btf",
+        BTF,
+        "task_group",
+        "--json",
+    ]));
+    let replica = offsets(&lineup_json(&[
+        "layout",
+        "--dwarf",
+        bin,
+        "task_group",
+        "--json",
+    ]));
     assert!(replica.len() >= 16, "{replica:?}");
     for (name, off) in &replica {
-        let k = kernel.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{name}"));
+        let k = kernel
+            .iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name}"));
         assert_eq!(k.1, *off, "{name}: kernel {} replica {off}", k.1);
     }
     // The lineup variant is the optimizer's placement for the seed's evidence.
     let plan = lineup_json(&[
-        "optimize", "--type", "task_group", "--btf", BTF, "--c2c", C2C, "--machine",
-        "icelake-2s", "--json",
+        "optimize",
+        "--type",
+        "task_group",
+        "--btf",
+        BTF,
+        "--c2c",
+        C2C,
+        "--machine",
+        "icelake-2s",
+        "--json",
     ]);
     let names: Vec<&str> = plan["units"]
         .as_array()
@@ -165,9 +224,18 @@ fn the_replica_has_the_kernels_layout_and_lineups() {
         .map(|u| u["name"].as_str().unwrap())
         .collect();
     let planned = plan["plan"]["placement"]["offsets"].as_array().unwrap();
-    let variant = offsets(&lineup_json(&["layout", "--dwarf", bin, "task_group_lineup", "--json"]));
+    let variant = offsets(&lineup_json(&[
+        "layout",
+        "--dwarf",
+        bin,
+        "task_group_lineup",
+        "--json",
+    ]));
     for (name, off) in &variant {
-        let i = names.iter().position(|n| n == name).unwrap_or_else(|| panic!("{name}"));
+        let i = names
+            .iter()
+            .position(|n| n == name)
+            .unwrap_or_else(|| panic!("{name}"));
         assert_eq!(planned[i].as_u64(), Some(*off), "{name}");
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -182,12 +250,26 @@ fn the_recorded_replica_reaches_the_seeds_conclusion_and_lineup_fixes_it() {
         "record", "-o", "p.json", "--", "./tg_rec", "current", "150", "2", "50",
     ]));
     let d: Value = serde_json::from_str(&run_ok(lineup_in(&dir).args([
-        "diagnose", "--type", "task_group", "--dwarf", "tg_rec", "--profile", "p.json", "--json",
+        "diagnose",
+        "--type",
+        "task_group",
+        "--dwarf",
+        "tg_rec",
+        "--profile",
+        "p.json",
+        "--json",
     ])))
     .unwrap();
     assert_seed_conclusion(&d);
     let plan: Value = serde_json::from_str(&run_ok(lineup_in(&dir).args([
-        "optimize", "--type", "task_group", "--dwarf", "tg_rec", "--profile", "p.json", "--json",
+        "optimize",
+        "--type",
+        "task_group",
+        "--dwarf",
+        "tg_rec",
+        "--profile",
+        "p.json",
+        "--json",
     ])))
     .unwrap();
     let names: Vec<&str> = plan["units"]
@@ -212,15 +294,38 @@ fn the_header_patch_separates_them_without_growing_the_struct() {
     let dir = scratch("patch");
     let inc = dir.join("examples/seeds/000");
     std::fs::create_dir_all(&inc).unwrap();
-    std::fs::copy(repo().join(DIR).join("task_group.h"), inc.join("task_group.h")).unwrap();
+    std::fs::copy(
+        repo().join(DIR).join("task_group.h"),
+        inc.join("task_group.h"),
+    )
+    .unwrap();
     let diff = dir.join("fix.diff");
     let out = lineup(&[
-        "optimize", "--type", "task_group", "--btf", BTF, "--c2c", C2C, "--machine",
-        "icelake-2s", "--header", "examples/seeds/000/task_group.h", "--patch",
+        "optimize",
+        "--type",
+        "task_group",
+        "--btf",
+        BTF,
+        "--c2c",
+        C2C,
+        "--machine",
+        "icelake-2s",
+        "--header",
+        "examples/seeds/000/task_group.h",
+        "--patch",
         diff.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    run_ok(Command::new("patch").args(["-p1", "-s", "-i"]).arg(&diff).current_dir(&dir));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    run_ok(
+        Command::new("patch")
+            .args(["-p1", "-s", "-i"])
+            .arg(&diff)
+            .current_dir(&dir),
+    );
     let patched = std::fs::read_to_string(inc.join("task_group.h")).unwrap();
     // Every #ifdef block is still whole: each opens and closes around the same members.
     let count = |text: &str, word: &str| text.lines().filter(|l| l.starts_with(word)).count();
@@ -232,14 +337,28 @@ fn the_header_patch_separates_them_without_growing_the_struct() {
         text[start..end].to_string()
     };
     let original = std::fs::read_to_string(repo().join(DIR).join("task_group.h")).unwrap();
-    for name in ["CONFIG_RT_GROUP_SCHED", "CONFIG_FAIR_GROUP_SCHED", "CONFIG_SCHED_AUTOGROUP"] {
+    for name in [
+        "CONFIG_RT_GROUP_SCHED",
+        "CONFIG_FAIR_GROUP_SCHED",
+        "CONFIG_SCHED_AUTOGROUP",
+    ] {
         assert_eq!(block(&patched, name), block(&original, name), "{name}");
     }
     // Priced as a candidate: the patched header costs what lineup's layout costs, at 704
     // bytes, with no false sharing left.
     let v = lineup_json(&[
-        "predict", "--type", "task_group", "--btf", BTF, "--c2c", C2C, "--machine",
-        "icelake-2s", "--layout", inc.join("task_group.h").to_str().unwrap(), "--json",
+        "predict",
+        "--type",
+        "task_group",
+        "--btf",
+        BTF,
+        "--c2c",
+        C2C,
+        "--machine",
+        "icelake-2s",
+        "--layout",
+        inc.join("task_group.h").to_str().unwrap(),
+        "--json",
     ]);
     let layouts = v["layouts"].as_array().unwrap();
     let by = |n: &str| layouts.iter().find(|l| l["layout"] == n).unwrap();
@@ -247,7 +366,11 @@ fn the_header_patch_separates_them_without_growing_the_struct() {
     let total = |l: &Value| l["total_cycles"].as_f64().unwrap();
     assert!(total(patched) <= total(ours) * (1.0 + 1e-9), "{v}");
     assert!(total(patched) < 0.5 * total(cur), "{v}");
-    assert_eq!(patched["cost"]["false_transfers"].as_f64(), Some(0.0), "{patched}");
+    assert_eq!(
+        patched["cost"]["false_transfers"].as_f64(),
+        Some(0.0),
+        "{patched}"
+    );
     assert_eq!(patched["cost"]["size"].as_u64(), Some(704), "{patched}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -663,8 +663,8 @@ fn judge_exact(
         // move does remove, unless the simulation found their transfers negligible.
         let sim_total = sim_true + sim_false;
         let false_negligible = sim_total > 0.0 && sim_false < FALSE_SHARE_NEGLIGIBLE * sim_total;
-        let true_wins = written.iter().all(|w| w.writers.len() > 1)
-            && (others.is_empty() || false_negligible);
+        let true_wins =
+            written.iter().all(|w| w.writers.len() > 1) && (others.is_empty() || false_negligible);
         let mut text = writes_text(&written);
         if !others.is_empty() {
             text.push_str(&format!(
@@ -694,7 +694,11 @@ fn judge_exact(
                 text.push_str(&format!(
                     "; {} {} truly shared ({}): only splitting helps there",
                     names(&truly),
-                    if truly.len() == 1 { "itself stays" } else { "stay" },
+                    if truly.len() == 1 {
+                        "itself stays"
+                    } else {
+                        "stay"
+                    },
                     if several {
                         "written by several CPUs"
                     } else {

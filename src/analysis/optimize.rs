@@ -605,7 +605,8 @@ pub fn optimize(
             .iter()
             .all(|&i| p.offsets[items[i].units[0]] == current.offsets[items[i].units[0]])
     };
-    let mut cycles = cost::evaluate(units, &unit_streams, &placement, cls, machine, q).total_cycles();
+    let mut cycles =
+        cost::evaluate(units, &unit_streams, &placement, cls, machine, q).total_cycles();
     for u in line_aligned.clone() {
         let mut without = line_aligned.clone();
         without.remove(&u);

@@ -55,11 +55,8 @@ impl ReportFiles {
                 }
             }
             for case in cases {
-                let rows: Vec<&Comparison> = plotted
-                    .iter()
-                    .copied()
-                    .filter(|c| c.case == case)
-                    .collect();
+                let rows: Vec<&Comparison> =
+                    plotted.iter().copied().filter(|c| c.case == case).collect();
                 let text = svg::case_plot(case, &rows, 1.0 - alpha);
                 write_atomically(&dir.join(svg::file_name(case)), text.as_bytes())?;
             }

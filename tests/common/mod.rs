@@ -130,7 +130,11 @@ pub fn pooled_ab(
         };
         a.extend(runs("a_runs"));
         b.extend(runs("b_runs"));
-        seen.push(format!("{:?} (p {:?})", c["change_pct"].as_f64(), c["welch"]["p"].as_f64()));
+        seen.push(format!(
+            "{:?} (p {:?})",
+            c["change_pct"].as_f64(),
+            c["welch"]["p"].as_f64()
+        ));
         if let Some(change) = c["change_pct"].as_f64()
             && c["significant"] == true
             && (change > 0.0) == higher_is_better
