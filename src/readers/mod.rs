@@ -41,6 +41,9 @@ impl LoadError {
 pub struct InputFile {
     pub path: PathBuf,
     map: Option<memmap2::Mmap>,
+    /// The file's bytes when it cannot be mapped (sysfs files of kernels that do not offer
+    /// mmap on /sys/kernel/btf/vmlinux answer EACCES/ENODEV to it, yet can be read).
+    read: Vec<u8>,
     /// Decompressed ELF sections (`SHF_COMPRESSED`) live here as long as the file.
     pub arena: typed_arena::Arena<Vec<u8>>,
 }
@@ -62,20 +65,33 @@ impl InputFile {
             // SAFETY: the map is read-only and lineup does not write the file; a file truncated
             // by another process underneath us is the usual mmap caveat that every
             // debug-info tool shares.
-            Some(
-                unsafe { memmap2::Mmap::map(&file) }
-                    .map_err(|e| LoadError::new(path, io_problem(&e)))?,
-            )
+            match unsafe { memmap2::Mmap::map(&file) } {
+                Ok(m) => Some(m),
+                Err(map_error) => {
+                    let read = std::fs::read(path)
+                        .map_err(|_| LoadError::new(path, io_problem(&map_error)))?;
+                    return Ok(InputFile {
+                        path: path.to_path_buf(),
+                        map: None,
+                        read,
+                        arena: typed_arena::Arena::new(),
+                    });
+                }
+            }
         };
         Ok(InputFile {
             path: path.to_path_buf(),
             map,
+            read: Vec::new(),
             arena: typed_arena::Arena::new(),
         })
     }
 
     pub fn bytes(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or(&[])
+        match &self.map {
+            Some(m) => m,
+            None => &self.read,
+        }
     }
 }
 
