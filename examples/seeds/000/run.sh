@@ -15,7 +15,12 @@ EVIDENCE=(--type task_group --c2c "$C2C")
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-step() { printf '\n\033[1m== %s\033[0m\n\n' "$*"; }
+# Bold headings only on a terminal, and never when NO_COLOR is set (https://no-color.org).
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+    step() { printf '\n\033[1m== %s\033[0m\n\n' "$*"; }
+else
+    step() { printf '\n== %s\n\n' "$*"; }
+fi
 
 step "1. measure: the seed's perf c2c paste (160 CPUs, Ice Lake 2S), read into one profile"
 $L import --c2c "$C2C" -o "$WORK/profile.json"
@@ -35,13 +40,13 @@ $L optimize "${EVIDENCE[@]}" --machine icelake-2s --header $D/task_group.h | sed
 step "4. predict: current vs lineup vs the seed's own patch, on the seed's machine and on this one"
 $L predict "${EVIDENCE[@]}" --machine icelake-2s --layout $D/seed_fix.h
 echo
-$L predict "${EVIDENCE[@]}" --machine host --layout $D/seed_fix.h | grep -E '^(layout|current|lineup|seed_fix)'
+$L predict "${EVIDENCE[@]}" --machine host --layout $D/seed_fix.h | grep -E '^(struct|layout|current|lineup|seed_fix)'
 
 step "5a. prove: replay the c2c access mix on this machine's cores (update_load_avg's stores are atomic_long_add)"
 $L replay "${EVIDENCE[@]}" --atomic update_load_avg --atomic __update_blocked_fair \
     --layout $D/seed_fix.h --runs 8 --duration-ms 150 | sed -n '/^case load/,$p'
 
-step "5b. prove: the replica of the hot path (set_task_cpu, update_load_avg, update_cfs_group), three layouts"
+step "5b. prove: the replica of the hot path (set_task_cpu, update_load_avg, update_cfs_group), current against lineup's layout and against the seed's, two A/B tables"
 cc -O2 -pthread $D/task_group.c -o "$WORK/tg"
 for b in lineup seed; do
     (cd "$WORK" && $L bench --a "./tg current 150 2 0" --b "./tg $b 150 2 0" --name "$b" --load 2-threads \
