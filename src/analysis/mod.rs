@@ -3,8 +3,10 @@
 
 pub mod attribute;
 pub mod candidate;
+pub mod contract;
 pub mod cost;
 pub mod diagnose;
 pub mod fields;
+pub mod layout_diff;
 pub mod machine;
 pub mod optimize;

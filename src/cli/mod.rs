@@ -1,7 +1,9 @@
 //! The command line: argument parsing and wiring, nothing else.
 
 mod bench;
+mod check;
 mod diagnose;
+mod diff;
 mod evidence;
 mod layout;
 mod optimize;
@@ -45,6 +47,8 @@ enum Command {
     #[command(name = "c++")]
     Cxx(record::CxxArgs),
     Record(record::RecordArgs),
+    Check(check::Args),
+    Diff(diff::Args),
 }
 
 /// Runs the command line and returns the process exit code: 0 on success, 2 on any error,
@@ -71,6 +75,9 @@ pub fn main() -> i32 {
         Command::Cc(args) => record::run_cc(args),
         Command::Cxx(args) => record::run_cxx(args),
         Command::Record(args) => record::run_record(args),
+        // 1 when the layout breaks its contract, as linters do.
+        Command::Check(args) => check::run(args),
+        Command::Diff(args) => diff::run(args).map(|()| 0),
     };
     match result {
         Ok(code) => code,

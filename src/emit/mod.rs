@@ -3,5 +3,6 @@
 pub mod c;
 pub mod html;
 pub mod json;
+pub mod layout_diff;
 pub mod pahole;
 pub mod patch;
