@@ -5,6 +5,7 @@ mod diagnose;
 mod evidence;
 mod layout;
 mod optimize;
+mod output;
 mod predict;
 mod record;
 mod replay;
