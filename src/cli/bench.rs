@@ -117,6 +117,8 @@ pub struct Args {
 
 /// Runs `lineup bench`; returns the exit status (130 after Ctrl-C).
 pub fn run(args: Args) -> Result<i32> {
+    // Before the matrix is read or anything runs.
+    args.files.check()?;
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         bail!("--alpha {} must lie between 0 and 1", args.alpha);
     }
@@ -178,7 +180,6 @@ pub fn run(args: Args) -> Result<i32> {
         bail!("--timeout {timeout_s}: give seconds, 0 for none");
     }
     let timeout = (timeout_s > 0.0).then(|| Duration::from_secs_f64(timeout_s));
-    args.files.check()?;
     run::install_interrupt_handler().map_err(|e| anyhow!(e))?;
 
     let steps = bench::schedule(runs, warmup);

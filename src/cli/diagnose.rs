@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use lineup::analysis::diagnose::{self, Diagnosis, LineBinding};
@@ -42,6 +42,7 @@ struct Report<'a> {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let html_out = super::output::check_opt("--html", args.html.as_deref())?;
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
     let opened = args.subject.source.open()?;
     let types = opened.types()?;
@@ -99,8 +100,10 @@ pub fn run(args: Args) -> Result<()> {
                 measured: None,
             }],
         };
-        html::write_page(path, &page)
-            .with_context(|| format!("{}: cannot write", path.display()))?;
+        html_out
+            .as_ref()
+            .expect("checked with --html")
+            .write(html::render(&page).as_bytes())?;
         eprintln!("wrote {}", path.display());
     }
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use lineup::profile::{self, Profile};
 
@@ -120,17 +120,11 @@ pub struct ImportArgs {
 }
 
 pub fn run_import(args: ImportArgs) -> Result<()> {
+    let output = super::output::check_opt("-o", args.output.as_deref())?;
     let p = args.evidence.load(&args.pick)?;
     let json = p.to_json();
-    match &args.output {
-        // Written whole, then renamed: no partial file on failure.
-        Some(out) => {
-            let tmp = out.with_extension("json.partial");
-            std::fs::write(&tmp, json.as_bytes())
-                .with_context(|| format!("{}: cannot write", tmp.display()))?;
-            std::fs::rename(&tmp, out)
-                .with_context(|| format!("{}: cannot write", out.display()))?;
-        }
+    match &output {
+        Some(out) => out.write(json.as_bytes())?,
         None => println!("{json}"),
     }
     Ok(())

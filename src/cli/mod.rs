@@ -7,6 +7,7 @@ mod diff;
 mod evidence;
 mod layout;
 mod optimize;
+mod output;
 mod predict;
 mod record;
 mod replay;

@@ -15,6 +15,7 @@ use lineup::emit::{self, c::Flavour};
 use lineup::readers::c_struct;
 use lineup::types::SourceFormat;
 
+use super::output;
 use super::subject::{self, ModelArgs, SubjectArgs};
 
 #[derive(clap::Args)]
@@ -125,6 +126,8 @@ fn positional_initializer(text: &str, name: &str) -> Option<usize> {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let patch_out = output::check_opt("--patch", args.patch.as_deref())?;
+    let html_out = output::check_opt("--html", args.html.as_deref())?;
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
     let opened = args.subject.source.open()?;
     let mut types = opened.types()?;
@@ -350,13 +353,8 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(w) = &init_warning {
         eprintln!("lineup: {w}");
     }
-    if let (Some(out), Some(d)) = (&args.patch, &diff) {
-        let tmp = out.with_extension("partial");
-        std::fs::write(&tmp, d).with_context(|| format!("{}: cannot write", tmp.display()))?;
-        std::fs::rename(&tmp, out).with_context(|| format!("{}: cannot write", out.display()))?;
-    }
-
-    if let Some(path) = &args.html {
+    let mut html_text: Option<String> = None;
+    if args.html.is_some() {
         let d = lineup::analysis::diagnose::diagnose(
             &model.layout,
             &ev.accesses,
@@ -424,9 +422,19 @@ pub fn run(args: Args) -> Result<()> {
             layouts: vec![cur, new],
         };
         page.fill_type_names();
-        emit::html::write_page(path, &page)
-            .with_context(|| format!("{}: cannot write", path.display()))?;
-        eprintln!("wrote {}", path.display());
+        html_text = Some(emit::html::render(&page));
+    }
+    // Both files or neither.
+    let mut files: Vec<(&output::Output, &[u8])> = Vec::new();
+    if let (Some(out), Some(d)) = (&patch_out, &diff) {
+        files.push((out, d.as_bytes()));
+    }
+    if let (Some(out), Some(h)) = (&html_out, &html_text) {
+        files.push((out, h.as_bytes()));
+    }
+    output::commit(&files)?;
+    if let Some(out) = &html_out {
+        eprintln!("wrote {}", out.path().display());
     }
 
     let stdout = std::io::stdout();

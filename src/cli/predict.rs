@@ -82,6 +82,7 @@ pub fn candidate_name(path: &std::path::Path) -> String {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let html_out = super::output::check_opt("--html", args.html.as_deref())?;
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
     let opened = args.subject.source.open()?;
     let types = opened.types()?;
@@ -179,8 +180,10 @@ pub fn run(args: Args) -> Result<()> {
             layouts,
         };
         page.fill_type_names();
-        html::write_page(path, &page)
-            .with_context(|| format!("{}: cannot write", path.display()))?;
+        html_out
+            .as_ref()
+            .expect("checked with --html")
+            .write(html::render(&page).as_bytes())?;
         eprintln!("wrote {}", path.display());
     }
 

@@ -323,6 +323,8 @@ impl Progress {
 }
 
 pub fn run_record(args: RecordArgs) -> Result<i32> {
+    // Checked first: a recording must never be lost to an unwritable path after the run.
+    let output = super::output::Output::check("-o", &args.output)?;
     let program = PathBuf::from(&args.command[0]);
     let shown = program.display().to_string();
     let path = resolve_program(&program).ok_or_else(|| anyhow!("{shown}: not found in PATH"))?;
@@ -394,7 +396,7 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     let mut progress = Progress::new();
     let built = record::build(&processes, &opts, &mut |s| progress.step(s))?;
     progress.finish();
-    write_atomically(&args.output, &built.profile)?;
+    output.write(built.profile.to_json().as_bytes())?;
 
     if args.verbose {
         eprint!("{}", summary(&built.profile, &built.ambiguous_heap));
@@ -415,16 +417,6 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
         }
     }
     Ok(code)
-}
-
-fn write_atomically(out: &Path, p: &Profile) -> Result<()> {
-    let mut name = out.file_name().unwrap_or_default().to_os_string();
-    name.push(".partial");
-    let tmp = out.with_file_name(name);
-    std::fs::write(&tmp, p.to_json().as_bytes())
-        .with_context(|| format!("{}: cannot write", tmp.display()))?;
-    std::fs::rename(&tmp, out).with_context(|| format!("{}: cannot write", out.display()))?;
-    Ok(())
 }
 
 /// Per type, the lines with simulated transfers, most first.

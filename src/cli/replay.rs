@@ -109,13 +109,14 @@ struct VariantReport {
 /// Runs `lineup replay`; returns the exit status (130 after Ctrl-C, with the table of the
 /// runs finished before it).
 pub fn run(args: Args) -> Result<i32> {
+    let emit_c = super::output::check_opt("--emit-c", args.emit_c.as_deref())?;
+    args.files.check()?;
     if args.duration_ms == 0 {
         bail!("--duration-ms 0: a run needs some time");
     }
     if args.runs == 1 {
         bail!("--runs 1: a t-test needs at least 2 runs per layout (0: compile only)");
     }
-    args.files.check()?;
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
     let opened = args.subject.source.open()?;
     let types = opened.types()?;
@@ -212,9 +213,8 @@ pub fn run(args: Args) -> Result<i32> {
         cacheline_size: model.cls,
         evidence: &evidence,
     });
-    if let Some(path) = &args.emit_c {
-        std::fs::write(path, &source)
-            .with_context(|| format!("{}: cannot write", path.display()))?;
+    if let Some(out) = &emit_c {
+        out.write(source.as_bytes())?;
     }
 
     let dir = std::env::temp_dir().join(format!("lineup-replay-{}", std::process::id()));

@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
+
+use super::output::{self, Output};
 
 use lineup::bench::{Comparison, svg, table};
 
@@ -21,29 +23,27 @@ pub struct ReportFiles {
 impl ReportFiles {
     /// Fails before any run when an output could not be written afterwards.
     pub fn check(&self) -> Result<()> {
-        if let Some(path) = &self.csv {
-            let parent = parent_dir(path);
-            if !parent.is_dir() {
-                bail!("{}: no such directory for --csv", parent.display());
+        output::check_opt("--csv", self.csv.as_deref())?;
+        if let Some(dir) = &self.svg {
+            if dir.exists() && !dir.is_dir() {
+                bail!("{}: not a directory (--svg wants one)", dir.display());
             }
-            if path.is_dir() {
-                bail!("{}: is a directory (--csv wants a file)", path.display());
+            if !dir.exists() && !parent_dir(dir).is_dir() {
+                bail!(
+                    "{}: no such directory to create it in (--svg)",
+                    parent_dir(dir).display()
+                );
             }
-        }
-        if let Some(dir) = &self.svg
-            && dir.exists()
-            && !dir.is_dir()
-        {
-            bail!("{}: not a directory (--svg wants one)", dir.display());
         }
         Ok(())
     }
 
     /// Writes the CSV of `all` and one SVG per case of `plotted` (the table's rows), with
-    /// confidence intervals at `1 - alpha`.
+    /// confidence intervals at `1 - alpha`: all of them or none.
     pub fn write(&self, all: &[Comparison], plotted: &[&Comparison], alpha: f64) -> Result<()> {
+        let mut files: Vec<(Output, Vec<u8>)> = Vec::new();
         if let Some(path) = &self.csv {
-            write_atomically(path, table::csv(all).as_bytes())?;
+            files.push((Output::check("--csv", path)?, table::csv(all).into_bytes()));
         }
         if let Some(dir) = &self.svg {
             std::fs::create_dir_all(dir)
@@ -58,10 +58,12 @@ impl ReportFiles {
                 let rows: Vec<&Comparison> =
                     plotted.iter().copied().filter(|c| c.case == case).collect();
                 let text = svg::case_plot(case, &rows, 1.0 - alpha);
-                write_atomically(&dir.join(svg::file_name(case)), text.as_bytes())?;
+                let path = dir.join(svg::file_name(case));
+                files.push((Output::check("--svg", &path)?, text.into_bytes()));
             }
         }
-        Ok(())
+        let refs: Vec<(&Output, &[u8])> = files.iter().map(|(o, b)| (o, b.as_slice())).collect();
+        output::commit(&refs)
     }
 }
 
@@ -70,23 +72,4 @@ fn parent_dir(path: &Path) -> PathBuf {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     }
-}
-
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: readers see
-/// the old file or the whole new one, never a part.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| anyhow!("{}: not a file name", path.display()))?;
-    let tmp = parent_dir(path).join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(anyhow!("{}: cannot write: {e}", path.display()));
-    }
-    Ok(())
 }

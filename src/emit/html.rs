@@ -7,8 +7,6 @@
 //! The view model ([`Page`]) is the JSON contract (`docs/html.md`); bump [`PAGE_SCHEMA`] on
 //! incompatible changes. `measured` fields are the hook for a later `replay`.
 
-use std::path::Path;
-
 use serde::Serialize;
 
 use crate::analysis::cost::{Cost, Placement, Unit};
@@ -431,18 +429,6 @@ pub fn render(page: &Page) -> String {
         .replace("{{CSS}}", CSS)
         .replace("{{JS}}", JS)
         .replace("{{DATA}}", &json)
-}
-
-/// Writes the page to `path` atomically (a temporary file next to it, then a rename).
-pub fn write_page(path: &Path, page: &Page) -> std::io::Result<()> {
-    let html = render(page);
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".{}.partial", std::process::id()));
-    let tmp = std::path::PathBuf::from(tmp);
-    std::fs::write(&tmp, html.as_bytes())?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,349 @@
+//! Every file a command writes (`-o`, `--patch`, `--html`, `--csv`, `--svg`, `--emit-c`) goes
+//! through here, so that no command can damage what its output path points at:
+//!
+//! - a regular file (or a path that does not exist yet) is replaced atomically: the data goes to
+//!   a temporary file created exclusively (`O_EXCL`) beside the target under a name no user file
+//!   can have, which is then renamed over it; the temporary file is removed on every failure;
+//! - a symlink is followed, and its target written (the link stays a link);
+//! - character devices, FIFOs, sockets and `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` are
+//!   written straight through, never renamed over;
+//! - directories and block devices are refused.
+//!
+//! Commands check all their output paths with [`Output::check`] before doing any work (before a
+//! program is recorded, a benchmark run, a file parsed), and write them with [`commit`], which
+//! stages every replaced file first so that a failure leaves none of them half-written.
+
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, anyhow, bail};
+
+/// How many symlinks deep a dangling link chain is followed (the kernel's own limit).
+const MAX_LINKS: usize = 40;
+
+/// One output path, checked.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// The flag that named it (`-o`, `--html`), for error messages.
+    flag: &'static str,
+    /// The path as the user gave it.
+    shown: PathBuf,
+    target: Target,
+}
+
+#[derive(Debug, Clone)]
+enum Target {
+    /// A regular file, or nothing yet: replaced by a rename. The path is the final one, every
+    /// symlink resolved.
+    Replace(PathBuf),
+    /// A device, FIFO or socket: opened and written in place.
+    Through(PathBuf),
+    /// One of lineup's own open descriptors (`/dev/stdout`, `/dev/fd/N`): written through a
+    /// duplicate, which works for pipes and sockets that cannot be reopened by name.
+    Descriptor(i32),
+}
+
+impl Output {
+    /// Checks that `path` can be written once the command's work is done: its directory
+    /// exists and is writable, it is not a directory or a block device.
+    pub fn check(flag: &'static str, path: &Path) -> Result<Output> {
+        let shown = path.to_path_buf();
+        let fail = |what: String| anyhow!("{}: {what} ({flag})", path.display());
+        if path.as_os_str().is_empty() {
+            bail!("{flag}: an empty path");
+        }
+        if let Some(fd) = descriptor_of(path) {
+            // SAFETY: fcntl(F_GETFD) only asks whether the descriptor is open.
+            if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+                return Err(fail(format!("descriptor {fd} is not open")));
+            }
+            return Ok(Output {
+                flag,
+                shown,
+                target: Target::Descriptor(fd),
+            });
+        }
+        let target = match std::fs::metadata(path) {
+            Ok(meta) => {
+                let ft = meta.file_type();
+                if ft.is_dir() {
+                    return Err(fail("is a directory, not a file".into()));
+                }
+                if ft.is_block_device() {
+                    return Err(fail(
+                        "is a block device; lineup will not write over a disk".into(),
+                    ));
+                }
+                if ft.is_char_device() || ft.is_fifo() || ft.is_socket() {
+                    Target::Through(path.to_path_buf())
+                } else {
+                    let real = std::fs::canonicalize(path)
+                        .map_err(|e| fail(format!("cannot resolve: {e}")))?;
+                    Target::Replace(real)
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Target::Replace(final_target(path).map_err(fail)?)
+            }
+            Err(e) => return Err(fail(format!("cannot inspect: {e}"))),
+        };
+        if let Target::Replace(real) = &target {
+            let dir = parent_dir(real);
+            match std::fs::metadata(&dir) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err(fail(format!("{} is not a directory", dir.display()))),
+                Err(_) => return Err(fail(format!("no such directory {}", dir.display()))),
+            }
+            if !writable(&dir) {
+                return Err(fail(format!(
+                    "cannot create files in {} (permission denied or read-only)",
+                    dir.display()
+                )));
+            }
+        } else if let Target::Through(p) = &target
+            && !writable(p)
+        {
+            return Err(fail("not writable".into()));
+        }
+        Ok(Output {
+            flag,
+            shown,
+            target,
+        })
+    }
+
+    /// The path as the user gave it.
+    pub fn path(&self) -> &Path {
+        &self.shown
+    }
+
+    /// Writes `bytes` as the whole content of this output.
+    pub fn write(&self, bytes: &[u8]) -> Result<()> {
+        commit(&[(self, bytes)])
+    }
+
+    fn error(&self, what: impl std::fmt::Display) -> anyhow::Error {
+        anyhow!(
+            "{}: cannot write: {what} ({})",
+            self.shown.display(),
+            self.flag
+        )
+    }
+}
+
+/// Checks an optional output path.
+pub fn check_opt(flag: &'static str, path: Option<&Path>) -> Result<Option<Output>> {
+    path.map(|p| Output::check(flag, p)).transpose()
+}
+
+/// Writes several outputs as one: every replaced file is staged in its temporary file first,
+/// then the write-through outputs are written, then the staged files are renamed into place.
+/// A failure before the renames leaves no replaced file changed and no temporary file behind;
+/// the error names the output that failed.
+pub fn commit(items: &[(&Output, &[u8])]) -> Result<()> {
+    let mut staged: Vec<Staged> = Vec::new();
+    for (out, bytes) in items {
+        if let Target::Replace(real) = &out.target {
+            staged.push(Staged::write(real, bytes).map_err(|e| out.error(e))?);
+        }
+    }
+    for (out, bytes) in items {
+        match &out.target {
+            Target::Through(p) => {
+                write_through(p, bytes).map_err(|e| out.error(e))?;
+            }
+            Target::Descriptor(fd) => {
+                write_descriptor(*fd, bytes).map_err(|e| out.error(e))?;
+            }
+            Target::Replace(_) => {}
+        }
+    }
+    let mut staged = staged.into_iter();
+    for (out, _) in items {
+        if let Target::Replace(real) = &out.target {
+            let s = staged.next().expect("one staged file per replaced output");
+            s.rename_to(real).map_err(|e| out.error(e))?;
+        }
+    }
+    Ok(())
+}
+
+/// A temporary file beside its target, removed unless renamed into place.
+struct Staged {
+    path: Option<PathBuf>,
+}
+
+impl Staged {
+    fn write(target: &Path, bytes: &[u8]) -> std::io::Result<Staged> {
+        let dir = parent_dir(target);
+        let base = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // Hidden, tagged with lineup, the pid and a counter, and created with O_EXCL: a user's
+        // `data.json.partial` can neither be overwritten nor removed by it.
+        for attempt in 0..100u32 {
+            let mut name = OsString::from(".");
+            name.push(&base);
+            name.push(format!(
+                ".lineup-{}-{}-{attempt}.tmp",
+                std::process::id(),
+                nonce()
+            ));
+            let path = dir.join(name);
+            let file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o666)
+                .open(&path);
+            let mut file = match file {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            };
+            // From here on, dropping `staged` on an error removes the file.
+            let staged = Staged { path: Some(path) };
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            // A replaced file keeps its permission bits (a user's 0600 stays 0600).
+            if let Ok(meta) = std::fs::metadata(target) {
+                let _ = file.set_permissions(meta.permissions());
+            }
+            return Ok(staged);
+        }
+        Err(std::io::Error::other(
+            "cannot find a free temporary name beside it",
+        ))
+    }
+
+    fn rename_to(mut self, target: &Path) -> std::io::Result<()> {
+        let path = self.path.take().expect("staged once");
+        std::fs::rename(&path, target).inspect_err(|_| {
+            let _ = std::fs::remove_file(&path);
+        })
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(p) = self.path.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn nonce() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0);
+    t ^ (&t as *const u64 as u64)
+}
+
+/// Opens a device, FIFO or socket by name and writes to it; never truncates or renames.
+fn write_through(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = match OpenOptions::new().write(true).open(path) {
+        Ok(f) => f,
+        // A Unix socket cannot be opened by name; say what it is.
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+            return Err(std::io::Error::other(
+                "a socket or a FIFO without a reader cannot be opened for writing",
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    f.write_all(bytes)?;
+    f.flush()
+}
+
+/// Writes through a duplicate of one of lineup's own descriptors.
+fn write_descriptor(fd: i32, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::fd::FromRawFd;
+    // Flush what Rust buffered for our own stdout before writing beside it.
+    if fd == 1 {
+        std::io::stdout().flush()?;
+    }
+    // SAFETY: dup returns a new descriptor that the File then owns and closes.
+    let dup = unsafe { libc::dup(fd) };
+    if dup < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut f = unsafe { File::from_raw_fd(dup) };
+    f.write_all(bytes)?;
+    f.flush()
+}
+
+/// `/dev/stdout`, `/dev/stderr`, `/dev/stdin`, `/dev/fd/N` and `/proc/self/fd/N` name one of
+/// lineup's own descriptors.
+fn descriptor_of(path: &Path) -> Option<i32> {
+    let s = path.to_str()?;
+    match s {
+        "/dev/stdin" => return Some(0),
+        "/dev/stdout" => return Some(1),
+        "/dev/stderr" => return Some(2),
+        _ => {}
+    }
+    let n = s
+        .strip_prefix("/dev/fd/")
+        .or_else(|| s.strip_prefix("/proc/self/fd/"))?;
+    n.parse::<i32>().ok().filter(|&fd| fd >= 0)
+}
+
+/// The file a path that does not exist will create: a dangling symlink is followed to the
+/// name it points at.
+fn final_target(path: &Path) -> Result<PathBuf, String> {
+    let mut p = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&p).map_err(|e| format!("cannot read link: {e}"))?;
+                p = if to.is_absolute() {
+                    to
+                } else {
+                    parent_dir(&p).join(to)
+                };
+            }
+            _ => {
+                if p.file_name().is_none() {
+                    return Err("not a file name".into());
+                }
+                return Ok(p);
+            }
+        }
+    }
+    Err("too many levels of symbolic links".into())
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn writable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a valid NUL-terminated path; access() only reads it. AT_EACCESS checks with the
+    // effective ids (root still meets read-only file systems).
+    unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors_are_recognized_by_name() {
+        assert_eq!(descriptor_of(Path::new("/dev/stdout")), Some(1));
+        assert_eq!(descriptor_of(Path::new("/dev/fd/7")), Some(7));
+        assert_eq!(descriptor_of(Path::new("/proc/self/fd/3")), Some(3));
+        assert_eq!(descriptor_of(Path::new("/dev/fd/x")), None);
+        assert_eq!(descriptor_of(Path::new("/tmp/stdout")), None);
+    }
+}
