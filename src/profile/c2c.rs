@@ -23,6 +23,7 @@ use super::model::{
     Access, CodeLocation, Counts, CpuUse, DEFAULT_CACHELINE_SIZE, Latency, LineProfile, Privilege,
     Profile, ThreadUse, Unit, parse_hex,
 };
+use super::table;
 
 /// Options for [`import_c2c_with`].
 #[derive(Clone, Debug)]
@@ -121,6 +122,9 @@ struct Parser {
     prose: Option<String>,
     /// That line ends with a colon: it introduces what follows.
     caption: bool,
+    /// Header lines of a Pareto table not yet bound to rows (`#` replaced by a blank, so
+    /// positions hold): perf's own or a paste's trimmed two-line form.
+    pending: Vec<String>,
 }
 
 /// One report being read.
@@ -130,6 +134,10 @@ struct Report {
     snoop: Option<Snoop>,
     table: Option<Vec<String>>,
     pareto: Option<Vec<Col>>,
+    /// Rows without a data offset were read (a table "edited to fit").
+    no_offsets: bool,
+    /// Cache line header rows without an address were read.
+    no_address: bool,
     /// The previous '#' line of the current section (a header's first line).
     prev_hash: Option<String>,
     /// Index in `profile.lines` of the Pareto line being read, with its header-row totals.
@@ -148,6 +156,7 @@ impl Parser {
             section: None,
             prose: None,
             caption: false,
+            pending: Vec::new(),
         }
     }
 
@@ -158,8 +167,14 @@ impl Parser {
             self.enter(section);
             return Ok(());
         }
-        if is_rule(trimmed, '-') && self.section != Some(Section::Pareto) {
-            // Dashes frame pasted cache line header rows; they say nothing by themselves.
+        if table::is_rule(trimmed) {
+            // Dashes frame cache line header rows, dots underline `#` headers: no data.
+            return Ok(());
+        }
+        if matches!(self.section, None | Some(Section::Pareto))
+            && let Some(h) = header_line(text)
+        {
+            self.pending.push(h);
             return Ok(());
         }
         if trimmed.is_empty() || is_rule(trimmed, '=') {
@@ -224,17 +239,31 @@ impl Parser {
             self.caption = false;
             return Ok(());
         }
+        // The Trace Event totals pasted without their title.
+        if let Some((key, _)) = trimmed.split_once(':')
+            && let Some(section) = summary_section_of(key.trim())
+        {
+            self.enter(section);
+            return self.key_value(no, section, trimmed).map(|_| ());
+        }
         // A paste may start straight at a cache line header row.
         let tokens: Vec<&str> = trimmed.split_whitespace().collect();
-        if looks_like_cl_header(&tokens) {
-            // Text dropped between two cache lines ("[snip]") does not end the report; a
-            // caption ("With this change:") does.
+        if looks_like_cl_header(&tokens, !self.pending.is_empty()) {
+            // Text between two cache lines ("[snip]", "cache line 1:") does not end the
+            // report; a caption before a line the report already has ("With this change:"
+            // over the same line 0) starts the next one.
             let in_pareto = self
                 .report
                 .as_ref()
                 .is_some_and(|r| r.sections_seen.last() == Some(&Section::Pareto));
-            if in_pareto && !self.caption {
+            let repeats = self
+                .report
+                .as_ref()
+                .is_some_and(|r| r.repeats_line(&tokens));
+            if in_pareto && !(self.caption && repeats) {
                 self.section = Some(Section::Pareto);
+                self.prose = None;
+                self.caption = false;
             } else {
                 self.enter(Section::Pareto);
             }
@@ -428,30 +457,13 @@ impl Parser {
     // --- Shared Cache Line Distribution Pareto ----------------------------------------------
 
     fn pareto_line(&mut self, no: usize, trimmed: &str) -> Result<bool, ProfileError> {
+        let pending = std::mem::take(&mut self.pending);
         let report = self.report.as_mut().expect("a section implies a report");
-        if let Some(rest) = header_text(trimmed) {
-            let labels = header_labels(rest);
-            if labels.iter().any(|l| l == "Offset" || l == "Off") {
-                let line0 = report.prev_hash.take();
-                report.note_double_cl(line0.as_deref(), rest);
-                let cols = pareto_cols(line0.as_deref(), &labels);
-                if cols
-                    .iter()
-                    .any(|c| matches!(c, Col::PctRmtPeer | Col::PctLclPeer))
-                {
-                    report.snoop = Some(Snoop::Peer);
-                } else if cols
-                    .iter()
-                    .any(|c| matches!(c, Col::PctRmtHitm | Col::PctLclHitm))
-                {
-                    report.snoop = Some(Snoop::Hitm);
-                }
-                report.pareto = Some(cols);
-            }
-            report.prev_hash = Some(rest.to_string());
-            return Ok(true);
+        if !pending.is_empty() {
+            report.set_pareto_header(&pending);
         }
-        if is_rule(trimmed, '-') {
+        if trimmed.starts_with('#') {
+            // `#` alone, or a comment: perf's headers were taken above.
             return Ok(true);
         }
         let tokens: Vec<&str> = trimmed.split_whitespace().collect();
@@ -503,6 +515,8 @@ impl Report {
             snoop: None,
             table: None,
             pareto: None,
+            no_offsets: false,
+            no_address: false,
             prev_hash: None,
             current: None,
             in_events: false,
@@ -546,41 +560,107 @@ impl Report {
         }
     }
 
-    fn cl_header_row(&mut self, no: usize, tokens: &[&str]) -> Result<(), ProfileError> {
-        let expect_na = self
-            .pareto
-            .as_ref()
-            .map(|cols| cols.contains(&Col::PctStNa));
-        let h = parse_cl_header(no, tokens, expect_na)?;
-        let cls = self.profile.cacheline_size;
-        if h.address % cls != 0 {
-            return Err(ProfileError::parse(
-                no,
-                format!(
-                    "{:#x} is not the start of a {cls}-byte cache line",
-                    h.address
-                ),
-            ));
+    /// Binds a Pareto header (its lines, top to bottom) to columns, and notes which.
+    fn set_pareto_header(&mut self, lines: &[String]) {
+        let text = lines.join(" ");
+        if text.contains("Double-C") {
+            self.profile.cacheline_size = 2 * DEFAULT_CACHELINE_SIZE;
         }
+        let (cols, names) = pareto_header_cols(lines);
+        if !cols.iter().any(|c| c.is_pct() || *c == Col::Offset) {
+            return;
+        }
+        if cols
+            .iter()
+            .any(|c| matches!(c, Col::PctRmtPeer | Col::PctLclPeer))
+        {
+            self.snoop = Some(Snoop::Peer);
+        } else if cols
+            .iter()
+            .any(|c| matches!(c, Col::PctRmtHitm | Col::PctLclHitm))
+        {
+            self.snoop = Some(Snoop::Hitm);
+        }
+        self.profile
+            .provenance
+            .settings
+            .insert("pareto_columns".into(), names.join(", "));
+        self.pareto = Some(cols);
+    }
+
+    /// The percentage columns of the Pareto header, in order: a cache line header row gives
+    /// one count for each.
+    fn pct_cols(&self) -> Vec<Col> {
+        self.pareto
+            .as_ref()
+            .map(|c| c.iter().copied().filter(|c| c.is_pct()).collect())
+            .unwrap_or_default()
+    }
+
+    /// A cache line header row names a line this report already holds (the same address, or
+    /// the same index): the table is another run of the same thing.
+    fn repeats_line(&self, tokens: &[&str]) -> bool {
+        let Ok(h) = parse_cl_header(
+            0,
+            tokens,
+            &self.pct_cols(),
+            self.snoop.unwrap_or(Snoop::Hitm),
+        ) else {
+            return false;
+        };
+        self.profile.lines.iter().any(|l| {
+            h.address
+                .is_some_and(|a| a == l.address && l.details.get("address_unknown").is_none())
+                || (h.index.is_some() && l.rank == h.index)
+        })
+    }
+
+    fn cl_header_row(&mut self, no: usize, tokens: &[&str]) -> Result<(), ProfileError> {
         let snoop = self.snoop.unwrap_or(Snoop::Hitm);
+        let h = parse_cl_header(no, tokens, &self.pct_cols(), snoop)?;
+        let cls = self.profile.cacheline_size;
+        let mut details = BTreeMap::new();
+        let address = match h.address {
+            Some(a) if a % cls != 0 => {
+                return Err(ProfileError::parse(
+                    no,
+                    format!("{a:#x} is not the start of a {cls}-byte cache line"),
+                ));
+            }
+            Some(a) => a,
+            None => {
+                // Edited out: lines are told apart by their index, which stands in for the
+                // address (marked, so nothing reads it as one).
+                self.no_address = true;
+                details.insert("address_unknown".to_string(), 1.0);
+                let n = h.index.map_or(self.profile.lines.len() as u64, u64::from);
+                n * cls
+            }
+        };
         let mut totals = Counts {
-            stores: h.st_l1hit + h.st_l1miss + h.st_na.unwrap_or(0.0),
+            stores: h.total(Col::PctStL1Hit) + h.total(Col::PctStL1Miss) + h.total(Col::PctStNa),
+            rmt_hitm: h.total(Col::PctRmtHitm),
+            lcl_hitm: h.total(Col::PctLclHitm),
+            rmt_peer: h.total(Col::PctRmtPeer),
+            lcl_peer: h.total(Col::PctLclPeer),
             ..Default::default()
         };
-        match snoop {
-            Snoop::Hitm => (totals.rmt_hitm, totals.lcl_hitm) = (h.rmt, h.lcl),
-            Snoop::Peer => (totals.rmt_peer, totals.lcl_peer) = (h.rmt, h.lcl),
-        }
-        let mut details = BTreeMap::from([
-            ("st_l1hit".to_string(), h.st_l1hit),
-            ("st_l1miss".to_string(), h.st_l1miss),
-        ]);
-        if let Some(na) = h.st_na {
-            details.insert("st_na".into(), na);
+        // A snoop-peer column that does not split local from remote: counted as local (the
+        // nearer, cheaper transfer), and kept as printed.
+        totals.lcl_peer += h.total(Col::PctPeer);
+        for (col, v) in &h.totals {
+            let key = match col {
+                Col::PctStL1Hit => "st_l1hit",
+                Col::PctStL1Miss => "st_l1miss",
+                Col::PctStNa => "st_na",
+                Col::PctPeer => "peer",
+                _ => continue,
+            };
+            details.insert(key.to_string(), *v);
         }
         let i = self.merge_line(LineProfile {
-            address: h.address,
-            rank: Some(h.index),
+            address,
+            rank: h.index,
             totals: Some(totals),
             details,
             ..Default::default()
@@ -607,21 +687,41 @@ impl Report {
         };
         let row = parse_row(no, tokens, cols, self.pareto.is_some())?;
         let cls = self.profile.cacheline_size;
-        let offset = row
-            .offset
-            .ok_or_else(|| ProfileError::parse(no, "row has no Offset column"))?;
-        if offset >= cls {
-            return Err(ProfileError::parse(
-                no,
-                format!("offset {offset:#x} is outside a {cls}-byte cache line"),
-            ));
+        match row.offset {
+            Some(offset) if offset >= cls => {
+                return Err(ProfileError::parse(
+                    no,
+                    format!("offset {offset:#x} is outside a {cls}-byte cache line"),
+                ));
+            }
+            Some(_) => {}
+            None if cols.contains(&Col::Offset) => {
+                return Err(ProfileError::parse(no, "row has no Offset value"));
+            }
+            // A table "edited to fit" without the offset column: what is there is imported.
+            None => self.no_offsets = true,
         }
-        let access = row.into_access(&totals, snoop);
+        let access = row.into_access(&totals);
         self.profile.lines[line_idx].accesses.push(access);
         Ok(())
     }
 
     fn finish(mut self) -> Profile {
+        let mut notes: Vec<&str> = Vec::new();
+        if self.no_offsets {
+            notes.push(
+                "the rows carry no data offsets (the table was edited to fit): members cannot \
+                 be named without offsets",
+            );
+        }
+        if self.no_address {
+            notes.push("cache line addresses were edited out: lines are told apart by index");
+        }
+        if !notes.is_empty() {
+            let mut all: Vec<String> = self.profile.provenance.note.take().into_iter().collect();
+            all.extend(notes.iter().map(|n| n.to_string()));
+            self.profile.provenance.note = Some(all.join("; "));
+        }
         self.profile.derive_function_groups();
         self.profile
     }
@@ -638,6 +738,8 @@ enum Col {
     PctLclHitm,
     PctRmtPeer,
     PctLclPeer,
+    /// The snoop-peer share beside the HITM columns (perf 5.19+), local and remote together.
+    PctPeer,
     PctStL1Hit,
     PctStL1Miss,
     PctStNa,
@@ -651,6 +753,8 @@ enum Col {
     CycLclHitm,
     CycRmtPeer,
     CycLclPeer,
+    /// Mean cycles of peer-snoop loads (local and remote together).
+    CycPeer,
     CycLoad,
     Records,
     CpuCount,
@@ -666,6 +770,136 @@ impl Col {
     fn is_tail(self) -> bool {
         matches!(self, Col::Symbol | Col::Object | Col::Source | Col::Nodes)
     }
+
+    /// A percentage of one of the line's totals (the cache line header row prints them).
+    fn is_pct(self) -> bool {
+        matches!(
+            self,
+            Col::PctRmtHitm
+                | Col::PctLclHitm
+                | Col::PctRmtPeer
+                | Col::PctLclPeer
+                | Col::PctPeer
+                | Col::PctStL1Hit
+                | Col::PctStL1Miss
+                | Col::PctStNa
+        )
+    }
+}
+
+/// The columns of a Pareto header and the names they were found under. Aligned headers are
+/// read by position (see [`table`]); collapsed ones word by word.
+fn pareto_header_cols(lines: &[String]) -> (Vec<Col>, Vec<String>) {
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    // perf prints two lines; a third from the top would be a stray caption.
+    let refs = &refs[refs.len().saturating_sub(2)..];
+    if table::aligned(refs) {
+        let columns = table::header_columns(refs);
+        let peer_mode = columns.iter().any(|c| {
+            c.group
+                .as_deref()
+                .is_some_and(|g| g.to_ascii_lowercase().contains("peer"))
+        });
+        let mut cols = Vec::new();
+        let mut names = Vec::new();
+        for c in &columns {
+            if let Some(col) = col_of(c, cols.last().copied(), peer_mode) {
+                cols.push(col);
+                names.push(c.full_name());
+            }
+        }
+        return (cols, names);
+    }
+    let labels = header_labels(refs[refs.len() - 1]);
+    let line0 = (refs.len() > 1).then(|| refs[0]);
+    let cols = pareto_cols(line0, &labels);
+    let names = labels.into_iter().filter(|l| l != "Num").collect();
+    (cols, names)
+}
+
+/// perf's Pareto vocabulary (`tools/perf/builtin-c2c.c`: the `percent_*`, `mean_*`,
+/// `tot_recs`, `cpucnt`, `dcacheline`/`offset`, `iaddr`, `symbol`, `dso`, `cl_srcline` and
+/// node dimensions), and the words authors use for them in trimmed tables (`Rmt` over
+/// `Hitm%`, `Data` over `offset`, `Load` over `cycles`). `None`: a column rows do not print
+/// (`Num`, shown in cache line header rows only).
+fn col_of(c: &table::Column, prev: Option<Col>, peer_mode: bool) -> Option<Col> {
+    let words: Vec<String> = c
+        .words()
+        .into_iter()
+        .map(|w| w.trim_end_matches('%').to_string())
+        .collect();
+    let has = |x: &str| words.iter().any(|w| w == x);
+    let name = c.name.trim_end_matches('%').to_ascii_lowercase();
+    let cycles = has("cycles");
+    let col = if name == "num" || name == "index" {
+        return None;
+    } else if name.starts_with("node{") {
+        Col::Nodes
+    } else if name == "node" {
+        if prev == Some(Col::Offset) {
+            Col::DataNode
+        } else {
+            Col::Nodes
+        }
+    } else if has("offset") || name == "off" {
+        Col::Offset
+    } else if name == "code address" || (has("code") && has("address")) {
+        Col::CodeAddr
+    } else if name == "pa cnt" {
+        Col::PaCount
+    } else if name == "pid" {
+        Col::Pid
+    } else if name == "tid" {
+        Col::Tid
+    } else if has("records") {
+        Col::Records
+    } else if name == "cnt" {
+        Col::CpuCount
+    } else if has("symbol") {
+        Col::Symbol
+    } else if has("object") {
+        Col::Object
+    } else if name == "source:line" {
+        Col::Source
+    } else if cycles {
+        let rest: Vec<&str> = words
+            .iter()
+            .map(String::as_str)
+            .filter(|w| *w != "cycles")
+            .collect();
+        match rest.join(" ").as_str() {
+            "rmt hitm" => Col::CycRmtHitm,
+            "lcl hitm" => Col::CycLclHitm,
+            "rmt peer" => Col::CycRmtPeer,
+            "lcl peer" => Col::CycLclPeer,
+            "peer" => Col::CycPeer,
+            "load" | "" => Col::CycLoad,
+            _ => Col::Other,
+        }
+    } else if has("l1") && has("hit") {
+        Col::PctStL1Hit
+    } else if has("l1") && has("miss") {
+        Col::PctStL1Miss
+    } else if name == "n/a" || name == "any lvl" || name == "anylvl" {
+        Col::PctStNa
+    } else if name == "rmthitm" || (has("rmt") && has("hitm")) {
+        Col::PctRmtHitm
+    } else if name == "lclhitm" || (has("lcl") && has("hitm")) {
+        Col::PctLclHitm
+    } else if has("rmt") && (has("peer") || peer_mode) {
+        Col::PctRmtPeer
+    } else if has("lcl") && (has("peer") || peer_mode) {
+        Col::PctLclPeer
+    } else if name == "rmt" {
+        Col::PctRmtHitm
+    } else if name == "lcl" {
+        Col::PctLclHitm
+    } else if name == "peer" {
+        Col::PctPeer
+    } else {
+        Col::Other
+    };
+    Some(col)
 }
 
 /// Column meaning from the header's second line (`line1`), the first line (`line0`) telling
@@ -679,6 +913,9 @@ fn pareto_cols(line0: Option<&str>, labels: &[String]) -> Vec<Col> {
             "Num" => continue,
             "RmtHitm" => Col::PctRmtHitm,
             "LclHitm" => Col::PctLclHitm,
+            "Peer" => Col::PctPeer,
+            "peer" => Col::CycPeer,
+            "Any Lvl" | "Anylvl" => Col::PctStNa,
             "Rmt" if peer => Col::PctRmtPeer,
             "Lcl" if peer => Col::PctLclPeer,
             "Rmt" => Col::PctRmtHitm,
@@ -733,10 +970,18 @@ fn infer_cols(no: usize, tokens: &[&str], snoop: Snoop) -> Result<Vec<Col>, Prof
     let mut cols = match pcts {
         4 => vec![rmt, lcl, Col::PctStL1Hit, Col::PctStL1Miss],
         5 => vec![rmt, lcl, Col::PctStL1Hit, Col::PctStL1Miss, Col::PctStNa],
+        6 => vec![
+            rmt,
+            lcl,
+            Col::PctPeer,
+            Col::PctStL1Hit,
+            Col::PctStL1Miss,
+            Col::PctStNa,
+        ],
         n => {
             return Err(ProfileError::parse(
                 no,
-                format!("row starts with {n} percentage columns; perf prints 4 or 5"),
+                format!("row starts with {n} percentage columns; perf prints 4, 5 or 6"),
             ));
         }
     };
@@ -775,7 +1020,10 @@ fn infer_cols(no: usize, tokens: &[&str], snoop: Snoop) -> Result<Vec<Col>, Prof
         .take_while(|t| parse_number(t).is_some())
         .count();
     cols.extend_from_slice(&[cyc_rmt, cyc_lcl, Col::CycLoad]);
-    cols.extend(match numbers {
+    if numbers == 6 && pcts == 6 {
+        cols.push(Col::CycPeer);
+    }
+    cols.extend(match numbers - (numbers == 6 && pcts == 6) as usize {
         5 => [Col::Records, Col::CpuCount],
         n => {
             return Err(ProfileError::parse(
@@ -842,6 +1090,7 @@ fn parse_row(
             | Col::PctLclHitm
             | Col::PctRmtPeer
             | Col::PctLclPeer
+            | Col::PctPeer
             | Col::PctStL1Hit
             | Col::PctStL1Miss
             | Col::PctStNa => {
@@ -879,6 +1128,7 @@ fn parse_row(
             | Col::CycLclHitm
             | Col::CycRmtPeer
             | Col::CycLclPeer
+            | Col::CycPeer
             | Col::CycLoad => {
                 let v = parse_number(tok).ok_or_else(|| bad("mean cycles"))?;
                 row.cyc.insert(col_name(col), v);
@@ -997,6 +1247,7 @@ fn col_name(c: Col) -> &'static str {
         Col::PctLclHitm => "lcl_hitm",
         Col::PctRmtPeer => "rmt_peer",
         Col::PctLclPeer => "lcl_peer",
+        Col::PctPeer => "peer",
         Col::PctStL1Hit => "st_l1hit",
         Col::PctStL1Miss => "st_l1miss",
         Col::PctStNa => "st_na",
@@ -1010,6 +1261,7 @@ fn col_name(c: Col) -> &'static str {
         Col::CycLclHitm => "lcl hitm",
         Col::CycRmtPeer => "rmt peer",
         Col::CycLclPeer => "lcl peer",
+        Col::CycPeer => "peer cycles",
         Col::CycLoad => "load",
         Col::Records => "records",
         Col::CpuCount => "cpu cnt",
@@ -1024,33 +1276,26 @@ fn col_name(c: Col) -> &'static str {
 impl Row {
     /// Percentages of the line's totals become counts; loads are the records that are not
     /// stores; cycle means times their counts give total load cycles.
-    fn into_access(self, h: &ClHeader, snoop: Snoop) -> Access {
-        let share = |key: &str, total: f64| {
+    fn into_access(self, h: &ClHeader) -> Access {
+        let share = |col: Col| {
             self.pct
-                .get(key)
-                .map_or(0.0, |p| (p / 100.0 * total).round())
+                .get(col_name(col))
+                .map_or(0.0, |p| (p / 100.0 * h.total(col)).round())
         };
-        let (rmt_key, lcl_key) = match snoop {
-            Snoop::Hitm => ("rmt_hitm", "lcl_hitm"),
-            Snoop::Peer => ("rmt_peer", "lcl_peer"),
-        };
-        let rmt = share(rmt_key, h.rmt);
-        let lcl = share(lcl_key, h.lcl);
-        let stores = share("st_l1hit", h.st_l1hit)
-            + share("st_l1miss", h.st_l1miss)
-            + share("st_na", h.st_na.unwrap_or(0.0));
+        let stores = share(Col::PctStL1Hit) + share(Col::PctStL1Miss) + share(Col::PctStNa);
         let mut counts = Counts {
             stores,
+            rmt_hitm: share(Col::PctRmtHitm),
+            lcl_hitm: share(Col::PctLclHitm),
+            rmt_peer: share(Col::PctRmtPeer),
+            lcl_peer: share(Col::PctLclPeer) + share(Col::PctPeer),
             ..Default::default()
         };
-        match snoop {
-            Snoop::Hitm => (counts.rmt_hitm, counts.lcl_hitm) = (rmt, lcl),
-            Snoop::Peer => (counts.rmt_peer, counts.lcl_peer) = (rmt, lcl),
-        }
+        let transfers = counts.transfers();
         // Records count loads and stores; without them, HITM/peer loads are all we know.
         counts.loads = match self.records {
-            Some(r) => (r - stores).max(rmt + lcl),
-            None => rmt + lcl,
+            Some(r) => (r - stores).max(transfers),
+            None => transfers,
         };
         let latency = self.latency(&counts);
         let mut details = BTreeMap::new();
@@ -1107,7 +1352,7 @@ impl Row {
             mean_load: mean("load"),
             mean_lcl_hitm: mean("lcl hitm"),
             mean_rmt_hitm: mean("rmt hitm"),
-            mean_lcl_peer: mean("lcl peer"),
+            mean_lcl_peer: mean("lcl peer").or(mean("peer cycles")),
             mean_rmt_peer: mean("rmt peer"),
             ..Default::default()
         };
@@ -1155,73 +1400,116 @@ fn code_location(
     loc
 }
 
-/// A Pareto cache line header row: index, Rmt, Lcl (HITM or peer), store L1 hit, L1 miss,
-/// [store N/A], address.
+/// A Pareto cache line header row: the line's index (perf's `Num`; trimmed tables drop it),
+/// one count per percentage column of the rows below (HITM or peer, [peer,] store L1 hit,
+/// L1 miss, [N/A]; or the author's subset), and the line's address (edited out at times).
 #[derive(Clone, Debug)]
 struct ClHeader {
-    index: u32,
-    rmt: f64,
-    lcl: f64,
-    st_l1hit: f64,
-    st_l1miss: f64,
-    st_na: Option<f64>,
-    address: u64,
+    index: Option<u32>,
+    totals: Vec<(Col, f64)>,
+    address: Option<u64>,
 }
 
+impl ClHeader {
+    fn total(&self, col: Col) -> f64 {
+        self.totals
+            .iter()
+            .find(|(c, _)| *c == col)
+            .map_or(0.0, |(_, v)| *v)
+    }
+}
+
+/// Reads a cache line header row against the percentage columns of the header (`pct`), or,
+/// without a header, perf's own order told by the number of fields.
 fn parse_cl_header(
     no: usize,
     tokens: &[&str],
-    expect_na: Option<bool>,
+    pct: &[Col],
+    snoop: Snoop,
 ) -> Result<ClHeader, ProfileError> {
     let n = tokens.len();
-    let ok_len = match expect_na {
-        Some(true) => n == 7,
-        Some(false) => n == 6,
-        None => n == 6 || n == 7,
+    let address = match tokens.last() {
+        Some(t) if t.starts_with("0x") || t.starts_with("0X") => {
+            Some(parse_hex(t).ok_or_else(|| {
+                ProfileError::parse(
+                    no,
+                    format!("cache line header row: expected a 0x address, found {t:?}"),
+                )
+            })?)
+        }
+        _ => None,
     };
-    if !ok_len {
-        let expected = match expect_na {
-            Some(true) => "7",
-            Some(false) => "6",
-            None => "6 or 7",
+    let nums = &tokens[..n - address.is_some() as usize];
+    let (rmt, lcl) = match snoop {
+        Snoop::Hitm => (Col::PctRmtHitm, Col::PctLclHitm),
+        Snoop::Peer => (Col::PctRmtPeer, Col::PctLclPeer),
+    };
+    let cols: Vec<Col> = if !pct.is_empty() {
+        pct.to_vec()
+    } else {
+        let perf_order = match nums.len() {
+            5 if address.is_some() => vec![rmt, lcl, Col::PctStL1Hit, Col::PctStL1Miss],
+            6 if address.is_some() => {
+                vec![rmt, lcl, Col::PctStL1Hit, Col::PctStL1Miss, Col::PctStNa]
+            }
+            7 if address.is_some() => vec![
+                rmt,
+                lcl,
+                Col::PctPeer,
+                Col::PctStL1Hit,
+                Col::PctStL1Miss,
+                Col::PctStNa,
+            ],
+            _ => {
+                return Err(ProfileError::parse(
+                    no,
+                    format!(
+                        "cache line header row has {n} fields, expected 6, 7 or 8 (index, \
+                         remote, local, [peer,] store L1 hit, L1 miss, [N/A,] address)"
+                    ),
+                ));
+            }
         };
+        perf_order
+    };
+    let has_index = if nums.len() == cols.len() + 1 {
+        true
+    } else if nums.len() == cols.len() {
+        false
+    } else {
         return Err(ProfileError::parse(
             no,
             format!(
-                "cache line header row has {n} fields, expected {expected} \
-                 (index, remote, local, store L1 hit, L1 miss, [N/A,] address)"
+                "cache line header row has {n} fields; the header's {} percentage columns \
+                 call for {} counts, an optional index and the address",
+                cols.len(),
+                cols.len()
             ),
         ));
-    }
-    let num = |i: usize| {
-        tokens[i].parse::<u64>().map(|v| v as f64).map_err(|_| {
+    };
+    let num = |t: &str| {
+        t.parse::<u64>().map(|v| v as f64).map_err(|_| {
             ProfileError::parse(
                 no,
-                format!(
-                    "cache line header row: expected a count, found {:?}",
-                    tokens[i]
-                ),
+                format!("cache line header row: expected a count, found {t:?}"),
             )
         })
     };
-    let address = parse_hex(tokens[n - 1]).ok_or_else(|| {
-        ProfileError::parse(
-            no,
-            format!(
-                "cache line header row: expected a 0x address, found {:?}",
-                tokens[n - 1]
-            ),
-        )
-    })?;
+    let index =
+        if has_index {
+            Some(nums[0].parse().map_err(|_| {
+                ProfileError::parse(no, format!("bad cache line index {:?}", nums[0]))
+            })?)
+        } else {
+            None
+        };
+    let mut totals = Vec::with_capacity(cols.len());
+    for (col, t) in cols.iter().zip(&nums[has_index as usize..]) {
+        totals.push((*col, num(t)?));
+    }
     Ok(ClHeader {
-        index: tokens[0].parse().map_err(|_| {
-            ProfileError::parse(no, format!("bad cache line index {:?}", tokens[0]))
-        })?,
-        rmt: num(1)?,
-        lcl: num(2)?,
-        st_l1hit: num(3)?,
-        st_l1miss: num(4)?,
-        st_na: if n == 7 { Some(num(5)?) } else { None },
+        index,
+        totals,
         address,
     })
 }
@@ -1247,10 +1535,116 @@ fn header_text(trimmed: &str) -> Option<&str> {
     (labelled || GROUPS.iter().any(|g| trimmed.contains(g))).then_some(trimmed)
 }
 
-fn looks_like_cl_header(tokens: &[&str]) -> bool {
-    matches!(tokens.len(), 6 | 7)
-        && tokens[..tokens.len() - 1].iter().all(|t| is_uint(t))
-        && tokens.last().is_some_and(|t| parse_hex(t).is_some())
+/// A cache line header row outside a section: counts then a `0x` address; or, under a
+/// header that was just read, counts alone (an address edited out).
+fn looks_like_cl_header(tokens: &[&str], under_header: bool) -> bool {
+    let Some((last, counts)) = tokens.split_last() else {
+        return false;
+    };
+    if counts.len() >= 2 && counts.iter().all(|t| is_uint(t)) && parse_hex(last).is_some() {
+        return last.starts_with("0x");
+    }
+    under_header && tokens.len() >= 2 && tokens.iter().all(|t| is_uint(t))
+}
+
+/// Words of perf's c2c column headers and of the trimmed headers authors write.
+const HEADER_WORDS: &[&str] = &[
+    "num",
+    "index",
+    "rmt",
+    "lcl",
+    "tot",
+    "hitm",
+    "rmthitm",
+    "lclhitm",
+    "peer",
+    "snoop",
+    "store",
+    "stores",
+    "refs",
+    "l1",
+    "hit",
+    "miss",
+    "n/a",
+    "any",
+    "lvl",
+    "anylvl",
+    "data",
+    "address",
+    "offset",
+    "off",
+    "node",
+    "pa",
+    "cnt",
+    "code",
+    "cycles",
+    "load",
+    "loads",
+    "total",
+    "records",
+    "cpu",
+    "symbol",
+    "shared",
+    "object",
+    "source:line",
+    "pid",
+    "tid",
+    "cacheline",
+    "remote",
+    "local",
+    "l1hit",
+    "l1miss",
+];
+
+/// A line of a Pareto header (perf's `#` lines or a paste's own): mostly header words, no
+/// numbers. Returned with a `#` prefix blanked, so columns keep their positions.
+fn header_line(text: &str) -> Option<String> {
+    let t = text.trim_start();
+    let content = t.strip_prefix('#').unwrap_or(t);
+    if content.contains(" : ") {
+        // `# perf version : 6.4.0`, the perf.data header.
+        return None;
+    }
+    let words: Vec<String> = content
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches('-')
+                .trim_end_matches('%')
+                .to_ascii_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.len() < 2
+        || words
+            .iter()
+            .any(|w| w.starts_with("0x") || w.parse::<f64>().is_ok())
+    {
+        return None;
+    }
+    let known = words
+        .iter()
+        .filter(|w| {
+            HEADER_WORDS.contains(&w.as_str())
+                || w.starts_with("node{")
+                || w.starts_with('%')
+                || w.ends_with('}')
+        })
+        .count();
+    (known * 4 >= words.len() * 3).then(|| text.replacen('#', " ", 1))
+}
+
+/// A `key : value` line of perf's totals pasted without its section title.
+fn summary_section_of(key: &str) -> Option<Section> {
+    match key {
+        "Total records"
+        | "Locked Load/Store Operations"
+        | "Load Operations"
+        | "Load Local HITM"
+        | "Load Remote HITM"
+        | "Store Operations" => Some(Section::TraceEvents),
+        "Total Shared Cache Lines" | "Load HITs on shared lines" => Some(Section::SharedLines),
+        _ => None,
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1371,6 +1765,7 @@ fn header_labels(line: &str) -> Vec<String> {
         "rmt peer",
         "lcl peer",
         "Ld Miss",
+        "Any Lvl",
     ];
     let words: Vec<&str> = line.trim_start_matches('#').split_whitespace().collect();
     let mut out = Vec::new();
@@ -1486,14 +1881,18 @@ fn is_rule(trimmed: &str, c: char) -> bool {
     trimmed.len() >= 8 && trimmed.chars().all(|x| x == c)
 }
 
-/// Mail quoting (`> `, `>> `) in front of a pasted report.
+/// Mail quoting (`> `, `>> `) in front of a pasted report: one blank after each `>` goes
+/// with it, the rest is the text's own indentation (which aligns its columns).
 fn strip_quote(raw: &str) -> &str {
     let t = raw.trim_start();
-    if t.starts_with('>') {
-        t.trim_start_matches(['>', ' '])
-    } else {
-        raw
+    if !t.starts_with('>') {
+        return raw;
     }
+    let mut s = t;
+    while let Some(rest) = s.strip_prefix('>') {
+        s = rest.strip_prefix(' ').unwrap_or(rest);
+    }
+    s
 }
 
 /// A prose line that can name the next report: "Baseline:", "With this change:".
