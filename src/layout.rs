@@ -223,7 +223,11 @@ pub fn layout_with(
         }
     }
     Some(Layout {
-        name: types.get(id).name.to_string(),
+        // An anonymous struct behind a typedef is known by the typedef's name.
+        name: match types.get(id).name {
+            "" => types.typedef_name_of(id).unwrap_or("").to_string(),
+            n => n.to_string(),
+        },
         kind: if is_union { "union" } else { "struct" },
         type_id: id,
         size,

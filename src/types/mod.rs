@@ -329,10 +329,57 @@ impl<'a> Types<'a> {
 
     /// Every defined struct or union called `name`. Several when different definitions share
     /// a name (two compile units, or BTF that kept both).
+    ///
+    /// With no struct of that name, a typedef of that name that leads to a defined struct or
+    /// union (`typedef struct { ... } lreg_args;`, `typedef struct foo foo_t;`) finds it: C
+    /// code names such types only through the typedef.
     pub fn find_composites(&self, name: &str) -> Vec<TypeId> {
-        self.composites()
+        let direct: Vec<TypeId> = self
+            .composites()
             .filter(|&id| self.get(id).name == name)
-            .collect()
+            .collect();
+        if !direct.is_empty() || name.is_empty() {
+            return direct;
+        }
+        let mut out: Vec<TypeId> = Vec::new();
+        for t in self.types.iter().filter(|t| t.name == name) {
+            let Kind::Typedef { target } = t.kind else {
+                continue;
+            };
+            if let Some(id) = self.composite_behind(target)
+                && !out.contains(&id)
+            {
+                out.push(id);
+            }
+        }
+        out
+    }
+
+    /// The defined struct or union that `id` names through typedefs and qualifiers.
+    fn composite_behind(&self, mut id: TypeId) -> Option<TypeId> {
+        // Bounded: a malformed file can hold a typedef cycle.
+        for _ in 0..64 {
+            match &self.types.get(id as usize)?.kind {
+                Kind::Typedef { target }
+                | Kind::Qualified { target, .. }
+                | Kind::TypeTag { target, .. } => id = *target,
+                Kind::Struct(c) | Kind::Union(c) => return (!c.is_declaration).then_some(id),
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// The name of a typedef that leads to the anonymous struct or union `id`, if any.
+    pub fn typedef_name_of(&self, id: TypeId) -> Option<&'a str> {
+        self.types.iter().find_map(|t| match t.kind {
+            Kind::Typedef { target }
+                if !t.name.is_empty() && self.composite_behind(target) == Some(id) =>
+            {
+                Some(t.name)
+            }
+            _ => None,
+        })
     }
 
     /// Up to `n` struct/union names close to `name`, best first, for "did you mean".
