@@ -35,6 +35,7 @@ pub struct Args {
 #[derive(Serialize)]
 struct Report<'a> {
     schema: u32,
+    layout_source: &'a lineup::readers::LayoutSource,
     evidence: Option<&'a str>,
     bindings: &'a [LineBinding],
     #[serde(flatten)]
@@ -112,6 +113,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         let report = Report {
             schema: 1,
+            layout_source: &opened.source,
             evidence: profile.provenance.input.as_deref(),
             bindings: &bindings,
             diagnosis: &d,
@@ -121,6 +123,7 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let mut text = String::new();
+    let _ = writeln!(text, "{}", opened.source.describe());
     let _ = writeln!(
         text,
         "struct {}: {} bytes, {} cache lines of {cls} bytes; evidence: {}{}",

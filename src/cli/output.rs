@@ -94,8 +94,8 @@ impl Output {
             let dir = parent_dir(real);
             match std::fs::metadata(&dir) {
                 Ok(m) if m.is_dir() => {}
-                Ok(_) => return Err(fail(format!("{} is not a directory", dir.display()))),
-                Err(_) => return Err(fail(format!("no such directory {}", dir.display()))),
+                Ok(_) => return Err(fail(format!("{}: not a directory", dir.display()))),
+                Err(_) => return Err(fail(format!("{}: no such directory", dir.display()))),
             }
             if !writable(&dir) {
                 return Err(fail(format!(

@@ -205,6 +205,7 @@ pub fn run(args: Args) -> Result<()> {
             .collect();
         let v = serde_json::json!({
             "schema": 1,
+            "layout_source": opened.source,
             "type_name": args.subject.type_name,
             "machine": model.machine,
             "cacheline_size": model.cls,
@@ -216,6 +217,7 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let refs: Vec<(String, &Cost)> = rows.iter().map(|(n, c)| (n.clone(), c)).collect();
+    writeln!(out, "{}", opened.source.describe())?;
     writeln!(
         out,
         "struct {} on {} ({}), {}-byte lines; rates in {:?} of the evidence, cycles = transfers x modeled latency",
