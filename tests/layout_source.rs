@@ -97,6 +97,22 @@ fn the_bundled_fallback_is_said_loudly_in_every_answer() {
     }
 }
 
+#[test]
+fn html_pages_name_the_layout_source_too() {
+    let dir = scratch("html");
+    let btf = btf();
+    for cmd in &commands()[1..4] {
+        let page = dir.join(format!("{}.html", cmd[0]));
+        let args = [&cmd[..], &["--btf", &btf, "--html", page.to_str().unwrap()]].concat();
+        run(&args, None);
+        let html = std::fs::read_to_string(&page).unwrap();
+        assert!(
+            html.contains(&format!("layout from: {btf} (BTF)")),
+            "{cmd:?}: the page does not name {btf}"
+        );
+    }
+}
+
 /// A copy of the binary in a directory of its own, away from the checkout.
 fn installed_copy() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("lineup-installed-{}", std::process::id()));

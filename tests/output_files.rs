@@ -265,6 +265,32 @@ fn record_checks_its_output_before_running_the_program() {
         "the program ran before the path was checked"
     );
 
+    // --keep-raw names a directory: a regular file there is refused before the run too.
+    let file = dir.join("not-a-dir");
+    std::fs::write(&file, "mine").unwrap();
+    let o = lineup()
+        .arg("record")
+        .arg("-o")
+        .arg(dir.join("p.json"))
+        .arg("--keep-raw")
+        .arg(&file)
+        .arg("--")
+        .arg(&exe)
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--keep-raw"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(
+        !marker.exists(),
+        "the program ran before --keep-raw was checked"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+
     // The same program with a writable path runs and leaves its marker: the check above
     // is what kept it from running.
     let o = lineup()

@@ -66,17 +66,20 @@ pub fn run(args: Args) -> Result<()> {
     d.unresolved_fields = missing;
 
     if let Some(path) = &args.html {
-        let mut notes = vec![format!(
-            "{} bytes, {} cache lines of {cls} bytes; evidence: {}{}",
-            d.size,
-            d.size.div_ceil(cls),
-            profile.provenance.tool,
-            profile
-                .label
-                .as_ref()
-                .map(|l| format!(" \"{l}\""))
-                .unwrap_or_default()
-        )];
+        let mut notes = vec![
+            opened.source.describe(),
+            format!(
+                "{} bytes, {} cache lines of {cls} bytes; evidence: {}{}",
+                d.size,
+                d.size.div_ceil(cls),
+                profile.provenance.tool,
+                profile
+                    .label
+                    .as_ref()
+                    .map(|l| format!(" \"{l}\""))
+                    .unwrap_or_default()
+            ),
+        ];
         if let Some(input) = &profile.provenance.input {
             notes.push(format!("evidence file: {input}"));
         }

@@ -391,6 +391,7 @@ pub fn run(args: Args) -> Result<()> {
             Some(&d),
         );
         let mut notes = vec![
+            opened.source.describe(),
             format!(
                 "machine {} ({}), {cls}-byte lines; evidence: {}",
                 model.machine.name, model.machine.description, profile.provenance.tool

@@ -134,6 +134,26 @@ impl Output {
     }
 }
 
+/// Checks a directory a command will write files into (created if missing): it is one, or
+/// its parent is.
+pub fn check_dir(flag: &'static str, dir: &Path) -> Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => bail!("{}: not a directory ({flag} wants one)", dir.display()),
+        Err(_) => {
+            let parent = parent_dir(dir);
+            if !parent.is_dir() {
+                bail!(
+                    "{}: no such directory to create {} in ({flag})",
+                    parent.display(),
+                    dir.display()
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Checks an optional output path.
 pub fn check_opt(flag: &'static str, path: Option<&Path>) -> Result<Option<Output>> {
     path.map(|p| Output::check(flag, p)).transpose()

@@ -168,6 +168,7 @@ pub fn run(args: Args) -> Result<()> {
             type_name: args.subject.type_name.clone(),
             cacheline_size: model.cls,
             notes: vec![
+                opened.source.describe(),
                 format!(
                     "machine {} ({}), {}-byte lines; rates in {:?} of the evidence, cycles = transfers x modeled latency",
                     model.machine.name, model.machine.description, model.cls, profile.unit
