@@ -143,6 +143,25 @@ fn a_fifo_is_written_through_and_stays_a_fifo() {
 }
 
 #[test]
+fn a_unix_socket_is_written_through_and_stays_a_socket() {
+    use std::io::Read;
+    let dir = scratch("socket");
+    let sock = dir.join("sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let reader = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut got = Vec::new();
+        conn.read_to_end(&mut got).unwrap();
+        got
+    });
+    let o = import_to(&sock);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_is_seed000_profile(&reader.join().unwrap());
+    assert!(std::fs::metadata(&sock).unwrap().file_type().is_socket());
+    assert_eq!(listing(&dir), ["sock"]);
+}
+
+#[test]
 fn dev_stdout_on_a_pipe_prints_the_data() {
     let o = lineup()
         .args(["import", "--c2c", C2C, "-o", "/dev/stdout"])
