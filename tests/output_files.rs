@@ -143,6 +143,25 @@ fn a_fifo_is_written_through_and_stays_a_fifo() {
 }
 
 #[test]
+fn a_unix_socket_is_written_through_and_stays_a_socket() {
+    use std::io::Read;
+    let dir = scratch("socket");
+    let sock = dir.join("sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let reader = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut got = Vec::new();
+        conn.read_to_end(&mut got).unwrap();
+        got
+    });
+    let o = import_to(&sock);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_is_seed000_profile(&reader.join().unwrap());
+    assert!(std::fs::metadata(&sock).unwrap().file_type().is_socket());
+    assert_eq!(listing(&dir), ["sock"]);
+}
+
+#[test]
 fn dev_stdout_on_a_pipe_prints_the_data() {
     let o = lineup()
         .args(["import", "--c2c", C2C, "-o", "/dev/stdout"])
@@ -264,6 +283,32 @@ fn record_checks_its_output_before_running_the_program() {
         !marker.exists(),
         "the program ran before the path was checked"
     );
+
+    // --keep-raw names a directory: a regular file there is refused before the run too.
+    let file = dir.join("not-a-dir");
+    std::fs::write(&file, "mine").unwrap();
+    let o = lineup()
+        .arg("record")
+        .arg("-o")
+        .arg(dir.join("p.json"))
+        .arg("--keep-raw")
+        .arg(&file)
+        .arg("--")
+        .arg(&exe)
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--keep-raw"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(
+        !marker.exists(),
+        "the program ran before --keep-raw was checked"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
 
     // The same program with a writable path runs and leaves its marker: the check above
     // is what kept it from running.

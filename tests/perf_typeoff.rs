@@ -710,8 +710,13 @@ fn diagnose_task_group_from_a_typeoff_report() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The header names the layout's file first (issue 13 item 7).
     assert!(
-        text.starts_with(
+        text.starts_with(&format!("layout from: {btf} (BTF)\n")),
+        "{text}"
+    );
+    assert!(
+        text.lines().nth(1).unwrap_or("").starts_with(
             "struct task_group: 704 bytes, 11 cache lines of 64 bytes; evidence: perf report -s type,typeoff"
         ),
         "{text}"

@@ -35,6 +35,7 @@ pub struct Args {
 #[derive(Serialize)]
 struct Report<'a> {
     schema: u32,
+    layout_source: &'a lineup::readers::LayoutSource,
     evidence: Option<&'a str>,
     bindings: &'a [LineBinding],
     #[serde(flatten)]
@@ -65,17 +66,20 @@ pub fn run(args: Args) -> Result<()> {
     d.unresolved_fields = missing;
 
     if let Some(path) = &args.html {
-        let mut notes = vec![format!(
-            "{} bytes, {} cache lines of {cls} bytes; evidence: {}{}",
-            d.size,
-            d.size.div_ceil(cls),
-            profile.provenance.tool,
-            profile
-                .label
-                .as_ref()
-                .map(|l| format!(" \"{l}\""))
-                .unwrap_or_default()
-        )];
+        let mut notes = vec![
+            opened.source.describe(),
+            format!(
+                "{} bytes, {} cache lines of {cls} bytes; evidence: {}{}",
+                d.size,
+                d.size.div_ceil(cls),
+                profile.provenance.tool,
+                profile
+                    .label
+                    .as_ref()
+                    .map(|l| format!(" \"{l}\""))
+                    .unwrap_or_default()
+            ),
+        ];
         if let Some(input) = &profile.provenance.input {
             notes.push(format!("evidence file: {input}"));
         }
@@ -112,6 +116,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         let report = Report {
             schema: 1,
+            layout_source: &opened.source,
             evidence: profile.provenance.input.as_deref(),
             bindings: &bindings,
             diagnosis: &d,
@@ -121,6 +126,7 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let mut text = String::new();
+    let _ = writeln!(text, "{}", opened.source.describe());
     let _ = writeln!(
         text,
         "struct {}: {} bytes, {} cache lines of {cls} bytes; evidence: {}{}",

@@ -97,6 +97,7 @@ impl EvidenceArgs {
         if p.provenance.input.is_none() {
             p.provenance.input = Some(path.display().to_string());
         }
+        p.provenance.loaded_from = Some(path.display().to_string());
         Ok(p)
     }
 }

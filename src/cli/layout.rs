@@ -75,13 +75,15 @@ pub fn run(args: Args) -> Result<()> {
             .iter()
             .filter_map(|&id| layout::layout(&types, id, args.cacheline_size))
             .collect();
-        emit::json::write_layouts(&mut out, &opened.label, args.cacheline_size, &layouts)?;
+        emit::json::write_layouts(&mut out, &opened.source, args.cacheline_size, &layouts)?;
     } else if args.all {
+        writeln!(out, "/* {} */", opened.source.describe())?;
         for chunk in render_text(&types, &ids, args.cacheline_size) {
             out.write_all(&chunk)?;
         }
     } else {
         let mut buf = Vec::new();
+        writeln!(buf, "/* {} */", opened.source.describe())?;
         for &id in &ids {
             let Some(l) = layout::layout_with(&types, id, args.cacheline_size, false) else {
                 continue;

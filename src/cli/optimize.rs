@@ -77,6 +77,7 @@ struct Split<'a> {
 #[derive(Serialize)]
 struct Report<'a> {
     schema: u32,
+    layout_source: &'a lineup::readers::LayoutSource,
     type_name: &'a str,
     machine: &'a lineup::analysis::machine::MachineModel,
     cacheline_size: u64,
@@ -390,6 +391,7 @@ pub fn run(args: Args) -> Result<()> {
             Some(&d),
         );
         let mut notes = vec![
+            opened.source.describe(),
             format!(
                 "machine {} ({}), {cls}-byte lines; evidence: {}",
                 model.machine.name, model.machine.description, profile.provenance.tool
@@ -442,6 +444,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         let report = Report {
             schema: 1,
+            layout_source: &opened.source,
             type_name: &args.subject.type_name,
             machine: &model.machine,
             cacheline_size: cls,
@@ -463,6 +466,7 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let mut s = String::new();
+    let _ = writeln!(s, "{}", opened.source.describe());
     let _ = writeln!(
         s,
         "struct {} on {} ({}), {cls}-byte lines; evidence: {}{}",

@@ -94,8 +94,8 @@ impl Output {
             let dir = parent_dir(real);
             match std::fs::metadata(&dir) {
                 Ok(m) if m.is_dir() => {}
-                Ok(_) => return Err(fail(format!("{} is not a directory", dir.display()))),
-                Err(_) => return Err(fail(format!("no such directory {}", dir.display()))),
+                Ok(_) => return Err(fail(format!("{}: not a directory", dir.display()))),
+                Err(_) => return Err(fail(format!("{}: no such directory", dir.display()))),
             }
             if !writable(&dir) {
                 return Err(fail(format!(
@@ -131,6 +131,26 @@ impl Output {
             self.shown.display(),
             self.flag
         )
+    }
+}
+
+/// Checks a directory a command will write files into (created if missing): it is one, or
+/// its parent is.
+pub fn check_dir(flag: &'static str, dir: &Path) -> Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => bail!("{}: not a directory ({flag} wants one)", dir.display()),
+        Err(_) => {
+            let parent = parent_dir(dir);
+            if !parent.is_dir() {
+                bail!(
+                    "{}: no such directory to create {} in ({flag})",
+                    parent.display(),
+                    dir.display()
+                );
+            }
+            Ok(())
+        }
     }
 }
 
@@ -243,18 +263,18 @@ fn nonce() -> u64 {
     t ^ (&t as *const u64 as u64)
 }
 
-/// Opens a device, FIFO or socket by name and writes to it; never truncates or renames.
+/// Opens a device or FIFO by name, or connects to a Unix socket, and writes to it; never
+/// truncates or renames.
 fn write_through(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut f = match OpenOptions::new().write(true).open(path) {
-        Ok(f) => f,
-        // A Unix socket cannot be opened by name; say what it is.
-        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
-            return Err(std::io::Error::other(
-                "a socket or a FIFO without a reader cannot be opened for writing",
-            ));
-        }
-        Err(e) => return Err(e),
-    };
+    let is_socket = std::fs::metadata(path)
+        .map(|m| m.file_type().is_socket())
+        .unwrap_or(false);
+    if is_socket {
+        let mut s = std::os::unix::net::UnixStream::connect(path)?;
+        s.write_all(bytes)?;
+        return s.shutdown(std::net::Shutdown::Write);
+    }
+    let mut f = OpenOptions::new().write(true).open(path)?;
     f.write_all(bytes)?;
     f.flush()
 }

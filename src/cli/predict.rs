@@ -168,6 +168,7 @@ pub fn run(args: Args) -> Result<()> {
             type_name: args.subject.type_name.clone(),
             cacheline_size: model.cls,
             notes: vec![
+                opened.source.describe(),
                 format!(
                     "machine {} ({}), {}-byte lines; rates in {:?} of the evidence, cycles = transfers x modeled latency",
                     model.machine.name, model.machine.description, model.cls, profile.unit
@@ -205,6 +206,7 @@ pub fn run(args: Args) -> Result<()> {
             .collect();
         let v = serde_json::json!({
             "schema": 1,
+            "layout_source": opened.source,
             "type_name": args.subject.type_name,
             "machine": model.machine,
             "cacheline_size": model.cls,
@@ -216,6 +218,7 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let refs: Vec<(String, &Cost)> = rows.iter().map(|(n, c)| (n.clone(), c)).collect();
+    writeln!(out, "{}", opened.source.describe())?;
     writeln!(
         out,
         "struct {} on {} ({}), {}-byte lines; rates in {:?} of the evidence, cycles = transfers x modeled latency",

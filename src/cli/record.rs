@@ -325,6 +325,9 @@ impl Progress {
 pub fn run_record(args: RecordArgs) -> Result<i32> {
     // Checked first: a recording must never be lost to an unwritable path after the run.
     let output = super::output::Output::check("-o", &args.output)?;
+    if let Some(keep) = &args.keep_raw {
+        super::output::check_dir("--keep-raw", keep)?;
+    }
     let program = PathBuf::from(&args.command[0]);
     let shown = program.display().to_string();
     let path = resolve_program(&program).ok_or_else(|| anyhow!("{shown}: not found in PATH"))?;

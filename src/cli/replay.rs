@@ -291,6 +291,7 @@ pub fn run(args: Args) -> Result<i32> {
         let v = serde_json::json!({
             "schema": 1,
             "interrupted": interrupted,
+            "layout_source": opened.source,
             "type_name": args.subject.type_name,
             "machine": model.machine,
             "cacheline_size": model.cls,
@@ -309,6 +310,7 @@ pub fn run(args: Args) -> Result<i32> {
         writeln!(out)?;
         return Ok(status);
     }
+    writeln!(out, "{}", opened.source.describe())?;
     if args.runs == 0 {
         writeln!(
             out,

@@ -2,9 +2,9 @@
 //! any run (so a long measurement never ends in an unwritable path), written whole or not at
 //! all afterwards.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::output::{self, Output};
 
@@ -25,15 +25,7 @@ impl ReportFiles {
     pub fn check(&self) -> Result<()> {
         output::check_opt("--csv", self.csv.as_deref())?;
         if let Some(dir) = &self.svg {
-            if dir.exists() && !dir.is_dir() {
-                bail!("{}: not a directory (--svg wants one)", dir.display());
-            }
-            if !dir.exists() && !parent_dir(dir).is_dir() {
-                bail!(
-                    "{}: no such directory to create it in (--svg)",
-                    parent_dir(dir).display()
-                );
-            }
+            output::check_dir("--svg", dir)?;
         }
         Ok(())
     }
@@ -64,12 +56,5 @@ impl ReportFiles {
         }
         let refs: Vec<(&Output, &[u8])> = files.iter().map(|(o, b)| (o, b.as_slice())).collect();
         output::commit(&refs)
-    }
-}
-
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
     }
 }

@@ -1,17 +1,23 @@
 //! Where types come from: `--btf`, `--dwarf`, or the running kernel's BTF with a bundled
-//! fallback. Shared by every command that needs a layout.
+//! fallback compiled into the binary. Shared by every command that needs a layout.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use lineup::readers::{self, Format, InputFile, LoadError};
+use lineup::readers::{self, Format, InputFile, LayoutSource, LoadError};
 use lineup::types::Types;
 
 /// The kernel's own BTF, present when built with CONFIG_DEBUG_INFO_BTF.
 pub const RUNNING_KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
-/// A copy of a 6.18 kernel's BTF (built with CONFIG_RT_GROUP_SCHED) shipped in the repository.
-pub const BUNDLED_BTF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/vmlinux-6.18.44.btf");
+/// Overrides [`RUNNING_KERNEL_BTF`], for tests that need a machine without one (a path
+/// that does not exist simulates a kernel built without BTF). Not for users.
+pub const RUNNING_KERNEL_BTF_ENV: &str = "LINEUP_TEST_RUNNING_KERNEL_BTF";
+/// The name the bundled BTF goes by in headers and messages.
+pub const BUNDLED_BTF_NAME: &str = "bundled Linux 6.18.44 BTF (data/vmlinux-6.18.44.btf)";
+/// A copy of a 6.18 kernel's BTF (built with CONFIG_RT_GROUP_SCHED), compiled into the
+/// binary so that the fallback works after `cargo install`, away from the source tree.
+static BUNDLED_BTF: &[u8] = include_bytes!("../../data/vmlinux-6.18.44.btf");
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct SourceArgs {
@@ -31,60 +37,72 @@ pub struct Opened {
     pub file: InputFile,
     pub base: Option<InputFile>,
     pub format: Format,
-    /// What to tell the user the data came from.
+    /// What to tell the user the data came from, in messages.
     pub label: String,
+    /// Where the layout came from, for every answer's header.
+    pub source: LayoutSource,
 }
 
 impl SourceArgs {
     pub fn open(&self) -> Result<Opened> {
-        let (path, format, label) = match (&self.btf, &self.dwarf) {
-            (Some(p), _) => (p.clone(), Format::Btf, p.display().to_string()),
-            (None, Some(p)) => (p.clone(), Format::Dwarf, p.display().to_string()),
-            (None, None) => {
-                if Path::new(RUNNING_KERNEL_BTF).exists() {
-                    (
-                        PathBuf::from(RUNNING_KERNEL_BTF),
-                        Format::Btf,
-                        RUNNING_KERNEL_BTF.to_string(),
-                    )
-                } else {
-                    eprintln!(
-                        "lineup: {RUNNING_KERNEL_BTF} is absent; using the bundled 6.18 kernel BTF ({BUNDLED_BTF})"
-                    );
-                    (
-                        PathBuf::from(BUNDLED_BTF),
-                        Format::Btf,
-                        "bundled vmlinux-6.18.44.btf".to_string(),
-                    )
-                }
-            }
-        };
-        let (file, label) = match InputFile::open(&path) {
-            Ok(f) => (f, label),
-            // The running kernel's BTF can exist and still be unreadable (a container, a
-            // sandbox): the bundled copy is the documented fallback.
-            Err(e)
-                if self.btf.is_none()
-                    && self.dwarf.is_none()
-                    && path == Path::new(RUNNING_KERNEL_BTF) =>
-            {
-                eprintln!("lineup: {e}; using the bundled 6.18 kernel BTF ({BUNDLED_BTF})");
-                (
-                    InputFile::open(Path::new(BUNDLED_BTF))?,
-                    "bundled vmlinux-6.18.44.btf".to_string(),
-                )
-            }
-            Err(e) => return Err(e.into()),
-        };
         let base = match &self.base_btf {
             Some(b) => Some(InputFile::open(b)?),
             None => None,
+        };
+        let given = |p: &PathBuf, name: &'static str| LayoutSource {
+            file: p.display().to_string(),
+            format: name,
+            base: self.base_btf.as_ref().map(|b| b.display().to_string()),
+            running_kernel: false,
+            bundled_fallback: false,
+        };
+        let (file, format, source) = match (&self.btf, &self.dwarf) {
+            (Some(p), _) => (InputFile::open(p)?, Format::Btf, given(p, "btf")),
+            (None, Some(p)) => (InputFile::open(p)?, Format::Dwarf, given(p, "dwarf")),
+            (None, None) => {
+                let running = std::env::var_os(RUNNING_KERNEL_BTF_ENV)
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| PathBuf::from(RUNNING_KERNEL_BTF));
+                // The running kernel's BTF can be absent (built without it) or exist and
+                // still be unreadable (a container, a sandbox): then the bundled copy, said
+                // loudly, since it is another kernel's layout.
+                match InputFile::open(&running) {
+                    Ok(f) => (
+                        f,
+                        Format::Btf,
+                        LayoutSource {
+                            file: running.display().to_string(),
+                            format: "btf",
+                            base: None,
+                            running_kernel: true,
+                            bundled_fallback: false,
+                        },
+                    ),
+                    Err(e) => {
+                        eprintln!(
+                            "lineup: {e}; WARNING: using the {BUNDLED_BTF_NAME}, which is NOT the running kernel's layout (give --btf or --dwarf)"
+                        );
+                        (
+                            InputFile::from_static(Path::new(BUNDLED_BTF_NAME), BUNDLED_BTF),
+                            Format::Btf,
+                            LayoutSource {
+                                file: BUNDLED_BTF_NAME.to_string(),
+                                format: "btf",
+                                base: None,
+                                running_kernel: false,
+                                bundled_fallback: true,
+                            },
+                        )
+                    }
+                }
+            }
         };
         Ok(Opened {
             file,
             base,
             format,
-            label,
+            label: source.file.clone(),
+            source,
         })
     }
 }

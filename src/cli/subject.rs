@@ -88,10 +88,13 @@ pub fn gather(
     })
 }
 
+/// The evidence file as given on the command line (not the one a saved profile was once
+/// imported from).
 pub fn evidence_label(p: &Profile) -> String {
     p.provenance
-        .input
+        .loaded_from
         .clone()
+        .or_else(|| p.provenance.input.clone())
         .unwrap_or_else(|| p.provenance.tool.clone())
 }
 

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::layout::Layout;
+use crate::readers::LayoutSource;
 
 /// Version of the JSON layout document; bump on incompatible changes.
 pub const LAYOUT_SCHEMA: u32 = 1;
@@ -11,6 +12,8 @@ pub const LAYOUT_SCHEMA: u32 = 1;
 struct Document<'a> {
     schema: u32,
     source: &'a str,
+    /// Which file the layouts came from, and whether it is the bundled kernel's.
+    layout_source: &'a LayoutSource,
     cacheline_size: u64,
     types: &'a [Layout],
 }
@@ -18,13 +21,14 @@ struct Document<'a> {
 /// Writes `layouts` as one JSON document.
 pub fn write_layouts(
     out: &mut dyn std::io::Write,
-    source: &str,
+    source: &LayoutSource,
     cacheline_size: u64,
     layouts: &[Layout],
 ) -> std::io::Result<()> {
     let doc = Document {
         schema: LAYOUT_SCHEMA,
-        source,
+        source: &source.file,
+        layout_source: source,
         cacheline_size,
         types: layouts,
     };

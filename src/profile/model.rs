@@ -92,6 +92,10 @@ pub struct Provenance {
     pub settings: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The file this copy was read from in this run (a saved profile's `input` names the
+    /// file it was once imported from): what messages about it must name. Never saved.
+    #[serde(skip)]
+    pub loaded_from: Option<String>,
 }
 
 /// The machine the evidence was taken on, as far as the evidence says.

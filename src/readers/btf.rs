@@ -182,8 +182,8 @@ pub fn parse(data: &[u8]) -> Result<Types<'_>, BtfError> {
 
 /// Parses split BTF (a module's `.BTF`) whose ids and string offsets continue `base_data`.
 /// The result holds the base's types followed by the module's.
-pub fn parse_split<'a>(base_data: &'a [u8], data: &'a [u8]) -> Result<Types<'a>, BtfError> {
-    let base_hdr = header(base_data)?;
+pub fn parse_split<'a>(base_data: &'a [u8], data: &'a [u8]) -> Result<Types<'a>, SplitError> {
+    let base_hdr = header(base_data).map_err(SplitError::Base)?;
     let mut types = Types::new(8);
     read_types(
         &base_hdr,
@@ -192,14 +192,25 @@ pub fn parse_split<'a>(base_data: &'a [u8], data: &'a [u8]) -> Result<Types<'a>,
             base: None,
         },
         &mut types,
-    )?;
-    let hdr = header(data)?;
+    )
+    .map_err(SplitError::Base)?;
+    let hdr = header(data).map_err(SplitError::Split)?;
     let strings = Strings {
         own: hdr.strings,
         base: Some(base_hdr.strings),
     };
-    read_types(&hdr, &strings, &mut types)?;
+    read_types(&hdr, &strings, &mut types).map_err(SplitError::Split)?;
     Ok(types)
+}
+
+/// Which of the two inputs of [`parse_split`] is broken: each is a file of its own, and the
+/// error must name the right one.
+#[derive(Debug, thiserror::Error)]
+pub enum SplitError {
+    #[error("base BTF: {0}")]
+    Base(BtfError),
+    #[error("{0}")]
+    Split(BtfError),
 }
 
 fn read_types<'a>(

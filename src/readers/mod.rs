@@ -6,7 +6,10 @@ pub mod dwarf;
 pub mod host;
 pub mod pahole_text;
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+
+use serde::Serialize;
 
 use crate::types::Types;
 
@@ -36,14 +39,62 @@ impl LoadError {
     }
 }
 
+/// Where a command's types came from, for the header of every answer: the user must see
+/// which kernel (or program) a layout belongs to.
+#[derive(Clone, Debug, Serialize)]
+pub struct LayoutSource {
+    /// The file as given, `/sys/kernel/btf/vmlinux`, or the name of the bundled copy.
+    pub file: String,
+    /// `btf` or `dwarf`.
+    pub format: &'static str,
+    /// The base BTF that `file` continues (a module's split BTF).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// True when nothing was given and the running kernel's BTF was read.
+    pub running_kernel: bool,
+    /// True when nothing was given, the running kernel has no readable BTF, and the copy
+    /// compiled into lineup (another kernel's layout) was used instead.
+    pub bundled_fallback: bool,
+}
+
+impl LayoutSource {
+    /// One line for a text header: `layout from: FILE (FORMAT...)`, loud when it is the
+    /// bundled copy.
+    pub fn describe(&self) -> String {
+        let format = match self.format {
+            "dwarf" => "DWARF",
+            _ => "BTF",
+        };
+        let base = self
+            .base
+            .as_ref()
+            .map(|b| format!(" on base {b}"))
+            .unwrap_or_default();
+        if self.bundled_fallback {
+            format!(
+                "layout from: {}{base} -- WARNING: the bundled kernel's layout, NOT the running kernel's (it has no readable BTF); give --btf or --dwarf for yours",
+                self.file
+            )
+        } else if self.running_kernel {
+            format!(
+                "layout from: {} ({format} of the running kernel)",
+                self.file
+            )
+        } else {
+            format!("layout from: {}{base} ({format})", self.file)
+        }
+    }
+}
+
 /// A memory-mapped input file, plus room for section data that had to be decompressed.
 /// Types read from it borrow from it.
 pub struct InputFile {
     pub path: PathBuf,
     map: Option<memmap2::Mmap>,
     /// The file's bytes when it cannot be mapped (sysfs files of kernels that do not offer
-    /// mmap on /sys/kernel/btf/vmlinux answer EACCES/ENODEV to it, yet can be read).
-    read: Vec<u8>,
+    /// mmap on /sys/kernel/btf/vmlinux answer EACCES/ENODEV to it, yet can be read), or
+    /// bytes compiled into the program.
+    read: Cow<'static, [u8]>,
     /// Decompressed ELF sections (`SHF_COMPRESSED`) live here as long as the file.
     pub arena: typed_arena::Arena<Vec<u8>>,
 }
@@ -73,7 +124,7 @@ impl InputFile {
                     return Ok(InputFile {
                         path: path.to_path_buf(),
                         map: None,
-                        read,
+                        read: Cow::Owned(read),
                         arena: typed_arena::Arena::new(),
                     });
                 }
@@ -82,9 +133,19 @@ impl InputFile {
         Ok(InputFile {
             path: path.to_path_buf(),
             map,
-            read: Vec::new(),
+            read: Cow::Borrowed(&[]),
             arena: typed_arena::Arena::new(),
         })
+    }
+
+    /// Data compiled into the program (a bundled BTF), shown under `name` in messages.
+    pub fn from_static(name: &Path, bytes: &'static [u8]) -> Self {
+        InputFile {
+            path: name.to_path_buf(),
+            map: None,
+            read: Cow::Borrowed(bytes),
+            arena: typed_arena::Arena::new(),
+        }
     }
 
     pub fn bytes(&self) -> &[u8] {
@@ -133,7 +194,10 @@ pub fn load<'a>(
                     } else {
                         base_data
                     };
-                    btf::parse_split(base_blob, blob).map_err(|e| err(e.to_string()))
+                    btf::parse_split(base_blob, blob).map_err(|e| match e {
+                        btf::SplitError::Base(e) => LoadError::new(&base_file.path, e.to_string()),
+                        btf::SplitError::Split(e) => err(e.to_string()),
+                    })
                 }
             }
         }
