@@ -92,6 +92,16 @@ pub fn parse(text: &str, default_parser: Option<&Parser>) -> Result<Matrix, Stri
     if file.cases.is_empty() {
         return Err("no [[case]] (each case needs a name, loads and commands a and b)".into());
     }
+    // Ranges before anything is sized by them.
+    if let Some(runs) = file.runs {
+        super::limits::check_runs(runs, "runs =")?;
+    }
+    if let Some(warmup) = file.warmup {
+        super::limits::check_warmup(warmup, "warmup =")?;
+    }
+    if let Some(t) = file.timeout {
+        super::limits::check_timeout(t, "timeout =")?;
+    }
     let file_parser = parser_from(
         file.parser.as_deref(),
         file.regex.as_deref(),
@@ -316,6 +326,22 @@ higher_is_better = false
                 "one word",
             ),
             ("[[case]]\nname = \"x\"\nload = [1]\n", "unknown field"),
+            (
+                "runs = 100000000000\n[[case]]\nname = \"x\"\na = \"1\"\nb = \"2\"\n",
+                "runs = 100000000000: at most 10000 runs per side",
+            ),
+            (
+                "warmup = 5000\n[[case]]\nname = \"x\"\na = \"1\"\nb = \"2\"\n",
+                "warmup = 5000: at most 1000 warm-up runs",
+            ),
+            (
+                "timeout = 1e300\n[[case]]\nname = \"x\"\na = \"1\"\nb = \"2\"\n",
+                "timeout = 1e300: give seconds",
+            ),
+            (
+                "runs = -1\n[[case]]\nname = \"x\"\na = \"1\"\nb = \"2\"\n",
+                "line 1",
+            ),
             (
                 "[[case]]\nname = \"x\"\na = \"1\"\nb = \"2\"\nloads = [true]\n",
                 "not boolean",

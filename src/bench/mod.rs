@@ -1,5 +1,6 @@
 //! `lineup bench`: an A/B harness for any two commands, in the seeds' table format.
 //!
+//! - [`limits`]: the accepted ranges of counts and durations, checked up front (no I/O);
 //! - [`matrix`]: the TOML file of cases and loads, resolved into [`Setup`]s (no I/O);
 //! - [`schedule`]: the interleaved A B B A order of runs (no I/O);
 //! - [`parsers`]: figures from a run's output, one pure function per benchmark;
@@ -7,8 +8,10 @@
 //! - [`compare`]: runs of one setup turned into per-figure comparisons (no I/O);
 //! - [`table`]: the seeds' tables, CSV and JSON as text (no I/O);
 //! - [`svg`]: one self-contained plot per case, as text (no I/O);
-//! - [`run`]: running a shell command with a timeout, and Ctrl-C (the only I/O here).
+//! - [`run`]: running a shell command in its own process group with a timeout, its output
+//!   streamed through a bounded buffer, and SIGINT/SIGTERM/SIGHUP (the only I/O here).
 
+pub mod limits;
 pub mod matrix;
 pub mod parsers;
 pub mod replay;
@@ -170,7 +173,11 @@ pub fn compare(setup: &Setup, collected: &Collected, alpha: f64) -> Vec<Comparis
             primary: m.primary,
             change_pct: stats::change_pct(a.mean, b.mean),
             gain_pct: stats::gain_pct(a.mean, b.mean, m.direction.higher_is_better()),
-            significant: welch.is_some_and(|w| w.p < alpha),
+            significant: stats::significant(
+                welch.as_ref(),
+                stats::change_pct(a.mean, b.mean),
+                alpha,
+            ),
             welch,
             a_runs: av,
             b_runs: bv,

@@ -646,6 +646,12 @@ impl RunFigures {
     /// Operations per second of the time all threads ran together, summed over threads:
     /// the replay's figure. Time a thread waited for its CPU, or ran while another waited,
     /// does not count, so a busy machine slows the runs but does not dilute the contention.
+    /// Whether all threads ran together at some point of the run: without that time (a
+    /// machine busy with other work) the run has no figure, and does not count.
+    pub fn has_corun_time(&self) -> bool {
+        self.threads.iter().any(|t| t.corun_ns > 0)
+    }
+
     pub fn ops_per_corun_second(&self) -> f64 {
         self.threads
             .iter()
@@ -739,11 +745,11 @@ pub fn run_variant(
     );
     let timeout = duration * 5 + Duration::from_secs(10);
     match super::run::run_shell(&command, Some(timeout)) {
-        Ok(o) if o.status.success() => parse_output(&o.stdout),
+        Ok(o) if o.status.success() => parse_output(&o.stdout.text()),
         Ok(o) => Err(format!(
             "the replay of variant {variant} {}: {}",
             o.status_words(),
-            o.stderr.lines().next().unwrap_or("").trim()
+            o.stderr.head().lines().next().unwrap_or("").trim()
         )),
         Err(super::run::Failure::Interrupted) => Err("interrupted".to_string()),
         Err(super::run::Failure::TimedOut(t)) => Err(format!(

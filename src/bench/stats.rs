@@ -16,7 +16,8 @@ pub struct Summary {
     pub mean: f64,
     /// Sample standard deviation (n - 1 in the denominator); 0 for a single figure.
     pub sd: f64,
-    /// `sd / |mean| * 100`: the "std%" of the seeds' tables.
+    /// `sd / |mean| * 100`: the "std%" of the seeds' tables. 0 when there is no spread;
+    /// NaN (printed `n/a`) when the mean is 0 but the figures spread.
     pub std_pct: f64,
 }
 
@@ -32,10 +33,12 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
     } else {
         0.0
     };
-    let std_pct = if mean != 0.0 {
+    let std_pct = if sd == 0.0 {
+        0.0
+    } else if mean != 0.0 {
         sd / mean.abs() * 100.0
     } else {
-        0.0
+        f64::NAN
     };
     Some(Summary {
         n,
@@ -47,6 +50,9 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
 
 /// Relative change of B's mean against A's, in percent: `(b - a) / |a| * 100`. This is the
 /// seeds' `compare%`: the change of the figure itself, whatever its direction.
+///
+/// A zero baseline has no relative change: 0 when B's mean is 0 too, NaN (undefined, printed
+/// `n/a`) otherwise; [`significant`] never marks an undefined change.
 pub fn change_pct(mean_a: f64, mean_b: f64) -> f64 {
     if mean_a == 0.0 {
         return if mean_b == 0.0 { 0.0 } else { f64::NAN };
@@ -61,6 +67,13 @@ pub fn change_pct(mean_a: f64, mean_b: f64) -> f64 {
 pub fn gain_pct(mean_a: f64, mean_b: f64, higher_is_better: bool) -> f64 {
     let c = change_pct(mean_a, mean_b);
     if higher_is_better { c } else { -c + 0.0 }
+}
+
+/// Whether a comparison is marked significant: a t-test exists, its p-value is a number below
+/// `alpha`, and the relative change it qualifies is defined (finite). So figures of 0 on side A
+/// (change undefined) and figures that are not numbers are never marked, whatever the test.
+pub fn significant(welch: Option<&Welch>, change_pct: f64, alpha: f64) -> bool {
+    change_pct.is_finite() && welch.is_some_and(|w| w.p.is_finite() && w.p < alpha)
 }
 
 /// Welch's t-test of B against A and the confidence interval of `mean_b - mean_a`.
@@ -84,8 +97,10 @@ pub struct Welch {
 
 /// Welch's t-test; `None` unless both sides have at least two figures.
 ///
-/// When both sides have no spread at all the test degenerates: equal means give t = 0 and
-/// p = 1, different means give t = ±∞ and p = 0 (an exact, repeatable difference).
+/// When both sides have no spread at all the test degenerates: equal means (constant,
+/// identical samples, all zeros included) give t = 0 and p = 1; different means give t = ±∞
+/// and p = 0 (an exact, repeatable difference) with a zero-width interval. Figures that are
+/// not finite give NaN for t, p and the interval (never significant).
 pub fn welch(a: &[f64], b: &[f64], confidence: f64) -> Option<Welch> {
     let (sa, sb) = (summarize(a)?, summarize(b)?);
     welch_from(&sa, &sb, confidence)
@@ -95,6 +110,22 @@ pub fn welch(a: &[f64], b: &[f64], confidence: f64) -> Option<Welch> {
 pub fn welch_from(sa: &Summary, sb: &Summary, confidence: f64) -> Option<Welch> {
     if sa.n < 2 || sb.n < 2 {
         return None;
+    }
+    if ![sa.mean, sa.sd, sb.mean, sb.sd]
+        .iter()
+        .all(|x| x.is_finite())
+    {
+        let nan = f64::NAN;
+        return Some(Welch {
+            t: nan,
+            dof: nan,
+            p: nan,
+            diff: sb.mean - sa.mean,
+            se: nan,
+            confidence,
+            ci_low: nan,
+            ci_high: nan,
+        });
     }
     let (na, nb) = (sa.n as f64, sb.n as f64);
     let (va, vb) = (sa.sd * sa.sd / na, sb.sd * sb.sd / nb);
@@ -470,6 +501,47 @@ mod tests {
         let one = welch(&[3.0, 3.0, 3.0], &[4.0, 5.0, 6.0], 0.95).unwrap();
         assert!(one.t.is_finite() && one.p > 0.0 && one.p < 1.0);
         assert!((one.dof - 2.0).abs() < 1e-12);
+    }
+
+    /// The edge cases of zeros and constant samples, as the functions above define them.
+    #[test]
+    fn zeros_and_constant_samples_are_defined() {
+        // All zeros on both sides: no change, no spread, p = 1, not significant.
+        let z = summarize(&[0.0, 0.0, 0.0]).unwrap();
+        assert_eq!((z.mean, z.sd, z.std_pct), (0.0, 0.0, 0.0));
+        let w = welch(&[0.0, 0.0, 0.0], &[0.0, 0.0, 0.0], 0.95).unwrap();
+        assert_eq!((w.t, w.p, w.ci_low, w.ci_high), (0.0, 1.0, 0.0, 0.0));
+        let c = change_pct(0.0, 0.0);
+        assert_eq!(c, 0.0);
+        assert!(!significant(Some(&w), c, 0.05));
+        // A zero baseline against a constant non-zero B: the difference is exact (p = 0), but
+        // the relative change is undefined, so the row is not marked.
+        let w = welch(&[0.0, 0.0, 0.0], &[2.0, 2.0, 2.0], 0.95).unwrap();
+        assert_eq!(w.p, 0.0);
+        let c = change_pct(0.0, 2.0);
+        assert!(c.is_nan());
+        assert!(!significant(Some(&w), c, 0.05));
+        // A zero baseline against a spread B: still undefined, still unmarked.
+        let w = welch(&[0.0, 0.0], &[1.0, 3.0, 5.0], 0.95).unwrap();
+        assert!(w.p > 0.0 && w.p < 1.0);
+        assert!(!significant(Some(&w), change_pct(0.0, 3.0), 0.05));
+        // Figures that spread around a zero mean have no std%.
+        assert!(summarize(&[-1.0, 1.0]).unwrap().std_pct.is_nan());
+        // Constant identical non-zero samples: 0 change, p = 1.
+        let w = welch(&[5.0, 5.0], &[5.0, 5.0, 5.0], 0.95).unwrap();
+        assert_eq!((w.t, w.p), (0.0, 1.0));
+        assert!(!significant(Some(&w), change_pct(5.0, 5.0), 0.05));
+        // Constant different non-zero samples: an exact difference, marked.
+        let w = welch(&[4.0, 4.0], &[5.0, 5.0], 0.95).unwrap();
+        assert!(significant(Some(&w), change_pct(4.0, 5.0), 0.05));
+        // Figures that are not numbers: the test is NaN and never marked.
+        let w = welch(&[1.0, f64::NAN], &[1.0, 2.0], 0.95).unwrap();
+        assert!(w.p.is_nan() && w.ci_low.is_nan());
+        assert!(!significant(Some(&w), 10.0, 0.05));
+        let w = welch(&[1.0, f64::INFINITY], &[1.0, 2.0], 0.95).unwrap();
+        assert!(w.p.is_nan());
+        // No test at all (fewer than 2 runs): not marked.
+        assert!(!significant(None, 10.0, 0.05));
     }
 
     #[test]

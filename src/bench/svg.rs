@@ -284,7 +284,11 @@ mod tests {
             b: sb,
             change_pct: stats::change_pct(sa.mean, sb.mean),
             gain_pct: 0.0,
-            significant: welch.is_some_and(|w| w.p < 0.05),
+            significant: stats::significant(
+                welch.as_ref(),
+                stats::change_pct(sa.mean, sb.mean),
+                0.05,
+            ),
             welch,
         }
     }

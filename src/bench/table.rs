@@ -62,6 +62,25 @@ fn row_case(c: &Comparison, rows: &[&Comparison]) -> String {
     }
 }
 
+/// A percentage with `prec` decimals, `n/a` when it is undefined (a zero baseline): one
+/// word either way, so the columns stay.
+fn pct(x: f64, prec: usize) -> String {
+    if x.is_finite() {
+        format!("{x:.prec$}")
+    } else {
+        "n/a".into()
+    }
+}
+
+/// [`pct`] with its sign.
+fn signed_pct(x: f64, prec: usize) -> String {
+    if x.is_finite() {
+        format!("{x:+.prec$}")
+    } else {
+        "n/a".into()
+    }
+}
+
 fn marker(c: &Comparison) -> &'static str {
     if c.significant { " *" } else { "" }
 }
@@ -98,12 +117,12 @@ pub fn seeds_table(title: &str, rows: &[&Comparison], notes: &Notes) -> String {
     for c in rows {
         let _ = writeln!(
             s,
-            "{} {} 1.00 ( {:.2}) {:+.2} ( {:.2}){}",
+            "{} {} 1.00 ( {}) {} ( {}){}",
             row_case(c, rows),
             c.load,
-            c.a.std_pct,
-            c.change_pct,
-            c.b.std_pct,
+            pct(c.a.std_pct, 2),
+            signed_pct(c.change_pct, 2),
+            pct(c.b.std_pct, 2),
             marker(c)
         );
     }
@@ -133,6 +152,12 @@ pub fn seeds_table(title: &str, rows: &[&Comparison], notes: &Notes) -> String {
     if rows.iter().any(|c| c.welch.is_none()) {
         let _ = writeln!(s, "rows without a test have fewer than 2 runs on a side");
     }
+    if rows.iter().any(|c| !c.change_pct.is_finite()) {
+        let _ = writeln!(
+            s,
+            "n/a: A's mean is 0, so there is no relative change (never marked significant)"
+        );
+    }
     let _ = writeln!(s);
     let _ = writeln!(
         s,
@@ -150,14 +175,14 @@ pub fn seeds_table(title: &str, rows: &[&Comparison], notes: &Notes) -> String {
         };
         let _ = writeln!(
             s,
-            "{} {} {:.2} {:.1} {} [{:+.2}%, {:+.2}%]{}",
+            "{} {} {:.2} {:.1} {} [{}%, {}%]{}",
             row_case(c, rows),
             c.load,
             w.t,
             w.dof,
             p_words(w.p),
-            rel(w.ci_low),
-            rel(w.ci_high),
+            signed_pct(rel(w.ci_low), 2),
+            signed_pct(rel(w.ci_high), 2),
             marker(c)
         );
     }
@@ -203,10 +228,10 @@ pub fn percentile_table(title: &str, rows: &[&Comparison], notes: &Notes) -> Str
         };
         let _ = writeln!(
             s,
-            "{label}: {:.2} {:.2}({:.2}){}",
+            "{label}: {:.2} {:.2}({}){}",
             c.a.mean,
             c.b.mean,
-            c.gain_pct,
+            pct(c.gain_pct, 2),
             marker(c)
         );
     }
@@ -250,10 +275,10 @@ pub fn gain_table(title: &str, rows: &[&Comparison], notes: &Notes) -> String {
         };
         let _ = writeln!(
             s,
-            "{workload} {} {}({:.2}){}",
+            "{workload} {} {}({}){}",
             seed_number(c.a.mean),
             seed_number(c.b.mean),
-            c.gain_pct,
+            pct(c.gain_pct, 2),
             marker(c)
         );
     }
@@ -302,7 +327,13 @@ pub fn csv(rows: &[Comparison]) -> String {
         "case,load,metric,unit,direction,primary,n_a,mean_a,sd_a,std_pct_a,n_b,mean_b,sd_b,\
          std_pct_b,change_pct,gain_pct,t,dof,p,ci_low,ci_high,significant\n",
     );
-    let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
+    // Undefined figures (NaN: a zero baseline's change) are empty fields, as absent ones.
+    let opt = |x: Option<f64>| {
+        x.filter(|v| !v.is_nan())
+            .map(|v| v.to_string())
+            .unwrap_or_default()
+    };
+    let num = |x: f64| opt(Some(x));
     for c in rows {
         let w = c.welch;
         let _ = writeln!(
@@ -317,13 +348,13 @@ pub fn csv(rows: &[Comparison]) -> String {
             c.a.n,
             c.a.mean,
             c.a.sd,
-            c.a.std_pct,
+            num(c.a.std_pct),
             c.b.n,
             c.b.mean,
             c.b.sd,
-            c.b.std_pct,
-            c.change_pct,
-            c.gain_pct,
+            num(c.b.std_pct),
+            num(c.change_pct),
+            num(c.gain_pct),
             opt(w.map(|w| w.t)),
             opt(w.map(|w| w.dof)),
             opt(w.map(|w| w.p)),
@@ -386,7 +417,11 @@ mod tests {
             b: sb,
             change_pct: stats::change_pct(sa.mean, sb.mean),
             gain_pct: stats::gain_pct(sa.mean, sb.mean, dir.higher_is_better()),
-            significant: welch.is_some_and(|w| w.p < 0.05),
+            significant: stats::significant(
+                welch.as_ref(),
+                stats::change_pct(sa.mean, sb.mean),
+                0.05,
+            ),
             welch,
         }
     }
@@ -395,6 +430,40 @@ mod tests {
         alpha: 0.05,
         method: "3 runs per side, interleaved A B B A",
     };
+
+    #[test]
+    fn zero_baseline_prints_n_a_and_no_mark() {
+        // Figures of 0 on side A: the t-test sees an exact difference (p = 0), but there is no
+        // relative change to mark; constant identical samples have p = 1.
+        let zero = comparison(
+            "z",
+            "-",
+            &[0.0, 0.0, 0.0],
+            &[1.0, 1.0, 1.0],
+            Direction::LowerIsBetter,
+        );
+        assert!(zero.change_pct.is_nan());
+        assert!(!zero.significant);
+        let same = comparison("s", "-", &[0.0, 0.0], &[0.0, 0.0], Direction::LowerIsBetter);
+        assert!(!same.significant);
+        let t = seeds_table("t", &[&zero, &same], &NOTES);
+        assert!(t.contains("\nz - 1.00 ( 0.00) n/a ( 0.00)\n"), "{t}");
+        assert!(t.contains("\ns - 1.00 ( 0.00) +0.00 ( 0.00)\n"), "{t}");
+        assert!(t.contains("n/a: A's mean is 0"), "{t}");
+        assert!(!t.contains("NaN") && !t.contains("nan%"), "{t}");
+        let g = gain_table("t", &[&zero], &NOTES);
+        assert!(g.contains("z 0.00 1.00(n/a)\n"), "{g}");
+        let c = csv(&[zero]);
+        let row = c.lines().nth(1).unwrap();
+        assert!(!row.contains("NaN"), "{row}");
+        // change_pct and gain_pct are empty; significant is false.
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(
+            (cells[14], cells[15], cells[21]),
+            ("", "", "false"),
+            "{row}"
+        );
+    }
 
     #[test]
     fn seeds_row_format() {

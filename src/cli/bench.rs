@@ -30,8 +30,11 @@ const EXAMPLES: &str = "Examples:
   lineup bench --matrix examples/ab/hackbench.toml --csv out.csv --svg plots/
 
 Runs are interleaved A B B A A B B A ... (after the warm-ups), so that a slow drift of the
-machine weighs on both sides alike. Ctrl-C stops the running command, drops that run, and
-prints the table of the runs finished before it (exit status 130).";
+machine weighs on both sides alike. Each command runs in a process group of its own; Ctrl-C,
+SIGTERM (kill, timeout) or SIGHUP ends that group (SIGTERM, SIGKILL 2 s later), drops that run,
+and prints the table of the runs finished before it (exit status 128 + the signal: 130, 143,
+129). A run's output is streamed: the parsers read its last 4 MiB per stream (and, for --regex,
+the first line that matches).";
 
 fn parser_help() -> String {
     let mut s = String::from(
@@ -115,7 +118,8 @@ pub struct Args {
     files: ReportFiles,
 }
 
-/// Runs `lineup bench`; returns the exit status (130 after Ctrl-C).
+/// Runs `lineup bench`; returns the exit status (128 + the signal after SIGINT, SIGTERM or
+/// SIGHUP).
 pub fn run(args: Args) -> Result<i32> {
     // Before the matrix is read or anything runs.
     args.files.check()?;
@@ -171,14 +175,11 @@ pub fn run(args: Args) -> Result<i32> {
         }
     }
     let runs = args.runs.or(file_runs).unwrap_or(10);
-    if runs < 2 {
-        bail!("--runs {runs}: a t-test needs at least 2 runs per side");
-    }
+    bench::limits::check_runs(runs, "--runs").map_err(|e| anyhow!(e))?;
     let warmup = args.warmup.or(file_warmup).unwrap_or(1);
+    bench::limits::check_warmup(warmup, "--warmup").map_err(|e| anyhow!(e))?;
     let timeout_s = args.timeout.or(file_timeout).unwrap_or(600.0);
-    if !(timeout_s >= 0.0 && timeout_s.is_finite()) {
-        bail!("--timeout {timeout_s}: give seconds, 0 for none");
-    }
+    bench::limits::check_timeout(timeout_s, "--timeout").map_err(|e| anyhow!(e))?;
     let timeout = (timeout_s > 0.0).then(|| Duration::from_secs_f64(timeout_s));
     run::install_interrupt_handler().map_err(|e| anyhow!(e))?;
 
@@ -228,12 +229,13 @@ pub fn run(args: Args) -> Result<i32> {
             "lineup: interrupted before any setup had a finished run on both sides ({done_a} A, \
              {done_b} B); nothing to compare"
         );
-        return Ok(130);
+        return Ok(run::interrupt_exit_status());
     }
     let method = if interrupted {
         format!(
-            "interrupted by Ctrl-C after {done_a} A and {done_b} B runs (of {runs} per side and \
-             setup), interleaved A B B A; the interrupted run is not counted"
+            "interrupted by {} after {done_a} A and {done_b} B runs (of {runs} per side and \
+             setup), interleaved A B B A; the interrupted run is not counted",
+            run::interrupt_words()
         )
     } else {
         let warm = match warmup {
@@ -306,15 +308,16 @@ pub fn run(args: Args) -> Result<i32> {
     out.flush()?;
     if interrupted {
         eprintln!(
-            "lineup: interrupted: the figures are those of the {} runs finished before Ctrl-C",
+            "lineup: interrupted by {}: the figures are those of the {} runs finished before it",
+            run::interrupt_words(),
             done_a + done_b
         );
-        return Ok(130);
+        return Ok(run::interrupt_exit_status());
     }
     Ok(0)
 }
 
-/// The runs of every setup in schedule order; `Ok(true)` when Ctrl-C stopped them.
+/// The runs of every setup in schedule order; `Ok(true)` when a signal stopped them.
 fn run_all(
     setups: &mut [Setup],
     steps: &[bench::Step],
@@ -342,7 +345,11 @@ fn run_all(
                 format!("{} {} {which}", setup.case, setup.load)
             });
             let cmd = setup.command(step.side);
-            let output = match run::run_shell(cmd, timeout) {
+            let first_line_re = match &setup.parser {
+                Parser::Regex { re, .. } => Some(re),
+                _ => None,
+            };
+            let output = match run::run_shell_matching(cmd, timeout, first_line_re) {
                 Ok(o) => o,
                 Err(Failure::Interrupted) => return Ok(true),
                 Err(Failure::TimedOut(t)) => {
@@ -357,7 +364,7 @@ fn run_all(
                 bail!(
                     "{whom}: `{cmd}` {}: {}",
                     output.status_words(),
-                    first_line(&output.stderr, &output.stdout)
+                    first_line(&output.stderr.head(), &output.stdout.head())
                 );
             }
             let metrics = setup
@@ -367,7 +374,7 @@ fn run_all(
                     anyhow!(
                         "{whom}: {} parser cannot read the output of `{cmd}`: {e}; it begins: {}",
                         setup.parser.name(),
-                        first_line(&output.stdout, &output.stderr)
+                        first_line(&output.stdout.head(), &output.stderr.head())
                     )
                 })?;
             for name in wanted {

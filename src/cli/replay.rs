@@ -99,6 +99,9 @@ struct VariantReport {
     runs_cpu: Vec<f64>,
     /// Share of each run's operations made while all threads ran together.
     corun_share: Vec<f64>,
+    /// Runs in which the threads never ran together: they have no figure and are not in
+    /// `runs` (a machine busy with other work).
+    runs_without_corun_time: usize,
     summary: Option<Summary>,
     /// Change of throughput against the first layout, in percent (higher is better).
     measured_change_pct: Option<f64>,
@@ -106,17 +109,39 @@ struct VariantReport {
     significant: bool,
 }
 
-/// Runs `lineup replay`; returns the exit status (130 after Ctrl-C, with the table of the
-/// runs finished before it).
-pub fn run(args: Args) -> Result<i32> {
-    let emit_c = super::output::check_opt("--emit-c", args.emit_c.as_deref())?;
-    args.files.check()?;
+/// Every count and duration in its range, before any work (see `lineup::bench::limits`).
+fn check_ranges(args: &Args) -> Result<()> {
+    use lineup::bench::limits::{self, MAX_DURATION_MS, MAX_THINK, MAX_THREADS};
     if args.duration_ms == 0 {
         bail!("--duration-ms 0: a run needs some time");
     }
+    limits::check_range(args.duration_ms, 1, MAX_DURATION_MS, "--duration-ms", "ms")
+        .map_err(anyhow::Error::msg)?;
     if args.runs == 1 {
         bail!("--runs 1: a t-test needs at least 2 runs per layout (0: compile only)");
     }
+    if args.runs != 0 {
+        limits::check_runs(args.runs, "--runs").map_err(anyhow::Error::msg)?;
+    }
+    limits::check_warmup(args.warmup, "--warmup").map_err(anyhow::Error::msg)?;
+    limits::check_range(args.think, 0, MAX_THINK, "--think", "iterations")
+        .map_err(anyhow::Error::msg)?;
+    if let Some(t) = args.threads {
+        if t == 0 {
+            bail!("--threads 0: at least one thread");
+        }
+        limits::check_range(t, 1, MAX_THREADS, "--threads", "threads")
+            .map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
+/// Runs `lineup replay`; returns the exit status (128 + the signal after SIGINT, SIGTERM or
+/// SIGHUP, with the table of the runs finished before it).
+pub fn run(args: Args) -> Result<i32> {
+    check_ranges(&args)?;
+    let emit_c = super::output::check_opt("--emit-c", args.emit_c.as_deref())?;
+    args.files.check()?;
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
     let opened = args.subject.source.open()?;
     let types = opened.types()?;
@@ -217,6 +242,9 @@ pub fn run(args: Args) -> Result<i32> {
         out.write(source.as_bytes())?;
     }
 
+    // From here on a signal must not kill lineup outright: the temporary directory goes,
+    // and the running replay's process group with it.
+    bench_run::install_interrupt_handler().map_err(anyhow::Error::msg)?;
     let dir = std::env::temp_dir().join(format!("lineup-replay-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let result = measure(&args, &dir, &source, variants.len());
@@ -225,6 +253,7 @@ pub fn run(args: Args) -> Result<i32> {
         runs,
         runs_cpu,
         corun_share,
+        no_corun,
         interrupted,
     } = result?;
     if interrupted && runs.iter().any(|r| r.len() < 2) {
@@ -236,7 +265,7 @@ pub fn run(args: Args) -> Result<i32> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        return Ok(130);
+        return Ok(bench_run::interrupt_exit_status());
     }
 
     // Predictions.
@@ -265,6 +294,7 @@ pub fn run(args: Args) -> Result<i32> {
                 runs: runs[i].clone(),
                 runs_cpu: runs_cpu[i].clone(),
                 corun_share: corun_share[i].clone(),
+                runs_without_corun_time: no_corun[i],
                 summary: stats::summarize(&runs[i]),
                 measured_change_pct: c.map(|c| c.change_pct),
                 welch: c.and_then(|c| c.welch),
@@ -280,10 +310,11 @@ pub fn run(args: Args) -> Result<i32> {
     let mut out = stdout.lock();
     let status = if interrupted {
         eprintln!(
-            "lineup: interrupted: the figures are those of the {} runs finished before Ctrl-C",
+            "lineup: interrupted by {}: the figures are those of the {} runs finished before it",
+            bench_run::interrupt_words(),
             runs.iter().map(Vec::len).sum::<usize>()
         );
-        130
+        bench_run::interrupt_exit_status()
     } else {
         0
     };
@@ -324,16 +355,26 @@ pub fn run(args: Args) -> Result<i32> {
     let title = format!("replay {}", args.subject.type_name);
     let done = if interrupted {
         format!(
-            "interrupted by Ctrl-C after {} of {} runs per layout",
+            "interrupted by {} after {} of {} runs per layout",
+            bench_run::interrupt_words(),
             runs.iter().map(Vec::len).min().unwrap_or(0),
             args.runs
         )
     } else {
         format!("{} runs", args.runs)
     };
+    let dropped: usize = no_corun.iter().sum();
+    let dropped = if dropped > 0 {
+        format!(
+            "; {dropped} run(s) in which the threads never ran together have no figure and are \
+             not counted"
+        )
+    } else {
+        String::new()
+    };
     let method = format!(
         "{done} of {} ms per layout after {} warm-up, interleaved A B B A, {threads} pinned threads; \
-         the first layout ({}) is A",
+         the first layout ({}) is A{dropped}",
         args.duration_ms, args.warmup, variants[0].name
     );
     out.write_all(
@@ -411,7 +452,7 @@ pub fn run(args: Args) -> Result<i32> {
     Ok(status)
 }
 
-/// Per layout, the runs' figures; `interrupted` when Ctrl-C cut the runs short.
+/// Per layout, the runs' figures; `interrupted` when a signal cut the runs short.
 struct Measured {
     /// Operations per second while all threads ran together.
     runs: Vec<Vec<f64>>,
@@ -419,10 +460,12 @@ struct Measured {
     runs_cpu: Vec<Vec<f64>>,
     /// Share of operations made while all threads ran together.
     corun_share: Vec<Vec<f64>>,
+    /// Runs without a moment when all threads ran together (no figure; not counted).
+    no_corun: Vec<usize>,
     interrupted: bool,
 }
 
-/// Compiles the source and runs every layout. Ctrl-C stops the runs; those finished count.
+/// Compiles the source and runs every layout. A signal stops the runs; those finished count.
 fn measure(args: &Args, dir: &std::path::Path, source: &str, variants: usize) -> Result<Measured> {
     let c_path = dir.join("replay.c");
     let bin = dir.join("replay");
@@ -432,16 +475,17 @@ fn measure(args: &Args, dir: &std::path::Path, source: &str, variants: usize) ->
     let mut runs = vec![Vec::new(); variants];
     let mut wall = vec![Vec::new(); variants];
     let mut share = vec![Vec::new(); variants];
-    let mut interrupted = false;
-    if args.runs == 0 {
+    let mut no_corun = vec![0usize; variants];
+    let mut interrupted = bench_run::interrupted();
+    if args.runs == 0 || interrupted {
         return Ok(Measured {
             runs,
             runs_cpu: wall,
             corun_share: share,
+            no_corun,
             interrupted,
         });
     }
-    bench_run::install_interrupt_handler().map_err(anyhow::Error::msg)?;
     let order = replay::schedule(variants, args.runs, args.warmup);
     let bar = ProgressBar::with_draw_target(Some(order.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
@@ -463,7 +507,10 @@ fn measure(args: &Args, dir: &std::path::Path, source: &str, variants: usize) ->
                 bail!(e);
             }
         };
-        if !warm {
+        if !warm && !figures.has_corun_time() {
+            // No moment when all threads ran together: the figure is undefined, not 0.
+            no_corun[v] += 1;
+        } else if !warm {
             runs[v].push(figures.ops_per_corun_second());
             wall[v].push(figures.ops_per_cpu_second());
             share[v].push(figures.corun_share());
@@ -475,6 +522,7 @@ fn measure(args: &Args, dir: &std::path::Path, source: &str, variants: usize) ->
         runs,
         runs_cpu: wall,
         corun_share: share,
+        no_corun,
         interrupted,
     })
 }
@@ -496,7 +544,7 @@ fn comparison(name: &str, load: &str, a: &[f64], b: &[f64]) -> Option<Comparison
         b_runs: b.to_vec(),
         change_pct: stats::change_pct(sa.mean, sb.mean),
         gain_pct: stats::gain_pct(sa.mean, sb.mean, true),
-        significant: welch.is_some_and(|w| w.p < ALPHA),
+        significant: stats::significant(welch.as_ref(), stats::change_pct(sa.mean, sb.mean), ALPHA),
         welch,
         a: sa,
         b: sb,

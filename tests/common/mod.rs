@@ -112,6 +112,33 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// series. Returns the change of the mean in percent (B against A) once one series alone, or
 /// the pool, is significant at p < 0.05 in B's favour (`higher_is_better` says which way that
 /// is); panics with every series' figures otherwise.
+/// What is deterministic about a `lineup bench --json` report of a real A/B run: the
+/// comparison `c` (one of `comparisons`) has `runs` figures per side, every figure a positive
+/// number, a finite change, and a t-test with a p-value in [0, 1] and an ordered interval.
+/// Whether the change is significant is a timing outcome, measured by `bench/seeds_ab.sh`.
+pub fn assert_ab_reads(c: &serde_json::Value, runs: usize) {
+    for side in ["a_runs", "b_runs"] {
+        let figures = c[side]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {side}: {c}"));
+        assert_eq!(figures.len(), runs, "{side}: {c}");
+        assert!(
+            figures
+                .iter()
+                .all(|v| v.as_f64().is_some_and(|x| x.is_finite() && x > 0.0)),
+            "{side}: {c}"
+        );
+    }
+    assert!(c["change_pct"].as_f64().is_some_and(f64::is_finite), "{c}");
+    let w = &c["welch"];
+    let p = w["p"].as_f64().unwrap_or(f64::NAN);
+    assert!((0.0..=1.0).contains(&p), "{c}");
+    assert!(
+        w["ci_low"].as_f64().unwrap() <= w["ci_high"].as_f64().unwrap(),
+        "{c}"
+    );
+}
+
 pub fn pooled_ab(
     max: usize,
     higher_is_better: bool,
