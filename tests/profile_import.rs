@@ -987,3 +987,261 @@ fn random_damage_never_panics() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Real texts: `../shared/corpus/c2c/` (read there, never copied) and the reports written
+// from public mails and issues in `tests/data/c2c/` (each file names its source). Counts are
+// the posted percentages of the posted line totals, rounded as the importer documents.
+// ---------------------------------------------------------------------------------------
+
+fn corpus(name: &str) -> Vec<Profile> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/c2c/");
+    let text = std::fs::read_to_string(format!("{path}{name}"))
+        .unwrap_or_else(|e| panic!("{path}{name}: {e}"));
+    import_c2c(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn line_at(p: &Profile, address: u64) -> &LineProfile {
+    p.lines
+        .iter()
+        .find(|l| l.address == address)
+        .unwrap_or_else(|| panic!("no line {address:#x}"))
+}
+
+fn totals(l: &LineProfile) -> (f64, f64, f64) {
+    let t = l.totals.as_ref().unwrap();
+    (t.rmt_hitm, t.lcl_hitm, t.stores)
+}
+
+#[test]
+fn corpus_root_domain_trimmed_two_line_headers() {
+    // Seed 003 series, patch 2/4: two trimmed Pareto blocks of one run; one report.
+    let ps = corpus("root_domain.c2c.txt");
+    assert_eq!(ps.len(), 1);
+    let p = &ps[0];
+    assert_eq!(
+        p.provenance.settings["pareto_columns"],
+        "Rmt Hitm%, Lcl Hitm%, Store L1 Hit%, Data offset, Load cycles, Total records, Symbol"
+    );
+    let l3 = line_at(p, 0xff14d42c400e3880);
+    assert_eq!(totals(l3), (353.0, 44.0, 62.0));
+    assert_eq!(l3.rank, None, "the trimmed header row has no index");
+    assert_eq!(l3.accesses.len(), 26);
+    // `34.56%  29.55%  0.00%  0x38  25509  527  cpupri_find_fitness`
+    let a = at(l3, 0x38, "cpupri_find_fitness");
+    assert_eq!((a.counts.rmt_hitm, a.counts.lcl_hitm), (122.0, 13.0));
+    assert_eq!((a.counts.loads, a.counts.stores), (527.0, 0.0));
+    assert_eq!(a.latency.as_ref().unwrap().mean_load, Some(25509.0));
+    // `13.88%  11.36%  24.19%  0x38  30654  342  cpupri_set`: 15 of the line's 62 stores.
+    let a = at(l3, 0x38, "cpupri_set");
+    assert_eq!((a.counts.stores, a.counts.loads), (15.0, 327.0));
+    let l1 = line_at(p, 0xff14d42c400e3800);
+    assert_eq!(totals(l1), (231.0, 43.0, 48.0));
+    assert_eq!(l1.accesses.len(), 10);
+    assert_eq!(at(l1, 0x28, "enqueue_task_rt").counts.rmt_hitm, 74.0);
+    round_trip(p);
+}
+
+#[test]
+fn corpus_cpupri_vec_and_its_bitmap() {
+    let ps = corpus("cpupri_vec.c2c.txt");
+    let p = &ps[0];
+    let last = line_at(p, 0xff14d42c400e3ec0);
+    assert_eq!(totals(last), (149.0, 43.0, 41.0));
+    assert_eq!(last.accesses.len(), 7);
+    // `69.80%  67.44%  0.00%  0x30  1754  347  cpupri_set`
+    let a = at(last, 0x30, "cpupri_set");
+    assert_eq!((a.counts.rmt_hitm, a.counts.lcl_hitm), (104.0, 29.0));
+    let bitmap = ps
+        .iter()
+        .flat_map(|p| &p.lines)
+        .find(|l| l.address == 0xff14d52c4682d800)
+        .expect("the cpumask bitmap line");
+    assert_eq!(totals(bitmap), (155.0, 39.0, 39.0));
+    assert_eq!(bitmap.accesses.len(), 34);
+    assert_eq!(at(bitmap, 0x0, "_find_first_and_bit").counts.rmt_hitm, 67.0);
+}
+
+#[test]
+fn corpus_false_sharing_doc_totals_without_title() {
+    // The kernel's false-sharing.rst: Trace Event lines without their title, `#` rules,
+    // no column headers, 5 percentages.
+    let p = &corpus("false_sharing_doc_lruvec.c2c.txt")[0];
+    let te = &p.summary["trace_events"];
+    assert_eq!(te["total_records"], 1658231.0);
+    assert_eq!(te["load_local_hitm"], 92117.0);
+    assert_eq!(te["load_remote_hitm"], 139.0);
+    let l = line_at(p, 0xff1100088366d880);
+    assert_eq!(l.rank, Some(4));
+    assert_eq!(totals(l), (0.0, 2374.0, 0.0));
+    let a = at(l, 0x10, "__mod_memcg_lruvec_state");
+    assert_eq!(a.counts.lcl_hitm, 553.0);
+    assert_eq!(a.counts.loads, 1051.0);
+    assert_eq!(
+        a.code.as_ref().unwrap().source.as_deref(),
+        Some("memcontrol.c:736")
+    );
+}
+
+#[test]
+fn lkml_address_space_two_headerless_tables() {
+    let ps = c2c("tests/data/c2c/lkml_address_space_i_mmap.txt");
+    assert_eq!(ps.len(), 2);
+    assert_eq!(ps[0].label.as_deref(), Some("Baseline"));
+    assert_eq!(ps[1].label.as_deref(), Some("With this change"));
+    let l = line_at(&ps[0], 0xff1ddd3f0c8a3b00);
+    assert_eq!(totals(l), (13642.0, 19392.0, 9075.0));
+    let a = at(l, 0x10, "rwsem_spin_on_owner+53");
+    assert_eq!((a.counts.rmt_hitm, a.counts.lcl_hitm), (6103.0, 9653.0));
+    // `0.56%  0.47%  26.39%  6.35%  0x8 ... down_write+28`: 2378 L1-hit + 4 L1-miss stores.
+    assert_eq!(at(l, 0x8, "down_write+28").counts.stores, 2382.0);
+    let after = line_at(&ps[1], 0xff157a0f25b90c40);
+    assert!(after.accesses.iter().all(|a| {
+        let s = a.code.as_ref().unwrap().symbol.as_deref().unwrap();
+        s != "vma_interval_tree_remove"
+    }));
+}
+
+#[test]
+fn lkml_snoop_peer_column_beside_hitm() {
+    // perf 5.19+: `Tot`/`Hitm`, `Snoop`/`Peer` and `Anylvl` in the line table; `Snoop`/`Peer`
+    // and `Any Lvl` in the Pareto, whose header rows have 8 fields.
+    let p = &c2c("tests/data/c2c/lkml_c2c_arm64_cover_x86.txt")[0];
+    let cols = &p.provenance.settings["pareto_columns"];
+    assert!(
+        cols.contains("Snoop Peer") && cols.contains("Any Lvl"),
+        "{cols}"
+    );
+    let l = line_at(p, 0x55c8971f0080);
+    assert_eq!(totals(l), (0.0, 252.0, 2494.0));
+    assert_eq!(l.details["tot_hitm"], 252.0);
+    assert_eq!(l.details["tot_peer"], 0.0);
+    assert_eq!(l.details["percent_costly_snoop"], 66.14);
+    assert_eq!(l.details["st_na"], 0.0);
+    let rows: Vec<&Access> = l.accesses.iter().filter(|a| a.offset == Some(0)).collect();
+    assert_eq!(rows.len(), 3);
+    // `0.00%  0.79%  0.00%  90.51%  0.00%  0.00%  0x0 ... 3029`: 1832 of 2024 L1-hit stores.
+    assert_eq!(rows[1].counts.stores, 1832.0);
+    assert_eq!(rows[1].counts.loads, 3029.0 - 1832.0);
+    let a = l.accesses.iter().find(|a| a.offset == Some(0x20)).unwrap();
+    assert_eq!(a.counts.lcl_hitm, 219.0);
+    assert_eq!(
+        line_at(p, 0x55c8971f00c0).accesses[0].counts.lcl_hitm,
+        129.0
+    );
+}
+
+#[test]
+fn lkml_arm_spe_peer_without_hitm_or_physical_addresses() {
+    let p = &c2c("tests/data/c2c/lkml_c2c_arm64_cover_spe.txt")[0];
+    let l = line_at(p, 0xaaaac17d6000);
+    let t = l.totals.as_ref().unwrap();
+    assert_eq!((t.rmt_hitm, t.lcl_hitm, t.transfers()), (0.0, 0.0, 99.0));
+    assert_eq!(l.data_nodes, None, "Node N/A");
+    assert_eq!(l.details["pa_count"], 0.0);
+    assert_eq!(l.details["tot_peer"], 99.0);
+    assert_eq!(l.details["percent_costly_snoop"], 100.0);
+    let peer = |off: u64| {
+        let a = l.accesses.iter().find(|a| a.offset == Some(off)).unwrap();
+        a.counts.transfers()
+    };
+    assert_eq!((peer(0x20), peer(0x29)), (6.0, 93.0));
+}
+
+#[test]
+fn lkml_display_peer_with_pid_and_tid() {
+    let p = &c2c("tests/data/c2c/lkml_c2c_display_peer_pid_tid.txt")[0];
+    let l = line_at(p, 0xaaaac17d6000);
+    assert_eq!(l.totals.as_ref().unwrap().lcl_peer, 99.0);
+    let a = l
+        .accesses
+        .iter()
+        .find(|a| a.offset == Some(0x29) && a.threads.as_ref().unwrap().tids == [3606])
+        .unwrap();
+    assert_eq!(a.counts.lcl_peer, 48.0);
+    assert_eq!(a.threads.as_ref().unwrap().pids, [3603]);
+    assert_eq!(a.threads.as_ref().unwrap().comms, ["memstress"]);
+    assert_eq!(a.latency.as_ref().unwrap().mean_lcl_peer, Some(180.0));
+    assert_eq!(a.nodes.as_deref(), Some(&[0][..]));
+}
+
+#[test]
+fn github_amd_ibs_report_holds_no_store() {
+    let p = &c2c("tests/data/c2c/github_perfgo_amd_ibs_loads_only.txt")[0];
+    assert_eq!(p.summary["trace_events"]["load_local_hitm"], 2092.0);
+    assert_eq!(p.summary["shared_lines"]["store_hits_on_shared_lines"], 0.0);
+    assert_eq!(p.provenance.events, ["ibs_op/ldlat=0/"]);
+    let l = line_at(p, 0x20ea08034080);
+    assert_eq!(totals(l), (4.0, 2092.0, 0.0));
+    let a = at(l, 0x30, "go.go:0");
+    assert_eq!((a.counts.rmt_hitm, a.counts.lcl_hitm), (3.0, 1038.0));
+    let a = at(l, 0x38, "go.go:0");
+    assert_eq!((a.counts.rmt_hitm, a.counts.lcl_hitm), (1.0, 1054.0));
+    assert!(l.accesses.iter().all(|a| a.counts.stores == 0.0));
+}
+
+#[test]
+fn lkml_edited_to_fit_rows_without_offsets() {
+    let ps = c2c("tests/data/c2c/lkml_ovl_creds_edited_to_fit.txt");
+    assert_eq!(ps.len(), 2, "before and after the series");
+    assert_eq!(ps[1].label.as_deref(), Some("after this series"));
+    let p = &ps[0];
+    let note = p.provenance.note.as_deref().unwrap();
+    assert!(
+        note.contains("members cannot be named without offsets"),
+        "{note}"
+    );
+    assert_eq!(
+        p.provenance.settings["pareto_columns"],
+        "RmtHitm, LclHitm, Symbol, Shared Object, Source:Line, Node"
+    );
+    let l0 = p.lines.iter().find(|l| l.rank == Some(0)).unwrap();
+    assert_eq!(totals(l0), (412.0, 1028.0, 0.0));
+    assert_eq!(l0.details["address_unknown"], 1.0);
+    assert_eq!(l0.accesses.len(), 8);
+    let a = &l0.accesses[0];
+    assert_eq!(a.offset, None);
+    assert_eq!(
+        a.code.as_ref().unwrap().symbol.as_deref(),
+        Some("revert_creds")
+    );
+    assert_eq!(
+        a.code.as_ref().unwrap().source.as_deref(),
+        Some("atomic64_64.h:39")
+    );
+    assert_eq!((a.counts.rmt_hitm, a.counts.lcl_hitm), (171.0, 434.0));
+    assert_eq!(a.nodes.as_deref(), Some(&[0, 1][..]));
+    assert_eq!(l0.accesses[7].nodes.as_deref(), Some(&[0][..]));
+    let after = &ps[1].lines[0];
+    assert_eq!(totals(after), (54.0, 88.0, 0.0));
+}
+
+#[test]
+fn lkml_perf5_pareto_without_store_na() {
+    let p = &c2c("tests/data/c2c/lkml_memcg_rstat_loads_only.txt")[0];
+    let l = line_at(p, 0xffff8881c0642000);
+    assert_eq!(totals(l), (0.0, 2036.0, 0.0));
+    let a = at(l, 0x10, "percpu-refcount.h:174");
+    assert_eq!(
+        a.code.as_ref().unwrap().symbol.as_deref(),
+        Some("get_mem_cgroup_from_mm")
+    );
+    assert_eq!(a.counts.lcl_hitm, 364.0);
+    assert_eq!(a.nodes.as_deref(), Some(&[0, 1, 2, 3][..]));
+}
+
+#[test]
+fn perf_data_and_bad_bytes() {
+    // perf.data is no text: the error names the flag that reads it.
+    let e = lineup::profile::table::decode_text(b"PERFILE2\x68\x00\x00\x00").unwrap_err();
+    assert!(e.to_string().contains("--perf-data"), "{e}");
+    // A Latin-1 byte in a mail (`\xb1` for the plus-minus sign): read, and its line named.
+    let text = data("tests/data/c2c/lkml_memcg_rstat_loads_only.txt");
+    let mut bytes = text.clone().into_bytes();
+    let at = text.find("very few").unwrap();
+    bytes.insert(at, 0xb1);
+    let (decoded, bad) = lineup::profile::table::decode_text(&bytes).unwrap();
+    let line = text[..at].lines().count();
+    assert_eq!(bad, [line]);
+    assert_eq!(import_c2c(&decoded).unwrap()[0].lines.len(), 1);
+}

@@ -48,8 +48,21 @@ fn read(path: &Path) -> Result<String> {
             }
         )
     })?;
-    String::from_utf8(bytes)
-        .map_err(|_| anyhow::anyhow!("{}: not text (invalid UTF-8)", path.display()))
+    // perf.data is refused with the flag that reads it; bytes that are not UTF-8 (a mail's
+    // Latin-1) are replaced, with a warning naming the lines.
+    let (text, bad) = profile::table::decode_text(&bytes)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if !bad.is_empty() {
+        let shown: Vec<String> = bad.iter().take(10).map(|n| n.to_string()).collect();
+        eprintln!(
+            "lineup: warning: {}: line{} {}{}: bytes that are not UTF-8 were replaced",
+            path.display(),
+            if bad.len() == 1 { "" } else { "s" },
+            shown.join(", "),
+            if bad.len() > 10 { ", ..." } else { "" }
+        );
+    }
+    Ok(text.into_owned())
 }
 
 impl EvidenceArgs {

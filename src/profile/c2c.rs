@@ -234,6 +234,10 @@ impl Parser {
 
     fn outside(&mut self, no: usize, trimmed: &str) -> Result<(), ProfileError> {
         if let Some(rest) = trimmed.strip_prefix('#') {
+            if rest.trim().is_empty() {
+                // perf's `#` spacer above a header: the caption before it still holds.
+                return Ok(());
+            }
             self.perf_header(rest);
             self.prose = None;
             self.caption = false;
@@ -497,7 +501,9 @@ impl Parser {
         if out.is_empty() {
             return Err(ProfileError::NoData(
                 "no perf c2c data found: expected \"Shared Cache Line Distribution Pareto\" rows, \
-                 the \"Shared Data Cache Line Table\" or \"Trace Event Information\""
+                 the \"Shared Data Cache Line Table\" or \"Trace Event Information\" (the text \
+                 of `perf c2c report --stdio`; `perf report -s type,typeoff` text goes to \
+                 --perf-typeoff, `perf script` output to --perf-script)"
                     .into(),
             ));
         }
@@ -1665,6 +1671,11 @@ fn table_keys(labels: &[String]) -> Vec<String> {
             "Node" => "data_node",
             "PA cnt" => "pa_count",
             "Hitm" | "Snoop" => "percent_costly_snoop",
+            // Arm SPE prints the percentage as `Snoop`/`Peer` right after the line's
+            // address columns; elsewhere `Peer` is the count of peer snoops (perf 5.19+).
+            "Peer" if prev == "pa_count" => "percent_costly_snoop",
+            "Peer" => "tot_peer",
+            "Anylvl" | "Any Lvl" => "st_na",
             "Total" if prev == "percent_costly_snoop" => {
                 if labels.iter().any(|l| l == "Snoop") {
                     "tot_peer"
