@@ -150,10 +150,8 @@ impl Search<'_> {
                     })
                 })
                 .collect();
-            total += rate
-                * lines.len().saturating_sub(1) as f64
-                * self.machine.llc_hit
-                * cost::LOCALITY_MISS_SHARE;
+            total +=
+                rate * lines.len().saturating_sub(1) as f64 * cost::locality_price(self.machine);
         }
         total
     }
@@ -211,7 +209,15 @@ impl Search<'_> {
         if self.items[item].writes == 0.0 {
             options.push((0.0, usize::MAX));
         }
-        if (self.items[item].writes > 0.0 || self.items[item].big) && can_open {
+        // A new line: for a written item, its own write line; for a read-only one that a
+        // path reads with others, a line that gathers what the path reads (the read area
+        // keeps items on their current lines, which a path may touch many of).
+        let gathers = self.items[item].writes == 0.0
+            && self
+                .paths
+                .iter()
+                .any(|(_, members)| members.len() > 1 && members.contains(&item));
+        if (self.items[item].writes > 0.0 || self.items[item].big || gathers) && can_open {
             options.push((self.alone[item], bins.len()));
         }
         options.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -1102,6 +1108,31 @@ mod tests {
         let line = |u: usize| plan.placement.offsets[u] / 64;
         assert_eq!(line(0), line(2), "{:?}", plan.placement);
         assert_ne!(line(0), line(4), "{:?}", plan.placement);
+    }
+
+    #[test]
+    fn eight_fields_one_path_reads_end_up_on_one_line() {
+        // f0..f7, one per line with cold padding between, all read by `fast` on every run
+        // from 8 CPUs; nothing writes them. Today's layout makes the path touch 8 lines.
+        let mut units = Vec::new();
+        for k in 0..8u64 {
+            units.push(unit(&format!("f{k}"), k * 64, 8));
+            units.push(unit(&format!("cold{k}"), k * 64 + 8, 56));
+        }
+        let cpus: Vec<u32> = (0..8).collect();
+        let s: Vec<Stream> = (0..8)
+            .map(|k| {
+                let mut s = stream(2 * k, "fast", 0.0, &cpus);
+                s.reads = 1000.0;
+                s
+            })
+            .collect();
+        let plan = plan_for(&units, &s, 512);
+        let lines: BTreeSet<u64> = (0..8).map(|k| plan.placement.offsets[2 * k] / 64).collect();
+        assert_eq!(lines.len(), 1, "{:?}", plan.placement);
+        assert_eq!(plan.cost.path_lines["fast"], 1);
+        // Ties go to the smaller struct: the gathered line costs no more than a line.
+        assert!(plan.placement.size <= 512 + 64, "{}", plan.placement.size);
     }
 
     #[test]

@@ -122,7 +122,7 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
             let name = group_name(&layout.name, i);
             let _ = writeln!(
                 out,
-                "\n\t/* lineup: written from many CPUs; kept off the other hot fields' lines */"
+                "\n\t/* lineup: hot fields on a cache line of their own (written from many CPUs, or read together by one path) */"
             );
             if flavour == Flavour::Kernel {
                 let _ = writeln!(
