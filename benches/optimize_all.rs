@@ -58,6 +58,7 @@ fn main() {
                 } else {
                     0.0
                 },
+                rmw: 0.0,
                 cpus: [1u32, 8, 40, 160][(next() % 4) as usize],
                 cpu_list: Vec::new(),
             });

@@ -366,3 +366,85 @@ fn together_groups_must_be_contiguous_and_bind_the_optimizer() {
         "{before} {after}"
     );
 }
+
+/// The kernel's own cache-line groups are structure: `optimize` keeps every
+/// `__cacheline_group_begin(X)` before its members and its end, keeps each group's members
+/// inside it, gives the markers no accesses, and does not grow the struct by more than a
+/// line. Evidence: tests/cases/tcp_sock/sketch.toml, from net_cachelines/tcp_sock.rst.
+#[test]
+fn tcp_sock_optimize_keeps_the_kernels_cache_line_groups() {
+    let v = json(&[
+        "optimize",
+        "--type",
+        "tcp_sock",
+        "--btf",
+        BTF,
+        "--sketch",
+        "tests/cases/tcp_sock/sketch.toml",
+        "--machine",
+        "spr-1s",
+        "--json",
+    ]);
+    let units: Vec<String> = v["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["name"].as_str().unwrap().to_string())
+        .collect();
+    let order: Vec<usize> = v["plan"]["order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as usize)
+        .collect();
+    let pos = |u: usize| order.iter().position(|&x| x == u).unwrap();
+    let mut groups = 0;
+    for (b, name) in units.iter().enumerate() {
+        let Some(g) = name.strip_prefix("__cacheline_group_begin__") else {
+            continue;
+        };
+        groups += 1;
+        let e = units
+            .iter()
+            .position(|n| n == &format!("__cacheline_group_end__{g}"))
+            .unwrap();
+        // The same members between begin and end as in the kernel's declaration.
+        let before: std::collections::BTreeSet<usize> = (b..=e).collect();
+        let after: std::collections::BTreeSet<usize> =
+            order[pos(b)..=pos(e)].iter().copied().collect();
+        assert!(pos(b) < pos(e), "{g}: begin after end");
+        assert_eq!(before, after, "{g}: members left or joined the group");
+    }
+    assert_eq!(groups, 6, "tcp_sock in 6.18 has six groups");
+    // Markers take no accesses: no line's hot fields name one.
+    for line in v["plan"]["cost"]["lines"].as_array().unwrap() {
+        for f in line["fields"].as_array().unwrap() {
+            assert!(!f.as_str().unwrap().starts_with("__cacheline_group"), "{f}");
+        }
+    }
+    let size = v["plan"]["placement"]["size"].as_u64().unwrap();
+    assert!(size <= 2304 + 64, "tcp_sock grew from 2304 to {size}");
+    // The declaration: the kernel's markers as the kernel writes them, no lineup group
+    // wrapped around (or into) one of them, and asserts only for groups lineup made.
+    let decl = v["declaration"].as_str().unwrap();
+    assert!(
+        decl.contains("__cacheline_group_begin(tcp_sock_read_tx)"),
+        "{decl}"
+    );
+    assert!(!decl.contains("__u8 __cacheline_group"), "{decl}");
+    assert!(!decl.contains("CACHELINE_ASSERT_GROUP_MEMBER(struct tcp_sock, tcp_sock_read"));
+    let mut open: Vec<&str> = Vec::new();
+    for l in decl.lines() {
+        let l = l.trim();
+        if let Some(r) = l.strip_prefix("__cacheline_group_begin(") {
+            open.push(r.split(')').next().unwrap());
+        } else if let Some(r) = l.strip_prefix("__cacheline_group_end(") {
+            assert_eq!(
+                open.pop(),
+                r.split(')').next(),
+                "groups interleave:\n{decl}"
+            );
+        }
+    }
+    assert!(open.is_empty(), "{decl}");
+}

@@ -138,10 +138,23 @@ impl Diagnosis {
 /// The member shown by pahole that holds byte `offset`: inline anonymous structs and unions
 /// are looked into, named members are not.
 pub fn display_member(fields: &[Field], offset: u64) -> Option<&Field> {
+    // Zero-size members (cache-line group markers, `_pad_[0]`) hold no bytes: only a byte no
+    // sized member covers (a flexible array's) is theirs.
     let f = fields
         .iter()
         .rev()
-        .find(|f| f.offset <= offset && offset < f.offset + f.size.max(1))?;
+        .find(|f| f.size > 0 && f.offset <= offset && offset < f.offset + f.size)
+        .or_else(|| {
+            fields
+                .iter()
+                .rev()
+                .find(|f| f.size == 0 && f.offset <= offset)
+                .filter(|_| {
+                    fields
+                        .iter()
+                        .all(|g| g.size == 0 || g.offset + g.size <= offset)
+                })
+        })?;
     if f.inline.is_some() {
         display_member(&f.members, offset).or(Some(f))
     } else {

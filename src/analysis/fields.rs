@@ -145,12 +145,13 @@ fn resolved_name_source(types: &Types<'_>, ty: TypeId) -> TypeId {
     types.strip_qualifiers(ty)
 }
 
-/// The deepest leaf containing byte `offset`, preferring one that starts exactly there.
+/// The deepest leaf containing byte `offset`, preferring one that starts exactly there; a
+/// zero-size leaf (a cache-line group marker) only when no sized leaf holds the byte.
 pub fn leaf_at(leaves: &[Leaf], offset: u64) -> Option<&Leaf> {
     leaves
         .iter()
         .filter(|l| l.offset <= offset && offset < l.offset + l.size.max(1))
-        .max_by_key(|l| (l.depth, l.offset == offset))
+        .max_by_key(|l| (l.size > 0, l.depth, l.offset == offset))
 }
 
 /// Offset and size of the member at dotted `path` in struct/union `id`

@@ -21,9 +21,18 @@ pub struct MachineModel {
     pub numa_nodes: u32,
     pub cacheline_size: u64,
     /// Load latencies in core cycles (see `data/machines.toml` for what each means).
+    /// `l2_hit`: what each extra cache line a hot path needs costs it per run (the line is
+    /// not in L1 when the path comes back; docs/cost-model.md, locality).
+    #[serde(default = "default_l2_hit")]
+    pub l2_hit: f64,
     pub llc_hit: f64,
     pub local_hitm: f64,
     pub remote_hitm: f64,
+}
+
+/// An L2 hit where a machine file does not say: the presets' middle (14-16 cycles).
+fn default_l2_hit() -> f64 {
+    14.0
 }
 
 #[derive(Deserialize)]
@@ -70,6 +79,7 @@ impl MachineModel {
             llcs: cores.div_ceil(cores_per_llc),
             numa_nodes: numa_nodes.max(1),
             cacheline_size,
+            l2_hit: default_l2_hit(),
             llc_hit: 40.0,
             local_hitm: 100.0,
             remote_hitm: 250.0,
@@ -113,7 +123,7 @@ mod tests {
         assert_eq!((p10.cacheline_size, p10.smt, p10.cpus), (128, 8, 96));
         for m in presets() {
             assert!(
-                m.llc_hit < m.local_hitm && m.local_hitm <= m.remote_hitm,
+                m.l2_hit < m.llc_hit && m.llc_hit < m.local_hitm && m.local_hitm <= m.remote_hitm,
                 "{m:?}"
             );
             assert_eq!(m.cpus, m.smt * m.cores_per_llc * m.llcs, "{}", m.name);

@@ -150,10 +150,8 @@ impl Search<'_> {
                     })
                 })
                 .collect();
-            total += rate
-                * lines.len().saturating_sub(1) as f64
-                * self.machine.llc_hit
-                * cost::LOCALITY_MISS_SHARE;
+            total +=
+                rate * lines.len().saturating_sub(1) as f64 * cost::locality_price(self.machine);
         }
         total
     }
@@ -211,7 +209,15 @@ impl Search<'_> {
         if self.items[item].writes == 0.0 {
             options.push((0.0, usize::MAX));
         }
-        if (self.items[item].writes > 0.0 || self.items[item].big) && can_open {
+        // A new line: for a written item, its own write line; for a read-only one that a
+        // path reads with others, a line that gathers what the path reads (the read area
+        // keeps items on their current lines, which a path may touch many of).
+        let gathers = self.items[item].writes == 0.0
+            && self
+                .paths
+                .iter()
+                .any(|(_, members)| members.len() > 1 && members.contains(&item));
+        if (self.items[item].writes > 0.0 || self.items[item].big || gathers) && can_open {
             options.push((self.alone[item], bins.len()));
         }
         options.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -267,12 +273,33 @@ pub fn optimize(
             .position(|u| u.name == name || u.members.iter().any(|m| m == name))
             .ok_or_else(|| format!("no member named '{name}'"))
     };
-    // Items: together-groups first, then every other unit alone.
+    // Items: the struct's own marker blocks (cache-line groups) and together-groups first,
+    // then every other unit alone.
     let mut item_of = vec![usize::MAX; units.len()];
     let mut items: Vec<Item> = Vec::new();
+    let blocks = marker_blocks(units);
+    let in_block = |u: usize| blocks.iter().any(|b| b.contains(&u));
+    for b in &blocks {
+        for &u in b {
+            item_of[u] = items.len();
+        }
+        items.push(Item {
+            units: b.clone(),
+            size: 0,
+            align: 1,
+            streams: vec![],
+            writes: 0.0,
+            big: false,
+        });
+    }
     for group in &constraints.together {
         let mut us: Vec<usize> = group.iter().map(|n| unit_of(n)).collect::<Result<_, _>>()?;
-        us.sort_by_key(|&u| current.offsets[u]);
+        // Members inside a marker block already move with it, in their order.
+        us.retain(|&u| !in_block(u));
+        if us.len() < 2 {
+            continue;
+        }
+        us.sort_by_key(|&u| (current.offsets[u], u));
         us.dedup();
         if let Some(&u) = us.iter().find(|&&u| item_of[u] != usize::MAX) {
             return Err(format!(
@@ -463,20 +490,26 @@ pub fn optimize(
         })
         .collect();
     let mut by_offset: Vec<usize> = (0..items.len()).collect();
-    by_offset.sort_by_key(|&i| current.offsets[items[i].units[0]]);
+    // Zero-size markers share offsets with their neighbours: declaration order breaks ties.
+    by_offset.sort_by_key(|&i| (current.offsets[items[i].units[0]], items[i].units[0]));
     let mut emitted = vec![false; items.len()];
     let mut item_order: Vec<usize> = Vec::new();
     let mut aligned_items: BTreeSet<usize> = BTreeSet::new();
     let mut cursor = 0u64;
     // An item's lead: the unit that starts a line when the item must (its first hot unit: a
     // block kept whole may begin with cold members, which can stay on the line before).
+    // A kernel cache-line group starts its line with its begin marker.
     let lead = |i: usize| -> usize {
+        let first = items[i].units[0];
+        if units[first].size == 0 {
+            return first;
+        }
         items[i]
             .units
             .iter()
             .copied()
             .find(|u| hot_units.contains(u))
-            .unwrap_or(items[i].units[0])
+            .unwrap_or(first)
     };
     // Unit by unit, as `derive` and the compiler place them.
     let place = |i: usize, cursor: &mut u64, aligned: bool| {
@@ -663,6 +696,54 @@ pub fn optimize(
         write_lines,
         cost,
     })
+}
+
+/// The struct's own structure, as blocks of unit indices that must move whole, in their
+/// order: each `__cacheline_group_begin__X` ... `__cacheline_group_end__X` pair with what lies
+/// between (the kernel's `__cacheline_group_begin(X)` markers; nested or overlapping groups
+/// merge), and each other zero-size member (`CACHELINE_PADDING(_padN_)`, `_pad_[0]`) glued to
+/// the member it precedes, whose line it exists to start. Markers carry no bytes and no
+/// accesses: moved apart from their members they would mean nothing, or the wrong thing.
+pub fn marker_blocks(units: &[Unit]) -> Vec<Vec<usize>> {
+    const BEGIN: &str = "__cacheline_group_begin__";
+    const END: &str = "__cacheline_group_end__";
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for (i, u) in units.iter().enumerate() {
+        if u.size != 0 {
+            continue;
+        }
+        if let Some(group) = u.name.strip_prefix(BEGIN) {
+            let end = format!("{END}{group}");
+            if let Some(j) = (i + 1..units.len()).find(|&j| units[j].name == end) {
+                spans.push((i, j));
+                continue;
+            }
+        }
+        if u.name.starts_with(END) {
+            // Its begin found it already (or it has none: keep it with what it closes).
+            if spans.iter().any(|&(_, e)| e == i) {
+                continue;
+            }
+            if i > 0 {
+                spans.push((i - 1, i));
+            }
+            continue;
+        }
+        if i + 1 < units.len() {
+            spans.push((i, i + 1));
+        } else if i > 0 {
+            spans.push((i - 1, i));
+        }
+    }
+    spans.sort();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (a, b) in spans {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    merged.into_iter().map(|(a, b)| (a..=b).collect()).collect()
 }
 
 /// Units that changed places: everything outside a longest run that keeps its current
@@ -975,8 +1056,118 @@ mod tests {
             path: path.to_string(),
             reads: 10.0,
             writes,
+            rmw: 0.0,
             cpus: cpus.len() as u32,
             cpu_list: cpus.to_vec(),
+        }
+    }
+
+    fn plan_for(units: &[Unit], streams: &[Stream], size: u64) -> Plan {
+        let m = crate::analysis::machine::preset("icelake-2s").unwrap();
+        let current = Placement {
+            offsets: units.iter().map(|u| u.offset).collect(),
+            size,
+        };
+        let q = Queueing {
+            reference: cost::busiest_line(streams, &current, 64, &m),
+            utilization: 0.5,
+        };
+        optimize(
+            units,
+            streams,
+            &current,
+            8,
+            &Constraints::default(),
+            64,
+            &m,
+            &q,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn two_fields_one_path_writes_together_stay_on_one_line() {
+        // head (0) and tail (64), both written by `push` on 16 CPUs; `flags` (128) read by
+        // another path. The old model split head and tail (-33%): apart they are two lines
+        // that each move once per push.
+        let units = vec![
+            unit("head", 0, 8),
+            unit("pad", 8, 56),
+            unit("tail", 64, 8),
+            unit("pad2", 72, 56),
+            unit("flags", 128, 8),
+        ];
+        let cpus: Vec<u32> = (0..16).collect();
+        let mut s = vec![
+            stream(0, "push", 100.0, &cpus),
+            stream(2, "push", 100.0, &cpus),
+            stream(4, "poll", 0.0, &cpus),
+        ];
+        s[2].reads = 500.0;
+        let plan = plan_for(&units, &s, 192);
+        let line = |u: usize| plan.placement.offsets[u] / 64;
+        assert_eq!(line(0), line(2), "{:?}", plan.placement);
+        assert_ne!(line(0), line(4), "{:?}", plan.placement);
+    }
+
+    #[test]
+    fn eight_fields_one_path_reads_end_up_on_one_line() {
+        // f0..f7, one per line with cold padding between, all read by `fast` on every run
+        // from 8 CPUs; nothing writes them. Today's layout makes the path touch 8 lines.
+        let mut units = Vec::new();
+        for k in 0..8u64 {
+            units.push(unit(&format!("f{k}"), k * 64, 8));
+            units.push(unit(&format!("cold{k}"), k * 64 + 8, 56));
+        }
+        let cpus: Vec<u32> = (0..8).collect();
+        let s: Vec<Stream> = (0..8)
+            .map(|k| {
+                let mut s = stream(2 * k, "fast", 0.0, &cpus);
+                s.reads = 1000.0;
+                s
+            })
+            .collect();
+        let plan = plan_for(&units, &s, 512);
+        let lines: BTreeSet<u64> = (0..8).map(|k| plan.placement.offsets[2 * k] / 64).collect();
+        assert_eq!(lines.len(), 1, "{:?}", plan.placement);
+        assert_eq!(plan.cost.path_lines["fast"], 1);
+        // Ties go to the smaller struct: the gathered line costs no more than a line.
+        assert!(plan.placement.size <= 512 + 64, "{}", plan.placement.size);
+    }
+
+    #[test]
+    fn kernel_cache_line_groups_stay_whole_and_ordered() {
+        // struct { begin(rx); a; b; end(rx); c; _pad_[0]; d; } with every member hot: the
+        // markers carry no accesses and the group moves as one block.
+        let units = vec![
+            unit("__cacheline_group_begin__s_rx", 0, 0),
+            unit("a", 0, 8),
+            unit("b", 8, 8),
+            unit("__cacheline_group_end__s_rx", 16, 0),
+            unit("c", 16, 8),
+            unit("_pad_", 24, 0),
+            unit("d", 24, 8),
+        ];
+        assert_eq!(marker_blocks(&units), vec![vec![0, 1, 2, 3], vec![5, 6]]);
+        let cpus: Vec<u32> = (0..8).collect();
+        let s = vec![
+            stream(1, "rx", 50.0, &cpus),
+            stream(2, "tx", 50.0, &cpus[..4]),
+            stream(4, "tx", 80.0, &cpus),
+            stream(6, "rx", 0.0, &cpus),
+        ];
+        let plan = plan_for(&units, &s, 64);
+        let pos = |u: usize| plan.order.iter().position(|&x| x == u).unwrap();
+        assert!(
+            pos(0) < pos(1) && pos(1) < pos(2) && pos(2) < pos(3),
+            "{:?}",
+            plan.order
+        );
+        assert_eq!(pos(3) - pos(0), 3, "{:?}", plan.order);
+        assert_eq!(pos(5) + 1, pos(6), "{:?}", plan.order);
+        // A marker starts the group's line, not the member after it.
+        for &u in &plan.line_aligned {
+            assert!(![1, 2, 3].contains(&u), "{:?}", plan.line_aligned);
         }
     }
 

@@ -259,10 +259,28 @@ pub fn run(args: Args) -> Result<()> {
     let new_id = types.push(new_type);
     let new_layout =
         lineup::layout::layout(&types, new_id, cls).expect("rearranged struct has a layout");
+    // Write lines made of the struct's own cache-line groups keep those groups (and their
+    // asserts, in the kernel's source): lineup makes a group only of what none holds.
+    let marker_blocks: Vec<Vec<usize>> = optimize::marker_blocks(&model.units)
+        .into_iter()
+        .filter(|b| {
+            model.units[b[0]]
+                .name
+                .starts_with("__cacheline_group_begin__")
+        })
+        .collect();
+    let in_kernel_group = |name: &String| {
+        model
+            .units
+            .iter()
+            .position(|u| &u.name == name)
+            .is_some_and(|u| marker_blocks.iter().any(|b| b.contains(&u)))
+    };
     let marks = emit::c::Marks {
         groups: plan
             .write_lines
             .iter()
+            .filter(|g| !g.iter().all(in_kernel_group))
             .map(|g| {
                 // Name the group's members by their first declared name, in layout order.
                 let mut v: Vec<String> = g

@@ -50,6 +50,43 @@ fn decl(f: &Field, indent: usize, out: &mut String) {
     let _ = writeln!(out, "{tabs}{ty}{sep}{}{bits};", f.declarator);
 }
 
+/// A zero-size member that is one of the kernel's cache-line group markers, as the kernel
+/// writes it (`__cacheline_group_begin(tcp_sock_read_tx);`).
+fn kernel_marker(f: &Field) -> Option<String> {
+    if f.size != 0 {
+        return None;
+    }
+    for (prefix, mac) in [
+        ("__cacheline_group_begin__", "__cacheline_group_begin"),
+        ("__cacheline_group_end__", "__cacheline_group_end"),
+    ] {
+        if let Some(group) = f.name.strip_prefix(prefix) {
+            return Some(format!("\t{mac}({group});\n"));
+        }
+    }
+    None
+}
+
+/// The kernel attribute that aligns a member to a `cls`-byte line. `____cacheline_aligned`
+/// is `__aligned(SMP_CACHE_BYTES)`: 64 on x86-64, 128 on POWER and arm64 with 128-byte
+/// lines, 256 on s390. A layout priced at another line size says so explicitly.
+pub fn kernel_line_align(cls: u64) -> String {
+    if cls == 64 {
+        "____cacheline_aligned".to_string()
+    } else {
+        format!("__aligned({cls})")
+    }
+}
+
+/// The size bound of a group's assert: `SMP_CACHE_BYTES` for the usual 64-byte line.
+fn kernel_line_bytes(cls: u64) -> String {
+    if cls == 64 {
+        "SMP_CACHE_BYTES".to_string()
+    } else {
+        cls.to_string()
+    }
+}
+
 fn group_name(type_name: &str, i: usize) -> String {
     format!("{type_name}_hot{i}")
 }
@@ -58,6 +95,12 @@ fn group_name(type_name: &str, i: usize) -> String {
 pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
     let cls = layout.cacheline_size;
     let mut out = String::new();
+    if flavour == Flavour::Kernel && cls != 64 {
+        let _ = writeln!(
+            out,
+            "/* lineup: priced for {cls}-byte lines: __aligned({cls}) where the usual\n * ____cacheline_aligned would mean SMP_CACHE_BYTES, which is 64 on x86-64. */"
+        );
+    }
     let _ = writeln!(out, "{} {} {{", layout.kind, layout.name);
     // (group index, group name, end of the group's last line)
     let mut open_group: Option<(usize, String, u64)> = None;
@@ -79,12 +122,13 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
             let name = group_name(&layout.name, i);
             let _ = writeln!(
                 out,
-                "\n\t/* lineup: written from many CPUs; kept off the other hot fields' lines */"
+                "\n\t/* lineup: hot fields on a cache line of their own (written from many CPUs, or read together by one path) */"
             );
             if flavour == Flavour::Kernel {
                 let _ = writeln!(
                     out,
-                    "\t__cacheline_group_begin({name}) ____cacheline_aligned;"
+                    "\t__cacheline_group_begin({name}) {};",
+                    kernel_line_align(cls)
                 );
             }
             // The group covers the lines of its hot members.
@@ -98,17 +142,20 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
         }
         let aligned = marks.line_aligned.contains(&f.name) && !f.name.is_empty();
         let mut d = String::new();
-        decl(f, 1, &mut d);
+        match kernel_marker(f) {
+            Some(m) if flavour == Flavour::Kernel => d = m,
+            _ => decl(f, 1, &mut d),
+        }
         if aligned && !(flavour == Flavour::Kernel && starts_group.is_some()) {
             // Attach the alignment to the declaration.
             let attr = match flavour {
-                Flavour::Kernel => " ____cacheline_aligned",
-                Flavour::Userspace => "",
+                Flavour::Kernel => format!(" {}", kernel_line_align(cls)),
+                Flavour::Userspace => String::new(),
             };
             if flavour == Flavour::Userspace {
                 d = format!("\talignas({cls}) {}", d.trim_start_matches('\t'));
             } else if let Some(pos) = d.rfind(';') {
-                d.insert_str(pos, attr);
+                d.insert_str(pos, &attr);
             }
         }
         out.push_str(&d);
@@ -148,8 +195,10 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
                 }
                 let _ = writeln!(
                     out,
-                    "\tCACHELINE_ASSERT_GROUP_SIZE({} {}, {name}, SMP_CACHE_BYTES);",
-                    layout.kind, layout.name
+                    "\tCACHELINE_ASSERT_GROUP_SIZE({} {}, {name}, {});",
+                    layout.kind,
+                    layout.name,
+                    kernel_line_bytes(cls)
                 );
             }
             out.push_str("}\n");
@@ -176,4 +225,79 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Composite, Kind, Member, Type, Types};
+
+    /// `struct q { long lock; long data; }` laid out for `cls`-byte lines, `data` on a line
+    /// of its own.
+    fn two_longs(cls: u64) -> Layout {
+        let mut t = Types::new(8);
+        let long = t.push(Type {
+            name: "long",
+            kind: Kind::Int {
+                size: 8,
+                signed: true,
+                is_char: false,
+                is_bool: false,
+            },
+        });
+        let member = |name: &'static str, bit_offset: u64, align: Option<u32>| Member {
+            name,
+            ty: long,
+            bit_offset,
+            bitfield_size: 0,
+            declared_align: align,
+        };
+        let q = t.push(Type {
+            name: "q",
+            kind: Kind::Struct(Composite {
+                size: 2 * cls,
+                members: vec![
+                    member("lock", 0, None),
+                    member("data", cls * 8, Some(cls as u32)),
+                ],
+                declared_align: None,
+                is_declaration: false,
+                origin: None,
+            }),
+        });
+        crate::layout::layout(&t, q, cls).unwrap()
+    }
+
+    #[test]
+    fn a_128_byte_layout_emits_a_128_byte_alignment() {
+        let marks = Marks {
+            groups: vec![vec!["data".to_string()]],
+            line_aligned: vec!["data".to_string()],
+        };
+        let d = declaration(&two_longs(128), &marks, Flavour::Kernel);
+        assert!(
+            d.contains("__cacheline_group_begin(q_hot0) __aligned(128);"),
+            "{d}"
+        );
+        assert!(!d.contains("____cacheline_aligned;"), "{d}");
+        assert!(
+            d.contains("CACHELINE_ASSERT_GROUP_SIZE(struct q, q_hot0, 128);"),
+            "{d}"
+        );
+        assert!(d.contains("64 on x86-64"), "{d}");
+        // At 64 bytes the kernel's own macro is the right one.
+        let d = declaration(&two_longs(64), &marks, Flavour::Kernel);
+        assert!(
+            d.contains("__cacheline_group_begin(q_hot0) ____cacheline_aligned;"),
+            "{d}"
+        );
+        assert!(d.contains("SMP_CACHE_BYTES"), "{d}");
+        // Userspace: alignas with the priced size.
+        let marks = Marks {
+            groups: vec![],
+            line_aligned: vec!["data".to_string()],
+        };
+        let d = declaration(&two_longs(128), &marks, Flavour::Userspace);
+        assert!(d.contains("alignas(128) long data;"), "{d}");
+    }
 }

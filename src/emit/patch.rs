@@ -29,11 +29,20 @@ pub fn rearrange_source(
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     // Alignment first, in place, on the declarations' own lines.
     for name in line_aligned {
-        let Some(d) = cs
-            .decls
-            .iter()
-            .find(|d| !d.marker && d.names.first() == Some(name))
-        else {
+        // A kernel group's begin marker (`__cacheline_group_begin__X` in BTF) is the line
+        // `__cacheline_group_begin(X)` in the source.
+        let group_marker = name
+            .strip_prefix("__cacheline_group_begin__")
+            .map(|g| format!("({g}"));
+        let Some(d) = cs.decls.iter().find(|d| match &group_marker {
+            Some(g) => {
+                d.marker
+                    && lines[d.first_line..=d.end_line]
+                        .iter()
+                        .any(|l| l.contains("__cacheline_group_begin") && l.contains(g.as_str()))
+            }
+            None => !d.marker && d.names.first() == Some(name),
+        }) else {
             return Err(format!(
                 "struct {}: no declaration of '{name}' to align",
                 cs.name
@@ -51,7 +60,10 @@ pub fn rearrange_source(
                         cs.name
                     ));
                 };
-                l.insert_str(semi, " ____cacheline_aligned");
+                l.insert_str(
+                    semi,
+                    &format!(" {}", crate::emit::c::kernel_line_align(cacheline_size)),
+                );
             }
             Flavour::Userspace => {
                 let l = &mut lines[d.code_line];
@@ -93,13 +105,22 @@ pub fn rearrange_source(
         covered_to = last + 1;
     }
     let tail: Vec<String> = lines[covered_to..cs.close_line].to_vec();
-    // Chunks without members in the new order (compiled-out blocks, markers) stay right after
-    // the chunk they followed.
+    // Chunks without members in the new order (compiled-out blocks, end markers) stay right
+    // after the chunk they followed; a group's begin marker stays right before the chunk it
+    // opens.
     let mut keyed: Vec<(f64, usize)> = Vec::new();
     let mut last_key = -1.0f64;
     for (i, c) in chunks.iter().enumerate() {
+        let opens_group = c.key.is_none()
+            && c.lines
+                .iter()
+                .any(|l| l.contains("__cacheline_group_begin"));
         let k = match c.key {
             Some(k) => k as f64,
+            None if opens_group => match chunks[i + 1..].iter().find_map(|n| n.key) {
+                Some(next) => next as f64 - 0.5 + 0.001 * i as f64 / chunks.len() as f64,
+                None => last_key + 0.001,
+            },
             None => last_key + 0.001,
         };
         last_key = k;
