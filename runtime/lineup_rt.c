@@ -104,6 +104,10 @@ struct rt_thread {
 struct rt_end {
     uint64_t tsc_end, ns_end;
     uint64_t traced, decimation;
+    /* The memory budget: the level reached (0: full resolution; 1: entries of lines only
+     * one thread touched summarized per code site; 2: every entry summarized, trace
+     * stopped), entries summarized, bytes of counts written, chunks lost. */
+    uint64_t level, summarized, agg_bytes, lost;
 };
 /* key = address | info << 48; info = size | kind << 8 */
 struct agg_entry {
@@ -124,6 +128,7 @@ enum { K_LOAD = 0, K_STORE = 1, K_RMW = 2 };
 /* State                                                                                */
 
 #define AGG_BITS 15
+#define SUM_BITS 12 /* per-site summaries: (size, kind, pc) -> count */
 #define TRACE_CAP 8192
 #define ALLOC_CAP 2048
 #define LINE_TABLE_BITS 22 /* 4M blocks: 64-byte blocks alias 256 MiB apart */
@@ -146,6 +151,8 @@ struct tstate {
     /* Cold. */
     uintptr_t saved_lo, saved_size;
     struct alloc_ev *abuf;
+    struct agg_entry *sum;
+    uint32_t sum_used;
     uint32_t an, index, tid;
     uint64_t tsc_start, accesses, dropped;
     struct tstate *next;
@@ -155,7 +162,6 @@ struct tstate {
 static struct tstate g_off = {.stk_lo = 0, .stk_size = ~(uintptr_t)0};
 static __thread struct tstate *tls;
 
-static int g_fd = -1;
 static volatile int g_enabled;   /* recording to a file */
 static volatile int g_finished;  /* final flush done: ignore everything */
 static int g_inited;
@@ -165,6 +171,13 @@ static uint32_t g_block_shift = 6; /* sharing filter granularity: the simulated 
 static uint64_t g_budget = 1u << 16; /* trace events per decimation level */
 static volatile uint64_t g_decim;    /* window mask: trace windows w with (w & g_decim) == 0 */
 static uint64_t g_traced;
+/* Memory budget (LINEUP_MEMORY bytes): the counts written may take 1/32 of it at full
+ * resolution, then private lines are summarized per code site, and past 1/16 everything
+ * is; lineup reads them into about six times their size. */
+static uint64_t g_memory = 512ull << 20;
+static volatile uint64_t g_agg_bytes;
+static volatile uint32_t g_level;
+static volatile uint64_t g_summarized;
 static uint32_t g_next_index;
 static uint32_t *g_lines;
 static pthread_key_t g_key;
@@ -219,19 +232,31 @@ static size_t slen(const char *s) {
     return n;
 }
 
-/* One chunk, one writev: O_APPEND keeps chunks of different threads whole. */
+/* The output file is opened by its path for every chunk and closed again: the runtime keeps
+ * no descriptor of its own between chunks, so a program that closes every descriptor,
+ * dup2s onto any number, or counts its open files finds nothing of lineup's. One chunk,
+ * one writev: O_APPEND keeps chunks of different threads whole. */
+static char g_path[4096];
+static volatile uint64_t g_lost; /* chunks that could not be written */
+
 static void emit(uint32_t type, uint32_t thread, uint32_t count, const void *data, size_t bytes) {
-    if (g_fd < 0)
+    if (!g_path[0])
         return;
+    int fd = open(g_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) {
+        __atomic_add_fetch(&g_lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
     struct chunk_head h = {CHUNK_MAGIC, type, thread, count, bytes};
     struct iovec v[2] = {{&h, sizeof h}, {(void *)data, bytes}};
     size_t want = sizeof h + bytes, done = 0;
     while (done < want) {
-        ssize_t r = writev(g_fd, v, bytes ? 2 : 1);
+        ssize_t r = writev(fd, v, bytes ? 2 : 1);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            return;
+            __atomic_add_fetch(&g_lost, 1, __ATOMIC_RELAXED);
+            break;
         }
         done += (size_t)r;
         if (done >= want)
@@ -247,6 +272,7 @@ static void emit(uint32_t type, uint32_t thread, uint32_t count, const void *dat
             v[1].iov_len = 0;
         }
     }
+    close(fd);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -367,24 +393,91 @@ static void flush_allocs(struct tstate *t) {
     t->an = 0;
 }
 
+static void flush_sum(struct tstate *t) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < (1u << SUM_BITS); i++)
+        if (t->sum[i].key) {
+            if (n != i)
+                t->sum[n] = t->sum[i];
+            n++;
+        }
+    if (n)
+        emit(CH_AGG, t->index, n, t->sum, n * sizeof(struct agg_entry));
+    zero(t->sum, ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry));
+    t->sum_used = 0;
+}
+
+/* Folds an entry into its code site's summary: the address is dropped (written as 0), the
+ * count kept exact. */
+static void summarize(struct tstate *t, const struct agg_entry *e) {
+    uint64_t key = e->key & ~(((uint64_t)1 << 48) - 1);
+    uint64_t h = (key ^ (e->pc * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
+    uint32_t mask = (1u << SUM_BITS) - 1, i = (uint32_t)(h >> 40) & mask;
+    for (;;) {
+        struct agg_entry *s = &t->sum[i];
+        if (s->key == key && s->pc == e->pc) {
+            s->count += e->count;
+            s->eligible += e->eligible;
+            break;
+        }
+        if (!s->key) {
+            if (t->sum_used * 4 >= mask * 3) {
+                flush_sum(t);
+                i = (uint32_t)(h >> 40) & mask;
+                continue;
+            }
+            *s = *e;
+            s->key = key;
+            t->sum_used++;
+            break;
+        }
+        i = (i + 1) & mask;
+    }
+    __atomic_add_fetch(&g_summarized, 1, __ATOMIC_RELAXED);
+}
+
+static int line_shared(uint64_t addr) {
+    uint32_t v = __atomic_load_n(&g_lines[(addr >> g_block_shift) & ((1u << LINE_TABLE_BITS) - 1)],
+                                 __ATOMIC_RELAXED);
+    return (v & F_SHARED) != 0;
+}
+
 static void flush_agg(struct tstate *t) {
-    /* Compact the used entries to the front, then write them. */
+    /* Compact the entries kept at full resolution to the front, then write them; past the
+     * budget's first threshold, entries of lines no second thread has touched go to the
+     * per-site summary instead, past the second every entry does. */
+    uint32_t level = g_level;
     uint32_t n = 0;
     for (uint32_t i = 0; i <= t->agg_mask; i++)
         if (t->agg[i].key) {
             t->accesses += t->agg[i].count;
+            uint64_t addr = t->agg[i].key & (((uint64_t)1 << 48) - 1);
+            if (level >= 2 || (level == 1 && !line_shared(addr))) {
+                summarize(t, &t->agg[i]);
+                continue;
+            }
             if (n != i)
                 t->agg[n] = t->agg[i];
             n++;
         }
-    if (n)
+    if (n) {
         emit(CH_AGG, t->index, n, t->agg, n * sizeof(struct agg_entry));
+        uint64_t total =
+            __atomic_add_fetch(&g_agg_bytes, (uint64_t)n * sizeof(struct agg_entry), __ATOMIC_RELAXED);
+        uint32_t want = total >= g_memory / 16 ? 2 : total >= g_memory / 32 ? 1 : 0;
+        if (want > g_level) {
+            g_level = want;
+            if (want == 2)
+                g_decim = ~(uint64_t)0; /* the trace stops: only window 0 */
+        }
+    }
     zero(t->agg, (size_t)(t->agg_mask + 1) * sizeof(struct agg_entry));
     t->agg_used = 0;
 }
 
 static void flush_thread(struct tstate *t, int final) {
     flush_agg(t);
+    flush_sum(t);
     flush_trace(t);
     flush_allocs(t);
     if (final) {
@@ -402,7 +495,8 @@ static void flush_thread(struct tstate *t, int final) {
 }
 
 static size_t state_bytes(void) {
-    return sizeof(struct tstate) + ((size_t)1 << AGG_BITS) * sizeof(struct agg_entry) +
+    return sizeof(struct tstate) +
+           (((size_t)1 << AGG_BITS) + ((size_t)1 << SUM_BITS)) * sizeof(struct agg_entry) +
            TRACE_CAP * sizeof(struct trace_ev) + ALLOC_CAP * sizeof(struct alloc_ev);
 }
 
@@ -424,6 +518,8 @@ static struct tstate *thread_init(void) {
     t->agg = (struct agg_entry *)mem;
     t->agg_mask = (1u << AGG_BITS) - 1;
     mem += ((size_t)1 << AGG_BITS) * sizeof(struct agg_entry);
+    t->sum = (struct agg_entry *)mem;
+    mem += ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry);
     t->tbuf = t->tpos = (struct trace_ev *)mem;
     t->tend = t->tbuf + TRACE_CAP;
     mem += TRACE_CAP * sizeof(struct trace_ev);
@@ -500,7 +596,8 @@ static void final_flush(int crash_signal) {
         uint32_t s = (uint32_t)crash_signal;
         emit(CH_CRASH, 0, 1, &s, sizeof s);
     } else {
-        struct rt_end e = {now_tsc(), now_ns(), g_traced, g_decim};
+        struct rt_end e = {now_tsc(), now_ns(), g_traced,   g_decim,
+                           g_level,   g_summarized, g_agg_bytes, g_lost};
         emit(CH_END, 0, 1, &e, sizeof e);
     }
     unlock();
@@ -513,10 +610,17 @@ static void final_flush(int crash_signal) {
 static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP,
                                     SIGINT,  SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ};
 
+/* Every crash signal is blocked while the handler runs (sa_mask): a second SIGTERM (sent to
+ * the process group and forwarded by lineup too) waits instead of cutting the flush short.
+ * Then the default disposition, unblock, and the program dies of its own signal. */
 static void on_crash(int sig) {
     int saved = errno;
     final_flush(sig);
     signal(sig, SIG_DFL);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    pthread_sigmask(SIG_UNBLOCK, &s, 0);
     errno = saved;
     raise(sig);
 }
@@ -549,11 +653,13 @@ static void write_header(void) {
     emit(CH_HEADER, 0, 1, &h, sizeof h);
 }
 
+/* Names and creates $LINEUP_OUT/rt.<pid>.bin; g_path stays empty when that fails. */
 static void open_output(void) {
+    g_path[0] = 0;
     const char *dir = getenv("LINEUP_OUT");
     if (!dir || !*dir)
         return;
-    char path[4096];
+    char path[sizeof g_path];
     size_t n = slen(dir);
     if (n > sizeof path - 64)
         return;
@@ -572,13 +678,8 @@ static void open_output(void) {
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return;
-    /* Out of the way of the program's own descriptor numbers. */
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, 900);
-    if (high >= 0) {
-        close(fd);
-        fd = high;
-    }
-    g_fd = fd;
+    close(fd);
+    copy(g_path, path, n + 5);
 }
 
 static void fork_child(void) {
@@ -587,10 +688,13 @@ static void fork_child(void) {
     g_lock = 0;
     if (!g_enabled || g_finished)
         return;
-    g_fd = -1;
     g_traced = 0;
+    g_agg_bytes = 0;
+    g_summarized = 0;
+    g_level = 0;
+    g_lost = 0;
     open_output();
-    if (g_fd < 0) {
+    if (!g_path[0]) {
         g_enabled = 0;
         tls = &g_off;
         return;
@@ -607,6 +711,8 @@ static void fork_child(void) {
     if (keep) {
         zero(keep->agg, (size_t)(keep->agg_mask + 1) * sizeof(struct agg_entry));
         keep->agg_used = 0;
+        zero(keep->sum, ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry));
+        keep->sum_used = 0;
         keep->tpos = keep->tbuf;
         keep->an = 0;
         keep->accesses = keep->dropped = 0;
@@ -636,10 +742,11 @@ static void global_init(void) {
     g_inited = 1;
     g_tsc_start = now_tsc();
     open_output();
-    if (g_fd < 0)
+    if (!g_path[0])
         return;
     g_sample = (uint32_t)env_u64("LINEUP_SAMPLE", 1);
     g_budget = env_u64("LINEUP_TRACE_BUDGET", 1u << 16);
+    g_memory = env_u64("LINEUP_MEMORY", 512ull << 20);
     g_window_bits = (uint32_t)env_u64("LINEUP_WINDOW_BITS", 21);
     if (g_window_bits > 40)
         g_window_bits = 40;
@@ -648,8 +755,7 @@ static void global_init(void) {
         g_block_shift = 6;
     g_lines = map(((size_t)1 << LINE_TABLE_BITS) * sizeof(uint32_t));
     if (!g_lines) {
-        close(g_fd);
-        g_fd = -1;
+        g_path[0] = 0;
         return;
     }
     pthread_key_create(&g_key, thread_exit);
@@ -662,7 +768,10 @@ static void global_init(void) {
             struct sigaction sa;
             zero(&sa, sizeof sa);
             sa.sa_handler = on_crash;
-            sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+            sa.sa_flags = SA_RESETHAND;
+            sigemptyset(&sa.sa_mask);
+            for (size_t j = 0; j < sizeof crash_signals / sizeof crash_signals[0]; j++)
+                sigaddset(&sa.sa_mask, crash_signals[j]);
             sigaction(crash_signals[i], &sa, 0);
         }
     }

@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -124,6 +125,11 @@ pub struct RecordArgs {
     /// Count one burst of accesses in N per thread (scaled back up): for long runs
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     sample: u32,
+    /// Memory budget of the recording, for the program's runtime and for lineup each
+    /// (bytes, or with K, M, G): past it, places are summarized per code site, and the
+    /// profile and standard error say so
+    #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = parse_size)]
+    memory: u64,
     /// Cache line size to simulate and report [default: this machine's]
     #[arg(long, value_name = "BYTES", value_parser = parse_line_size)]
     line_size: Option<u64>,
@@ -148,6 +154,37 @@ pub struct RecordArgs {
         value_name = "PROGRAM"
     )]
     command: Vec<OsString>,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => (&t[..i], &t[i..]),
+        None => (t, ""),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("not a size: {s} (bytes, or a number with K, M or G)"))?;
+    let shift = match unit.to_ascii_uppercase().trim_end_matches(['B', 'I']) {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        _ => {
+            return Err(format!(
+                "not a size: {s} (bytes, or a number with K, M or G)"
+            ));
+        }
+    };
+    let bytes = n
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("too large: {s}"))?;
+    if bytes < 16 << 20 {
+        return Err(format!(
+            "{s}: at least 16M (the runtime's fixed tables need it)"
+        ));
+    }
+    Ok(bytes)
 }
 
 fn parse_line_size(s: &str) -> Result<u64, String> {
@@ -222,29 +259,161 @@ fn check_program(shown: &str, path: &Path, types: &[String]) -> Result<()> {
     Ok(())
 }
 
-struct SignalGuard;
+/// Which of the standard descriptors 0-2 were closed when lineup started (bit n: fd n).
+/// Rust's runtime opens /dev/null on closed standard descriptors before `main`, so this
+/// is noted earlier, from `.init_array`, and the program gets them closed again.
+static CLOSED_STD_FDS: AtomicU8 = AtomicU8::new(0);
+
+extern "C" fn note_closed_std_fds() {
+    let mut bits = 0u8;
+    for fd in 0..3 {
+        // SAFETY: F_GETFD only reads the descriptor's flags.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            bits |= 1 << fd;
+        }
+    }
+    CLOSED_STD_FDS.store(bits, Ordering::Relaxed);
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static NOTE_CLOSED_STD_FDS: extern "C" fn() = note_closed_std_fds;
+
+/// The recorded program's pid while it runs (0 before and after), for the signal handler.
+static CHILD: AtomicI32 = AtomicI32::new(0);
+/// The last terminating signal lineup received (0: none).
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
+const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+extern "C" fn forward_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    RECEIVED.store(sig, Ordering::Relaxed);
+    // A terminal's Ctrl-C / Ctrl-\ / hangup (si_code SI_KERNEL) reaches the program
+    // directly, as the same foreground process group: sending it again would be twice.
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    let from_terminal = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
+    let pid = CHILD.load(Ordering::Relaxed);
+    if pid > 0 && !from_terminal {
+        // SAFETY: kill is async-signal-safe; pid is our own child, not yet reaped.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// While lineup runs a program, SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to it:
+/// lineup waits for it to end, then writes what it recorded and removes its files.
+struct SignalGuard {
+    old: Vec<(libc::c_int, libc::sigaction)>,
+}
 
 impl SignalGuard {
-    /// While the program runs, a Ctrl-C from the terminal is for the program: lineup waits
-    /// for it to end, then writes what it recorded.
-    fn ignore() -> SignalGuard {
-        // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
-        unsafe {
-            libc::signal(libc::SIGINT, libc::SIG_IGN);
-            libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    fn forward() -> SignalGuard {
+        let mut old = Vec::new();
+        for sig in FORWARDED {
+            // SAFETY: installs a handler that only touches atomics and calls kill(2).
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = forward_signal as *const () as usize;
+                sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                let mut prev: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &sa, &mut prev) == 0 {
+                    old.push((sig, prev));
+                }
+            }
         }
-        SignalGuard
+        SignalGuard { old }
     }
 }
 
 impl Drop for SignalGuard {
     fn drop(&mut self) {
-        // SAFETY: restores the default disposition.
-        unsafe {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+        for (sig, prev) in &self.old {
+            // SAFETY: restores the disposition saved above.
+            unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
         }
     }
+}
+
+/// Waits for `child` to end without reaping it first (so its pid cannot be reused while the
+/// signal handler may still send to it), then reaps it.
+fn wait_child(child: &mut std::process::Child) -> std::io::Result<(std::process::ExitStatus, u64)> {
+    let pid = child.id() as libc::pid_t;
+    loop {
+        // SAFETY: waitid on our own child with a zeroed siginfo to fill in.
+        let r = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    CHILD.store(0, Ordering::Relaxed);
+    // Reaped here rather than by `child.wait()`, for its peak memory.
+    let mut raw = 0;
+    // SAFETY: wait4 on our own child, which has ended; rusage is filled in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut raw, 0, &mut usage) };
+    if r != pid {
+        return Err(std::io::Error::last_os_error());
+    }
+    use std::os::unix::process::ExitStatusExt;
+    Ok((
+        std::process::ExitStatus::from_raw(raw),
+        usage.ru_maxrss as u64 * 1024,
+    ))
+}
+
+/// lineup's own peak resident memory so far, in bytes.
+fn own_peak_rss() -> u64 {
+    // SAFETY: getrusage fills in the struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    usage.ru_maxrss as u64 * 1024
+}
+
+/// `-o` must name a file lineup can create, checked before the program runs: a recording
+/// cannot be repeated.
+fn check_output(out: &Path) -> Result<()> {
+    let shown = out.display();
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(parent) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("{shown}: cannot write: no directory {}", parent.display())
+        }
+        Err(e) => bail!("{shown}: cannot write: {e}"),
+        Ok(m) if !m.is_dir() => bail!(
+            "{shown}: cannot write: {} is not a directory",
+            parent.display()
+        ),
+        Ok(_) => {}
+    }
+    if out.is_dir() {
+        bail!("{shown}: is a directory");
+    }
+    let c = std::ffi::CString::new(parent.as_os_str().as_encoded_bytes())
+        .map_err(|_| anyhow!("{shown}: not a usable path"))?;
+    // SAFETY: access(2) with a NUL-terminated path.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        bail!(
+            "{shown}: cannot write in {}: {}",
+            parent.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
 }
 
 /// A temporary directory removed on drop.
@@ -261,9 +430,13 @@ fn temp_dir() -> Result<TempDir> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    let dir =
-        std::env::temp_dir().join(format!("lineup-record-{}-{nanos:08x}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let mut base = std::env::temp_dir();
+    // The runtime opens its file by this path after the program may have changed directory.
+    if base.is_relative() {
+        base = std::env::current_dir()?.join(base);
+    }
+    let dir = base.join(format!("lineup-record-{}-{nanos:08x}", std::process::id()));
+    std::fs::create_dir(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     Ok(TempDir(dir))
 }
 
@@ -291,7 +464,11 @@ impl Progress {
 
     fn step(&mut self, s: Step) {
         if std::env::var_os("LINEUP_TIMING").is_some() {
-            eprintln!("lineup: {:>8.3}s {s:?}", self.start.elapsed().as_secs_f64());
+            eprintln!(
+                "lineup: {:>8.3}s {:>6} MiB peak {s:?}",
+                self.start.elapsed().as_secs_f64(),
+                own_peak_rss() >> 20
+            );
         }
         let msg = match s {
             Step::DebugInfo => "reading debug info".to_string(),
@@ -332,6 +509,13 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     let shown = program.display().to_string();
     let path = resolve_program(&program).ok_or_else(|| anyhow!("{shown}: not found in PATH"))?;
     check_program(&shown, &path, &args.types)?;
+    check_output(&args.output)?;
+    if std::env::var_os("LINEUP_TIMING").is_some() {
+        eprintln!(
+            "lineup: program checked ({} MiB peak so far)",
+            own_peak_rss() >> 20
+        );
+    }
     let line_size = args.line_size.unwrap_or_else(host_line_size);
     let dir = temp_dir()?;
 
@@ -344,6 +528,7 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     }
     cmd.env("LINEUP_OUT", &dir.0);
     cmd.env("LINEUP_SAMPLE", args.sample.to_string());
+    cmd.env("LINEUP_MEMORY", args.memory.to_string());
     let unit = if args.adjacent_line {
         line_size * 2
     } else {
@@ -353,16 +538,41 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     if let Some(b) = args.trace_budget {
         cmd.env("LINEUP_TRACE_BUDGET", b.to_string());
     }
+    let closed = CLOSED_STD_FDS.load(Ordering::Relaxed);
+    if closed != 0 {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: close(2) is async-signal-safe, as pre_exec requires.
+        unsafe {
+            cmd.pre_exec(move || {
+                for fd in 0..3 {
+                    if closed & (1 << fd) != 0 {
+                        libc::close(fd);
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+    let _signals = SignalGuard::forward();
     let mut child = cmd
         .spawn()
         .map_err(|e| anyhow!("{shown}: cannot run: {e}"))?;
-    let status = {
-        let _guard = SignalGuard::ignore();
-        child
-            .wait()
-            .map_err(|e| anyhow!("{shown}: lost track of the program: {e}"))?
-    };
+    CHILD.store(child.id() as i32, Ordering::Relaxed);
+    // A signal that came while the program was being started.
+    let early = RECEIVED.load(Ordering::Relaxed);
+    if early != 0 {
+        // SAFETY: our own child, not yet reaped.
+        unsafe { libc::kill(child.id() as libc::pid_t, early) };
+    }
+    let (status, program_rss) =
+        wait_child(&mut child).map_err(|e| anyhow!("{shown}: lost track of the program: {e}"))?;
     let code = exit_code(&status);
+    if std::env::var_os("LINEUP_TIMING").is_some() {
+        eprintln!(
+            "lineup: program ended ({} MiB peak so far)",
+            own_peak_rss() >> 20
+        );
+    }
 
     let processes = record::trace::read_dir(&dir.0)?;
     if processes.is_empty() {
@@ -394,12 +604,40 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
             .map(|n| n.get() as u32),
     };
     if std::env::var_os("LINEUP_TIMING").is_some() {
-        eprintln!("lineup: program ran, reading its recording");
+        eprintln!(
+            "lineup: program ran, recording read ({} MiB peak so far)",
+            own_peak_rss() >> 20
+        );
     }
     let mut progress = Progress::new();
-    let built = record::build(&processes, &opts, &mut |s| progress.step(s))?;
+    let mut built = record::build(&processes, &opts, &mut |s| progress.step(s))?;
+    drop(processes);
     progress.finish();
+    let recorder_rss = own_peak_rss();
+    if let Some(sum) = built.profile.summary.get_mut("record") {
+        sum.insert("peak_rss_program".into(), program_rss as f64);
+        sum.insert("peak_rss_recorder".into(), recorder_rss as f64);
+        sum.insert("memory_budget".into(), args.memory as f64);
+    }
     output.write(built.profile.to_json().as_bytes())?;
+    if built.budget_level > 0 {
+        eprintln!(
+            "lineup: {shown}: the recording reached its memory budget ({} MiB, --memory): {}; counts stay exact, see the profile's note",
+            args.memory >> 20,
+            if built.budget_level >= 2 {
+                "every place summarized per code site and the ordered trace stopped from then on"
+            } else {
+                "places on lines only one thread touched were summarized per code site"
+            }
+        );
+    }
+    if recorder_rss > args.memory {
+        eprintln!(
+            "lineup: warning: lineup itself peaked at {} MiB, over the {} MiB budget",
+            recorder_rss >> 20,
+            args.memory >> 20
+        );
+    }
 
     if args.verbose {
         eprint!("{}", summary(&built.profile, &built.ambiguous_heap));

@@ -111,6 +111,8 @@ pub struct Built {
     pub profile: Profile,
     /// Some process did not finish writing (crash, kill, `_exit`).
     pub partial: bool,
+    /// The memory budget's level reached (0: none; see [`trace::Process::budget_level`]).
+    pub budget_level: u64,
     /// Heap block sizes lineup could not type, with candidate types, by size.
     pub ambiguous_heap: Vec<(u64, Vec<String>)>,
 }
@@ -283,20 +285,27 @@ pub fn build(
         progress(Step::Simulate { process: pi, of: n });
         let facts = &exes[&p.exe];
         let scale = f64::from(p.sample.max(1));
-        // Merge the runtime's flushes.
-        let mut tally: HashMap<SiteKey, Tally, FastHash> = HashMap::default();
-        for c in &p.counted {
-            let k = SiteKey {
-                thread: c.thread,
-                addr: c.addr,
-                size: c.size,
-                kind: c.kind,
-                pc: c.pc,
-            };
-            let t = tally.entry(k).or_default();
-            t.count += c.count;
-            t.eligible += c.eligible;
-        }
+        // The runtime's flushes, merged by the reader: one entry per place.
+        let mut tally: Vec<(SiteKey, Tally)> = p
+            .counted
+            .iter()
+            .map(|c| {
+                (
+                    SiteKey {
+                        thread: c.thread,
+                        addr: c.addr,
+                        size: c.size,
+                        kind: c.kind,
+                        pc: c.pc,
+                    },
+                    Tally {
+                        count: c.count,
+                        eligible: c.eligible,
+                    },
+                )
+            })
+            .collect();
+        tally.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         // The ordered trace, through the simulation.
         let mut site_ids: HashMap<SiteKey, u32, FastHash> = HashMap::default();
         let mut stream = Vec::with_capacity(p.traced.len());
@@ -365,10 +374,7 @@ pub fn build(
         // object apart from several threads on one object.
         let mut hits: Vec<(&SiteKey, &Tally, &attribute::Object)> = Vec::new();
         let mut per_object: HashMap<(u64, u64), HashMap<u32, u64>, FastHash> = HashMap::default();
-        let mut keys: Vec<&SiteKey> = tally.keys().collect();
-        keys.sort();
-        for k in keys {
-            let t = &tally[k];
+        for (k, t) in &tally {
             let n = t.count as f64 * scale;
             total += n;
             let tid = p.threads.get(&k.thread).map_or(k.thread, |th| th.tid);
@@ -529,6 +535,25 @@ pub fn build(
             why.join(", ")
         ));
     }
+    let budget_level = processes.iter().map(|p| p.budget_level).max().unwrap_or(0);
+    let summarized: u64 = processes.iter().map(|p| p.summarized).sum();
+    let lost: u64 = processes.iter().map(|p| p.lost).sum();
+    if budget_level > 0 {
+        s.insert("budget_level".into(), budget_level.to_string());
+        note.push_str(&format!(
+            "; MEMORY BUDGET reached: {} ({summarized} places summarized per code site: their counts are in the totals, not attributed to fields)",
+            if budget_level >= 2 {
+                "every place summarized and the ordered trace stopped from then on"
+            } else {
+                "lines only one thread touched summarized"
+            }
+        ));
+    }
+    if lost > 0 {
+        note.push_str(&format!(
+            "; {lost} chunks of the recording could not be written (disk full? descriptors exhausted?)"
+        ));
+    }
     profile.provenance.note = Some(note);
 
     for (k, v) in accesses {
@@ -607,6 +632,9 @@ pub fn build(
     sum.insert("partial".to_string(), if partial { 1.0 } else { 0.0 });
     let decimation = processes.iter().map(|p| p.decimation).max().unwrap_or(0);
     sum.insert("trace_decimation".to_string(), (decimation + 1) as f64);
+    sum.insert("budget_level".to_string(), budget_level as f64);
+    sum.insert("summarized_places".to_string(), summarized as f64);
+    sum.insert("lost_chunks".to_string(), lost as f64);
     let ns: u64 = processes
         .iter()
         .filter_map(|p| p.end.map(|(_, e)| e.saturating_sub(p.ns_start)))
@@ -620,6 +648,7 @@ pub fn build(
     Ok(Built {
         profile,
         partial,
+        budget_level,
         ambiguous_heap: ambiguous.into_iter().collect(),
     })
 }

@@ -98,6 +98,13 @@ pub struct Process {
     pub end: Option<(u64, u64)>,
     /// Final decimation mask of the trace windows (0: every window traced).
     pub decimation: u64,
+    /// The memory budget's level at the end: 0 full resolution, 1 lines only one thread
+    /// touched summarized per code site (address 0), 2 everything summarized.
+    pub budget_level: u64,
+    /// Entries the runtime folded into per-site summaries.
+    pub summarized: u64,
+    /// Chunks the runtime could not write.
+    pub lost: u64,
     /// Signal that ended the process, when the runtime caught it.
     pub crash: Option<u32>,
     /// The file stopped inside a chunk.
@@ -151,6 +158,10 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
     };
     let mut p = Process::default();
     let mut seen_header = false;
+    // The runtime writes a place again each time its table fills: merged here, so memory
+    // follows the distinct places, not the flushes.
+    let mut index: std::collections::HashMap<(u32, u64, u32, Kind, u64), usize, super::FastHash> =
+        Default::default();
     let mut o = 0usize;
     while o < bytes.len() {
         if bytes.len() - o < 24 {
@@ -222,18 +233,29 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
             }
             CH_AGG => {
                 need(32)?;
-                p.counted.reserve(count);
                 for r in body.chunks_exact(32) {
                     let (addr, size, kind) = split_key(u64_at(r, 0));
-                    p.counted.push(Counted {
-                        thread,
-                        addr,
-                        size,
-                        kind,
-                        pc: u64_at(r, 8),
-                        count: u64_at(r, 16),
-                        eligible: u64_at(r, 24),
-                    });
+                    let pc = u64_at(r, 8);
+                    let (count, eligible) = (u64_at(r, 16), u64_at(r, 24));
+                    match index.entry((thread, addr, size, kind, pc)) {
+                        std::collections::hash_map::Entry::Occupied(o) => {
+                            let c = &mut p.counted[*o.get()];
+                            c.count += count;
+                            c.eligible += eligible;
+                        }
+                        std::collections::hash_map::Entry::Vacant(v) => {
+                            v.insert(p.counted.len());
+                            p.counted.push(Counted {
+                                thread,
+                                addr,
+                                size,
+                                kind,
+                                pc,
+                                count,
+                                eligible,
+                            });
+                        }
+                    }
                 }
             }
             CH_TRACE => {
@@ -267,6 +289,11 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
             CH_END if len >= 32 => {
                 p.end = Some((u64_at(body, 0), u64_at(body, 8)));
                 p.decimation = u64_at(body, 24);
+                if len >= 64 {
+                    p.budget_level = u64_at(body, 32);
+                    p.summarized = u64_at(body, 40);
+                    p.lost = u64_at(body, 56);
+                }
             }
             CH_CRASH if len >= 4 => p.crash = Some(u32_at(body, 0)),
             _ => {} // newer chunk kinds: skip
