@@ -283,16 +283,22 @@ fn a_users_partial_file_beside_the_target_survives() {
 }
 
 #[test]
-fn a_replaced_file_keeps_its_permissions() {
-    use std::os::unix::fs::PermissionsExt;
+fn a_replaced_file_keeps_its_permissions_and_owner() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let dir = scratch("mode");
     let target = dir.join("p.json");
     std::fs::write(&target, "old").unwrap();
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // Another user's file, where this test may give it away (root): lineup run as root
+    // must leave it theirs.
+    let other = std::os::unix::fs::chown(&target, Some(65534), Some(65534)).is_ok();
     let o = import_to(&target);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o600);
+    let meta = std::fs::metadata(&target).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    if other {
+        assert_eq!((meta.uid(), meta.gid()), (65534, 65534));
+    }
     assert_is_seed000_profile(&std::fs::read(&target).unwrap());
 }
 
