@@ -122,22 +122,66 @@ fn a_symlink_is_followed_and_stays_a_link() {
     );
 }
 
+/// Reads what a concurrently running writer sends, never blocking for good: `read_some`
+/// returns `Ok(0)` or `WouldBlock` while nothing is there; once `done` is set (the lineup
+/// process exited) whatever arrived is returned. A lineup that replaced the FIFO or socket
+/// instead of writing to it gives an empty result, not a hung test.
+fn collect(
+    done: &std::sync::atomic::AtomicBool,
+    mut read_some: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
+) -> Vec<u8> {
+    use std::sync::atomic::Ordering;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        let finished = done.load(Ordering::SeqCst);
+        match read_some(&mut buf) {
+            Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+            Ok(_) => {
+                if finished {
+                    return got;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if finished {
+                    return got;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+}
+
 #[test]
 fn a_fifo_is_written_through_and_stays_a_fifo() {
+    use std::io::Read;
     use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     let dir = scratch("fifo");
     let fifo = dir.join("pipe");
     let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
     // SAFETY: a valid path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // The read end, open before lineup starts (a non-blocking open of a FIFO's read end
+    // does not wait for a writer).
+    let mut end = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let done = Arc::new(AtomicBool::new(false));
     let reader = {
-        let fifo = fifo.clone();
-        std::thread::spawn(move || std::fs::read(&fifo).unwrap())
+        let done = done.clone();
+        std::thread::spawn(move || collect(&done, |b| end.read(b)))
     };
     let o = import_to(&fifo);
+    done.store(true, Ordering::SeqCst);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let got = reader.join().unwrap();
-    assert_is_seed000_profile(&got);
+    assert_is_seed000_profile(&reader.join().unwrap());
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
     assert_eq!(listing(&dir), ["pipe"]);
 }
@@ -145,16 +189,30 @@ fn a_fifo_is_written_through_and_stays_a_fifo() {
 #[test]
 fn a_unix_socket_is_written_through_and_stays_a_socket() {
     use std::io::Read;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     let dir = scratch("socket");
     let sock = dir.join("sock");
     let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-    let reader = std::thread::spawn(move || {
-        let (mut conn, _) = listener.accept().unwrap();
-        let mut got = Vec::new();
-        conn.read_to_end(&mut got).unwrap();
-        got
-    });
+    listener.set_nonblocking(true).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut conn = None;
+            collect(&done, |b| {
+                if conn.is_none() {
+                    let (c, _) = listener.accept()?;
+                    c.set_nonblocking(true)?;
+                    conn = Some(c);
+                }
+                // Read at once: what a finished lineup sent is already there.
+                std::os::unix::net::UnixStream::read(conn.as_mut().unwrap(), b)
+            })
+        })
+    };
     let o = import_to(&sock);
+    done.store(true, Ordering::SeqCst);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_is_seed000_profile(&reader.join().unwrap());
     assert!(std::fs::metadata(&sock).unwrap().file_type().is_socket());
@@ -225,16 +283,22 @@ fn a_users_partial_file_beside_the_target_survives() {
 }
 
 #[test]
-fn a_replaced_file_keeps_its_permissions() {
-    use std::os::unix::fs::PermissionsExt;
+fn a_replaced_file_keeps_its_permissions_and_owner() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let dir = scratch("mode");
     let target = dir.join("p.json");
     std::fs::write(&target, "old").unwrap();
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // Another user's file, where this test may give it away (root): lineup run as root
+    // must leave it theirs.
+    let other = std::os::unix::fs::chown(&target, Some(65534), Some(65534)).is_ok();
     let o = import_to(&target);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o600);
+    let meta = std::fs::metadata(&target).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    if other {
+        assert_eq!((meta.uid(), meta.gid()), (65534, 65534));
+    }
     assert_is_seed000_profile(&std::fs::read(&target).unwrap());
 }
 

@@ -228,8 +228,11 @@ impl Staged {
             let staged = Staged { path: Some(path) };
             file.write_all(bytes)?;
             file.sync_all()?;
-            // A replaced file keeps its permission bits (a user's 0600 stays 0600).
+            // A replaced file keeps its permission bits (a user's 0600 stays 0600) and, where
+            // we may (root), its owner: lineup run as root must not take a user's file.
             if let Ok(meta) = std::fs::metadata(target) {
+                use std::os::unix::fs::MetadataExt;
+                let _ = std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()));
                 let _ = file.set_permissions(meta.permissions());
             }
             return Ok(staged);
