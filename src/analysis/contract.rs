@@ -81,7 +81,7 @@ impl Contract {
             let msg = e.message().to_string();
             match e.span() {
                 Some(span) => {
-                    let line = text[..span.start.min(text.len())].lines().count().max(1);
+                    let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
                     format!("line {line}: {msg}")
                 }
                 None => msg,

@@ -43,6 +43,7 @@ struct Report<'a> {
     schema: u32,
     contract: String,
     source: &'a str,
+    layout_source: &'a lineup::readers::LayoutSource,
     #[serde(rename = "type")]
     type_name: &'a str,
     size: u64,
@@ -88,6 +89,7 @@ pub fn run(args: Args) -> Result<i32> {
             schema: 1,
             contract: path.display().to_string(),
             source: &opened.label,
+            layout_source: &opened.source,
             type_name: &c.type_name,
             size: l.size,
             ok: violations.is_empty(),
@@ -95,6 +97,7 @@ pub fn run(args: Args) -> Result<i32> {
         };
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else if violations.is_empty() {
+        println!("/* {} */", opened.source.describe());
         println!(
             "{}: {} {} keeps the contract in {} ({} bytes, {} rule(s))",
             opened.label,
@@ -105,6 +108,7 @@ pub fn run(args: Args) -> Result<i32> {
             rule_count(&c)
         );
     } else {
+        println!("/* {} */", opened.source.describe());
         for v in &violations {
             println!("{}: {}", opened.label, v.message);
         }

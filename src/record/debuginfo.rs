@@ -95,7 +95,7 @@ impl DebugInfo {
             info.symbols.push(Symbol {
                 start: s.address(),
                 size: s.size(),
-                name: name.to_string(),
+                name: demangle(name),
             });
         }
         info.symbols
@@ -466,4 +466,29 @@ fn pointee(
         }
     }
     None
+}
+
+/// A C++ symbol as people write it (`ring::push`, without the parameter list, so that names
+/// stay one word in tables); C and anything that does not demangle stay as they are.
+pub fn demangle(name: &str) -> String {
+    if !name.starts_with("_Z") {
+        return name.to_string();
+    }
+    let Ok(sym) = cpp_demangle::Symbol::new(name) else {
+        return name.to_string();
+    };
+    let opts = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
+    sym.demangle_with_options(&opts)
+        .unwrap_or_else(|_| name.to_string())
+}
+
+#[cfg(test)]
+mod demangle_tests {
+    #[test]
+    fn cxx_names_demangle_without_parameters_and_c_names_stay() {
+        assert_eq!(super::demangle("_ZN4ring4pushEi"), "ring::push");
+        assert_eq!(super::demangle("_Z6workerPv"), "worker");
+        assert_eq!(super::demangle("update_load_avg"), "update_load_avg");
+        assert_eq!(super::demangle("_Zbogus"), "_Zbogus");
+    }
 }
