@@ -1,0 +1,191 @@
+//! `diagnose` on real reports (issue 14): the members the mails name, with the engineers'
+//! verdict; loads-only evidence (a HITM proves a writer even when no store was sampled); and
+//! evidence taken on another kernel, whose offsets do not fit this layout.
+//!
+//! The reports are in `tests/data/c2c/` (each names its source); layouts come from the fixture
+//! BTF (Linux 6.18) or from a C replica of the layout the source shows, compiled with `cc -g`.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+mod common;
+use common::{lineup_json, repo};
+
+const BTF: &str = "data/vmlinux-6.18.44.btf";
+
+fn data(name: &str) -> String {
+    repo()
+        .join("tests/data/c2c")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// The diagnosed line holding member `name`.
+fn line_with<'a>(d: &'a Value, name: &str) -> &'a Value {
+    d["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| {
+            l["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["name"] == name)
+        })
+        .unwrap_or_else(|| panic!("no line with `{name}`: {d:#}"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lineup-c2c-diag-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn memcg_loads_only_line_is_false_sharing_with_an_unsampled_writer() {
+    // Feng Tang's reply on 2d146aa3aa: 2036 local HITMs, no store sampled; css.cgroup (0x0)
+    // against css.refcnt (0x10) of the css at the start of struct mem_cgroup.
+    let d = lineup_json(&[
+        "diagnose",
+        "--type",
+        "cgroup_subsys_state",
+        "--btf",
+        BTF,
+        "--c2c",
+        &data("lkml_memcg_rstat_loads_only.txt"),
+        "--line-offset",
+        "0",
+        "--json",
+    ]);
+    let l = line_with(&d, "cgroup");
+    assert_eq!(l["verdict"], "false_sharing", "{l:#}");
+    let names: Vec<&str> = l["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"refcnt"), "{names:?}");
+    let why = l["explanation"].as_str().unwrap();
+    assert!(why.contains("unsampled"), "{why}");
+    assert!(why.contains("get_mem_cgroup_from_mm"), "{why}");
+}
+
+#[test]
+fn go_counters_loads_only_replica() {
+    // perfgo's README: Metrics{RequestsTotal, CronJobRuns int64} at line offsets 0x30 and
+    // 0x38, HITMs on both, no store in the report. The replica is the struct the README shows;
+    // the line starts 48 bytes before it.
+    let dir = scratch("go");
+    let src = dir.join("metrics.c");
+    std::fs::write(
+        &src,
+        "struct Metrics { long long RequestsTotal; long long CronJobRuns; };\n\
+         struct Metrics metrics;\n",
+    )
+    .unwrap();
+    let obj = dir.join("metrics.o");
+    let st = Command::new("cc")
+        .args(["-g", "-c", "-o"])
+        .arg(&obj)
+        .arg(&src)
+        .status()
+        .expect("cc");
+    assert!(st.success());
+    let d = lineup_json(&[
+        "diagnose",
+        "--type",
+        "Metrics",
+        "--dwarf",
+        obj.to_str().unwrap(),
+        "--c2c",
+        &data("github_perfgo_amd_ibs_loads_only.txt"),
+        "--line-offset",
+        "-48",
+        "--json",
+    ]);
+    let l = line_with(&d, "RequestsTotal");
+    assert_eq!(l["verdict"], "false_sharing", "{l:#}");
+    assert!(
+        l["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "CronJobRuns")
+    );
+    assert!(l["explanation"].as_str().unwrap().contains("unsampled"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn member_named_by_the_evidence_places_a_misfit() {
+    // Data-type evidence (perf report -s type,typeoff) from a kernel where i_mmap_rwsem
+    // followed i_mmap directly (Linux 6.4, Lipeng Zhu's report in
+    // tests/data/c2c/lkml_address_space_i_mmap.txt): in 6.18 i_mmap_rwsem sits after
+    // i_private_list, and its wait_lock's old offset (i_mmap + 16 + 20) is 4 bytes into the
+    // `a_ops` pointer. The member name places it; the offset alone could not.
+    use lineup::profile::{Access, Counts, Profile, TypeProfile, Unit};
+    let v = lineup_json(&["layout", "--btf", BTF, "address_space", "--json"]);
+    let off_of = |name: &str| {
+        v["types"][0]["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap()["offset"]
+            .as_u64()
+            .unwrap()
+    };
+    let (i_mmap, rwsem) = (off_of("i_mmap"), off_of("i_mmap_rwsem"));
+    assert!(rwsem > i_mmap + 16, "6.18 pads before i_mmap_rwsem");
+    let mut p = Profile::new("perf report", Unit::Samples, 64);
+    let access = |offset: u64, field: &str, loads: f64, stores: f64| Access {
+        offset: Some(offset),
+        field: Some(field.into()),
+        counts: Counts {
+            loads,
+            stores,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    p.types.push(TypeProfile {
+        type_name: "address_space".into(),
+        note: None,
+        accesses: vec![
+            access(i_mmap, "i_mmap", 100.0, 50.0),
+            access(i_mmap + 36, "i_mmap_rwsem.wait_lock", 300.0, 80.0),
+        ],
+    });
+    let dir = scratch("typeoff");
+    let json = dir.join("p.json");
+    std::fs::write(&json, p.to_json()).unwrap();
+    let d = lineup_json(&[
+        "diagnose",
+        "--type",
+        "address_space",
+        "--btf",
+        BTF,
+        "--profile",
+        json.to_str().unwrap(),
+        "--json",
+    ]);
+    let misfits = d["misfits"].as_array().unwrap();
+    assert_eq!(misfits.len(), 1, "{misfits:?}");
+    let m = misfits[0].as_str().unwrap();
+    assert!(m.contains("4 bytes into `a_ops`"), "{m}");
+    assert!(m.contains("placed on `i_mmap_rwsem`"), "{m}");
+    let member = d["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "i_mmap_rwsem")
+        .expect("the access counted on i_mmap_rwsem");
+    assert_eq!(member["counts"]["loads"], 300.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
