@@ -1112,6 +1112,15 @@ fn lkml_snoop_peer_column_beside_hitm() {
         cols.contains("Snoop Peer") && cols.contains("Any Lvl"),
         "{cols}"
     );
+    let table = &p.provenance.settings["table_columns"];
+    assert!(
+        table.starts_with("Index, Address, Node, PA cnt, Hitm, Total"),
+        "{table}"
+    );
+    assert!(
+        table.contains("Peer") && table.contains("Anylvl"),
+        "{table}"
+    );
     let l = line_at(p, 0x55c8971f0080);
     assert_eq!(totals(l), (0.0, 252.0, 2494.0));
     assert_eq!(l.details["tot_hitm"], 252.0);

@@ -379,6 +379,11 @@ impl Parser {
             if labels.iter().any(|l| l == "Index") {
                 let line0 = report.prev_hash.take();
                 report.note_double_cl(line0.as_deref(), rest);
+                report
+                    .profile
+                    .provenance
+                    .settings
+                    .insert("table_columns".into(), labels.join(", "));
                 report.table = Some(table_keys(&labels));
             }
             report.prev_hash = Some(rest.to_string());
