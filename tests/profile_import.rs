@@ -566,6 +566,13 @@ fn truncations_and_deletions_never_panic() {
         "tests/data/c2c/perf4_classic_nn.txt",
         "tests/data/c2c/perf6_peer_arm.txt",
         "tests/data/c2c/perf6_lcl_pid_tid.txt",
+        "tests/data/c2c/lkml_address_space_i_mmap.txt",
+        "tests/data/c2c/lkml_c2c_arm64_cover_x86.txt",
+        "tests/data/c2c/lkml_c2c_display_peer_pid_tid.txt",
+        "tests/data/c2c/lkml_ovl_creds_edited_to_fit.txt",
+        "tests/data/c2c/lkml_memcg_rstat_loads_only.txt",
+        "../shared/corpus/c2c/root_domain.c2c.txt",
+        "../shared/corpus/c2c/false_sharing_doc_lruvec.c2c.txt",
     ] {
         let text = data(path);
         let lines: Vec<&str> = text.lines().collect();
