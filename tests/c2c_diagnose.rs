@@ -189,3 +189,35 @@ fn member_named_by_the_evidence_places_a_misfit() {
     assert_eq!(member["counts"]["loads"], 300.0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn perf_data_gets_a_hint_and_latin1_a_warning() {
+    let dir = scratch("inputs");
+    // The first bytes of every perf.data file.
+    let pd = dir.join("perf.data");
+    std::fs::write(&pd, b"PERFILE2\x68\x00\x00\x00\x00\x00\x00\x00").unwrap();
+    let out = common::lineup(&["import", "--c2c", pd.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("perf.data") && err.contains("--perf-data"), "{err}");
+    assert!(out.stdout.is_empty());
+    // A mail archive's Latin-1 plus-minus sign in the prose above a real table.
+    let text = std::fs::read_to_string(data("lkml_memcg_rstat_loads_only.txt")).unwrap();
+    let at = text.find("very few").unwrap();
+    let mut bytes = text.clone().into_bytes();
+    bytes.insert(at, 0xb1);
+    let latin = dir.join("mail.txt");
+    std::fs::write(&latin, &bytes).unwrap();
+    let line = text[..at].lines().count();
+    let out = common::lineup(&["import", "--c2c", latin.to_str().unwrap()]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("line {line}:")) && err.contains("not UTF-8"),
+        "{err}"
+    );
+    let p: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(p["lines"].as_array().unwrap().len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
