@@ -200,7 +200,10 @@ fn perf_data_gets_a_hint_and_latin1_a_warning() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("perf.data") && err.contains("--perf-data"), "{err}");
+    assert!(
+        err.contains("perf.data") && err.contains("--perf-data"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty());
     // A mail archive's Latin-1 plus-minus sign in the prose above a real table.
     let text = std::fs::read_to_string(data("lkml_memcg_rstat_loads_only.txt")).unwrap();
@@ -219,5 +222,46 @@ fn perf_data_gets_a_hint_and_latin1_a_warning() {
     );
     let p: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(p["lines"].as_array().unwrap().len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tugtest_struct_foo_replica() {
+    // Joe Mario's tugtest: struct __foo { uint64_t m1, m2, m3; } starts 0x10 into the line
+    // (hotVar sits before it). Writers on node 0 store m1 while readers on node 1 load it and
+    // store m3: members written from different CPUs on one line.
+    let dir = scratch("tug");
+    let src = dir.join("tug.c");
+    std::fs::write(
+        &src,
+        "#include <stdint.h>\nstruct __foo { uint64_t m1; uint64_t m2; uint64_t m3; };\n\
+         struct __foo foo;\n",
+    )
+    .unwrap();
+    let obj = dir.join("tug.o");
+    let st = Command::new("cc")
+        .args(["-g", "-c", "-o"])
+        .arg(&obj)
+        .arg(&src)
+        .status()
+        .expect("cc");
+    assert!(st.success());
+    let d = lineup_json(&[
+        "diagnose",
+        "--type",
+        "__foo",
+        "--dwarf",
+        obj.to_str().unwrap(),
+        "--c2c",
+        &data("lkml_tugtest_nnn_cpu_lists.txt"),
+        "--line-offset",
+        "-16",
+        "--json",
+    ]);
+    let l = line_with(&d, "m1");
+    assert_eq!(l["verdict"], "false_sharing", "{l:#}");
+    let why = l["explanation"].as_str().unwrap();
+    assert!(why.contains("`m1` is stored by writer"), "{why}");
+    assert!(why.contains("`m3` is stored by reader"), "{why}");
     let _ = std::fs::remove_dir_all(&dir);
 }

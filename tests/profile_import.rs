@@ -1261,3 +1261,24 @@ fn perf_data_and_bad_bytes() {
     assert_eq!(bad, [line]);
     assert_eq!(import_c2c(&decoded).unwrap()[0].lines.len(), 1);
 }
+
+#[test]
+fn lkml_nnn_cpu_lists_per_row() {
+    // Joe Mario's tugtest line: `-NNN` prints each row's CPUs per node.
+    let p = &c2c("tests/data/c2c/lkml_tugtest_nnn_cpu_lists.txt")[0];
+    assert!(p.provenance.settings["pareto_columns"].ends_with("Node{cpu list}"));
+    let l = line_at(p, 0x406100);
+    assert_eq!(totals(l), (1094.0, 2008.0, 17071.0 + 13762.0));
+    let reader = at(l, 0x10, "tugtest.c:163");
+    assert_eq!(
+        (reader.counts.rmt_hitm, reader.counts.lcl_hitm),
+        (745.0, 1210.0)
+    );
+    assert_eq!(reader.cpus.as_ref().unwrap().list, [3, 5, 7, 9, 11]);
+    assert_eq!(reader.nodes.as_deref(), Some(&[1][..]));
+    // `0.00%  0.00%  59.80%  59.73%  0.00%  0x20 ... 18428  5  [.] reader`: the reader's
+    // stores to m3, 10208 L1 hits and 8220 misses.
+    let m3 = at(l, 0x20, "tugtest.c:163");
+    assert_eq!(m3.counts.stores, 18428.0);
+    assert_eq!(m3.cpus.as_ref().unwrap().list, [3, 5, 7, 9, 11]);
+}
