@@ -62,7 +62,11 @@ fn read(path: &Path) -> Result<String> {
             if bad.len() > 10 { ", ..." } else { "" }
         );
     }
-    Ok(text.into_owned())
+    Ok(match text {
+        // Valid UTF-8: the bytes become the string without a copy.
+        std::borrow::Cow::Borrowed(_) => String::from_utf8(bytes).expect("checked as UTF-8"),
+        std::borrow::Cow::Owned(s) => s,
+    })
 }
 
 impl EvidenceArgs {
@@ -133,18 +137,32 @@ pub struct ImportArgs {
 }
 
 pub fn run_import(args: ImportArgs) -> Result<()> {
+    use std::io::Write;
     let p = args.evidence.load(&args.pick)?;
-    let json = p.to_json();
+    // Streamed, not built as one string: a large report's JSON is as big as its profile.
     match &args.output {
         // Written whole, then renamed: no partial file on failure.
         Some(out) => {
             let tmp = out.with_extension("json.partial");
-            std::fs::write(&tmp, json.as_bytes())
-                .with_context(|| format!("{}: cannot write", tmp.display()))?;
+            let written = std::fs::File::create(&tmp).and_then(|f| {
+                let mut w = std::io::BufWriter::new(f);
+                p.write_json(&mut w)?;
+                w.flush()
+            });
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e).with_context(|| format!("{}: cannot write", tmp.display()));
+            }
             std::fs::rename(&tmp, out)
                 .with_context(|| format!("{}: cannot write", out.display()))?;
         }
-        None => println!("{json}"),
+        None => {
+            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            p.write_json(&mut w)
+                .and_then(|()| writeln!(w))
+                .and_then(|()| w.flush())
+                .context("standard output: cannot write")?;
+        }
     }
     Ok(())
 }
