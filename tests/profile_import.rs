@@ -566,6 +566,13 @@ fn truncations_and_deletions_never_panic() {
         "tests/data/c2c/perf4_classic_nn.txt",
         "tests/data/c2c/perf6_peer_arm.txt",
         "tests/data/c2c/perf6_lcl_pid_tid.txt",
+        "tests/data/c2c/lkml_address_space_i_mmap.txt",
+        "tests/data/c2c/lkml_c2c_arm64_cover_x86.txt",
+        "tests/data/c2c/lkml_c2c_display_peer_pid_tid.txt",
+        "tests/data/c2c/lkml_ovl_creds_edited_to_fit.txt",
+        "tests/data/c2c/lkml_memcg_rstat_loads_only.txt",
+        "../shared/corpus/c2c/root_domain.c2c.txt",
+        "../shared/corpus/c2c/false_sharing_doc_lruvec.c2c.txt",
     ] {
         let text = data(path);
         let lines: Vec<&str> = text.lines().collect();
@@ -1112,6 +1119,15 @@ fn lkml_snoop_peer_column_beside_hitm() {
         cols.contains("Snoop Peer") && cols.contains("Any Lvl"),
         "{cols}"
     );
+    let table = &p.provenance.settings["table_columns"];
+    assert!(
+        table.starts_with("Index, Address, Node, PA cnt, Hitm, Total"),
+        "{table}"
+    );
+    assert!(
+        table.contains("Peer") && table.contains("Anylvl"),
+        "{table}"
+    );
     let l = line_at(p, 0x55c8971f0080);
     assert_eq!(totals(l), (0.0, 252.0, 2494.0));
     assert_eq!(l.details["tot_hitm"], 252.0);
@@ -1244,4 +1260,25 @@ fn perf_data_and_bad_bytes() {
     let line = text[..at].lines().count();
     assert_eq!(bad, [line]);
     assert_eq!(import_c2c(&decoded).unwrap()[0].lines.len(), 1);
+}
+
+#[test]
+fn lkml_nnn_cpu_lists_per_row() {
+    // Joe Mario's tugtest line: `-NNN` prints each row's CPUs per node.
+    let p = &c2c("tests/data/c2c/lkml_tugtest_nnn_cpu_lists.txt")[0];
+    assert!(p.provenance.settings["pareto_columns"].ends_with("Node{cpu list}"));
+    let l = line_at(p, 0x406100);
+    assert_eq!(totals(l), (1094.0, 2008.0, 17071.0 + 13762.0));
+    let reader = at(l, 0x10, "tugtest.c:163");
+    assert_eq!(
+        (reader.counts.rmt_hitm, reader.counts.lcl_hitm),
+        (745.0, 1210.0)
+    );
+    assert_eq!(reader.cpus.as_ref().unwrap().list, [3, 5, 7, 9, 11]);
+    assert_eq!(reader.nodes.as_deref(), Some(&[1][..]));
+    // `0.00%  0.00%  59.80%  59.73%  0.00%  0x20 ... 18428  5  [.] reader`: the reader's
+    // stores to m3, 10208 L1 hits and 8220 misses.
+    let m3 = at(l, 0x20, "tugtest.c:163");
+    assert_eq!(m3.counts.stores, 18428.0);
+    assert_eq!(m3.cpus.as_ref().unwrap().list, [3, 5, 7, 9, 11]);
 }

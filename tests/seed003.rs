@@ -231,3 +231,118 @@ fn the_recorded_replica_contends_on_levels_0_and_99() {
         .expect("pri_to_cpu[50] is read");
     assert_eq!(mid["verdict"], "read_shared", "{mid}");
 }
+
+
+// ---------------------------------------------------------------------------------------
+// The series' real tables (../shared/corpus/c2c/), diagnosed against the layout its mails
+// show: the C replica of root_domain from patch 2/4's pahole, and examples/seeds/003/cpupri.c
+// built as the seed's kernel was (CONFIG_CPUMASK_OFFSTACK=y).
+// ---------------------------------------------------------------------------------------
+
+fn corpus(name: &str) -> String {
+    format!("{}/../shared/corpus/c2c/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn cc_object(dir: &Path, src: &Path, defines: &[&str]) -> PathBuf {
+    let obj = dir.join("replica.o");
+    run(Command::new("cc")
+        .args(["-g", "-c", "-o"])
+        .arg(&obj)
+        .args(defines)
+        .arg(src));
+    obj
+}
+
+fn member_names(line: &Value) -> Vec<String> {
+    line["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_real_root_domain_tables_name_the_mails_members() {
+    let dir = scratch("real-rd");
+    let obj = cc_object(
+        &dir,
+        &repo().join("tests/data/c2c/root_domain_v6.16_replica.c"),
+        &[],
+    );
+    let v = lineup_json(&[
+        "diagnose",
+        "--type",
+        "root_domain",
+        "--dwarf",
+        obj.to_str().unwrap(),
+        "--c2c",
+        &corpus("root_domain.c2c.txt"),
+        "--json",
+    ]);
+    let lines = v["lines"].as_array().unwrap();
+    let line = |start: u64| {
+        lines
+            .iter()
+            .find(|l| l["start"] == start)
+            .unwrap_or_else(|| panic!("no line at {start}: {v:#}"))
+    };
+    // "root_domain cache line 1: rto_count is frequently loaded/stored, overloaded is
+    // heavily loaded" (the mail numbers lines from 1).
+    let l1 = line(0);
+    assert_eq!(l1["verdict"], "false_sharing", "{l1:#}");
+    let names = member_names(l1);
+    assert!(names.contains(&"rto_count".into()) && names.contains(&"overloaded".into()));
+    let why = l1["explanation"].as_str().unwrap();
+    assert!(why.contains("`rto_count` is stored"), "{why}");
+    // "cache line 3: cpupri->pri_to_cpu[0].count heavily loaded/stored, rto_mask heavily
+    // loaded, rto_loop_next and rto_loop_start frequently stored".
+    let l3 = line(128);
+    assert_eq!(l3["verdict"], "false_sharing", "{l3:#}");
+    let names = member_names(l3);
+    for m in ["rto_mask", "rto_loop_next", "rto_loop_start", "cpupri"] {
+        assert!(names.contains(&m.to_string()), "{m}: {names:?}");
+    }
+    let why = l3["explanation"].as_str().unwrap();
+    assert!(why.contains("`cpupri` is stored by cpupri_set"), "{why}");
+    assert!(why.contains("`rto_mask`"), "{why}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_real_cpupri_table_is_false_sharing_of_count_and_mask() {
+    // "cpupri's last cache line: cpupri_vec->count and mask contend (rt pri 99)": the line
+    // starts 40 bytes before pri_to_cpu[99], whose count (0x28) cpupri_set stores and whose
+    // mask pointer (0x30) it loads. Only that line: the mail's second excerpt is the bitmap
+    // `mask` points to, not the struct.
+    let dir = scratch("real-cpupri");
+    let obj = cc_object(&dir, &replica(), &["-DCPUMASK_OFFSTACK"]);
+    let text = std::fs::read_to_string(corpus("cpupri_vec.c2c.txt")).unwrap();
+    let mut p = lineup::profile::import_c2c(&text).unwrap().remove(0);
+    p.lines.retain(|l| l.address == 0xff14d42c400e3ec0);
+    assert_eq!(p.lines.len(), 1);
+    let json = dir.join("cpupri_line.json");
+    std::fs::write(&json, p.to_json()).unwrap();
+    let v = lineup_json(&[
+        "diagnose",
+        "--type",
+        "cpupri_vec",
+        "--dwarf",
+        obj.to_str().unwrap(),
+        "--profile",
+        json.to_str().unwrap(),
+        "--line-offset",
+        "-40",
+        "--json",
+    ]);
+    let line = &v["lines"][0];
+    assert_eq!(line["verdict"], "false_sharing", "{line:#}");
+    assert_eq!(member_names(line), ["count", "mask"]);
+    let count = &line["members"][0];
+    let set = functions(count)
+        .into_iter()
+        .find(|f| f.0 == "cpupri_set")
+        .unwrap();
+    assert!(set.1 > 0.0, "cpupri_set stores count");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -122,6 +122,10 @@ pub struct Diagnosis {
     pub members: Vec<MemberUse>,
     /// Accesses the profile names by field that the struct has no member for.
     pub unresolved_fields: Vec<String>,
+    /// Accesses whose offsets do not fit this layout (evidence from another kernel or build),
+    /// one sentence each, saying where they were placed, if anywhere.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub misfits: Vec<String>,
 }
 
 impl Diagnosis {
@@ -192,8 +196,15 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
     let cls = layout.cacheline_size;
     // (line index, member name, member offset) -> accumulated use.
     let mut uses: Vec<(u64, MemberUse)> = Vec::new();
+    let mut misfits: Vec<String> = Vec::new();
     for a in accesses {
         let Some(off) = a.offset else { continue };
+        let (off, misfit) = place(layout, a, off);
+        if let Some(m) = misfit
+            && !misfits.contains(&m)
+        {
+            misfits.push(m);
+        }
         let Some(f) = display_member(&layout.members, off) else {
             continue;
         };
@@ -398,6 +409,81 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
         cold_lines,
         members,
         unresolved_fields: Vec::new(),
+        misfits,
+    }
+}
+
+/// Where an access belongs in `layout`, and why not at its offset when it does not fit there.
+/// An offset fits when it lands in a member and, for a scalar member (no struct, union or
+/// array that could be read in parts), at its start, and the access's size, when known, ends
+/// inside the member. Evidence taken on another kernel breaks this: a hole, padding or a point
+/// past the end, the middle of a pointer. Where the evidence names the member (`field`: perf's
+/// data-type profiling, a sketch) and this layout has it, the access goes there instead.
+fn place(layout: &Layout, a: &Access, off: u64) -> (u64, Option<String>) {
+    let who = a
+        .code
+        .as_ref()
+        .map(|c| format!(" by {}", c.function()))
+        .unwrap_or_default();
+    let reason = match display_member(&layout.members, off) {
+        None if off >= layout.size => Some(format!(
+            "is past the end of the {}-byte struct",
+            layout.size
+        )),
+        None => Some("falls in a hole or padding".to_string()),
+        Some(f) => {
+            let aggregate = f.inline.is_some()
+                || f.declarator.contains('[')
+                || f.type_name.starts_with("struct ")
+                || f.type_name.starts_with("union ")
+                || f.size > 16;
+            if !aggregate && off != f.offset {
+                Some(format!(
+                    "is {} bytes into `{}` ({} bytes, {}), not at its start",
+                    off - f.offset,
+                    f.name,
+                    f.size,
+                    f.type_name
+                ))
+            } else if let Some(size) = a.size.filter(|s| off + s > f.offset + f.size) {
+                Some(format!(
+                    "is a {size}-byte access that straddles `{}` ({} bytes at {})",
+                    f.name, f.size, f.offset
+                ))
+            } else {
+                None
+            }
+        }
+    };
+    let Some(reason) = reason else {
+        return (off, None);
+    };
+    let named = a.field.as_deref().and_then(|name| {
+        let top = name.split(['.', '[']).next().unwrap_or(name);
+        layout.members.iter().find(|m| m.name == top)
+    });
+    match named {
+        Some(m) => (
+            m.offset,
+            Some(format!(
+                "offset {off}{who} {reason} in this layout: placed on `{}` at {} by the member \
+                 the evidence names (the evidence's layout differs: another kernel or build?)",
+                m.name, m.offset
+            )),
+        ),
+        None => {
+            let placed = match display_member(&layout.members, off) {
+                Some(f) => format!("counted on `{}`, where it lands", f.name),
+                None => "not counted on any member".to_string(),
+            };
+            (
+                off,
+                Some(format!(
+                    "offset {off}{who} {reason} in this layout (evidence from another kernel or \
+                     build?): {placed}"
+                )),
+            )
+        }
     }
 }
 
@@ -461,6 +547,8 @@ fn judge(index: u64, cls: u64, members: Vec<MemberUse>, rare: f64) -> LineDiagno
 
     let (verdict, explanation) = if total <= 0.0 {
         (Verdict::Cold, "no recorded access".to_string())
+    } else if written.is_empty() && transfers > 0.0 {
+        loads_only_verdict(&significant, transfers)
     } else if written.is_empty() {
         (
             Verdict::ReadShared,
@@ -758,6 +846,56 @@ fn judge_exact(
         explanation,
         cost,
         members: members.to_vec(),
+    }
+}
+
+/// Loads-only evidence: Intel's default c2c events sample loads above a latency threshold,
+/// AMD IBS and Arm SPE sample what they sample, so a report may hold no store on a line that
+/// moves between caches. A HITM (or peer snoop) is a load that found the line modified in
+/// another core's cache: it proves a writer elsewhere. Several members hit: they move as one
+/// line, false sharing unless one writer writes them all; one member hit: written elsewhere
+/// and read here, true sharing of it (or of an unsampled neighbour).
+fn loads_only_verdict(significant: &[&MemberUse], transfers: f64) -> (Verdict, String) {
+    let mut hit: Vec<&MemberUse> = significant
+        .iter()
+        .copied()
+        .filter(|m| m.counts.transfers() >= NEGLIGIBLE * transfers)
+        .collect();
+    hit.sort_by(|a, b| b.counts.transfers().total_cmp(&a.counts.transfers()));
+    let each: Vec<String> = hit
+        .iter()
+        .map(|m| {
+            let by = describe_reads(&[*m]);
+            format!("`{}` ({:.0} HITM/peer, {by})", m.name, m.counts.transfers())
+        })
+        .collect();
+    let writer = "the writer is unsampled: the evidence has no store on this line, yet each of \
+                  these loads found it modified in another CPU's cache";
+    if hit.len() > 1 {
+        (
+            Verdict::FalseSharing,
+            format!(
+                "{} load a line that {:.0} HITM/peer transfers prove is written elsewhere; {writer}. \
+                 Different members move together: moving them apart removes the false sharing \
+                 unless one writer writes them all",
+                each.join(", "),
+                transfers
+            ),
+        )
+    } else {
+        let m = hit.first().copied().unwrap_or(significant[0]);
+        (
+            Verdict::TrueSharing,
+            format!(
+                "{} is loaded modified from another CPU's cache; {writer}. If that writer \
+                 stores `{}` itself only splitting it helps; if it stores a neighbour, moving \
+                 that apart does",
+                each.first()
+                    .cloned()
+                    .unwrap_or_else(|| format!("`{}`", m.name)),
+                m.name
+            ),
+        )
     }
 }
 

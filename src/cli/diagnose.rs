@@ -167,6 +167,15 @@ pub fn run(args: Args) -> Result<()> {
             d.unresolved_fields.join(", ")
         );
     }
+    if !d.misfits.is_empty() {
+        let _ = writeln!(text, "offsets that do not fit this layout:");
+        for m in d.misfits.iter().take(8) {
+            let _ = writeln!(text, "  {m}");
+        }
+        if d.misfits.len() > 8 {
+            let _ = writeln!(text, "  ... and {} more", d.misfits.len() - 8);
+        }
+    }
     text.push('\n');
     if !d.has_contention() {
         text.push_str(

@@ -62,7 +62,11 @@ fn read(path: &Path) -> Result<String> {
             if bad.len() > 10 { ", ..." } else { "" }
         );
     }
-    Ok(text.into_owned())
+    Ok(match text {
+        // Valid UTF-8: the bytes become the string without a copy.
+        std::borrow::Cow::Borrowed(_) => String::from_utf8(bytes).expect("checked as UTF-8"),
+        std::borrow::Cow::Owned(s) => s,
+    })
 }
 
 impl EvidenceArgs {
@@ -134,12 +138,25 @@ pub struct ImportArgs {
 }
 
 pub fn run_import(args: ImportArgs) -> Result<()> {
+    use std::io::Write;
     let output = super::output::check_opt("-o", args.output.as_deref())?;
     let p = args.evidence.load(&args.pick)?;
-    let json = p.to_json();
     match &output {
-        Some(out) => out.write(json.as_bytes())?,
-        None => println!("{json}"),
+        // Files go through the output module (atomic replace, devices written through); the
+        // JSON is serialized to bytes first.
+        Some(out) => {
+            let mut buf = Vec::new();
+            p.write_json(&mut buf)?;
+            out.write(&buf)?;
+        }
+        // Streamed, not built as one string: a large report's JSON is as big as its profile.
+        None => {
+            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            p.write_json(&mut w)
+                .and_then(|()| writeln!(w))
+                .and_then(|()| w.flush())
+                .context("standard output: cannot write")?;
+        }
     }
     Ok(())
 }

@@ -503,6 +503,7 @@ mod tests {
             cold_lines: 1,
             members: vec![hot],
             unresolved_fields: vec![],
+            misfits: vec![],
         };
         // `hot` moves to its own line at 64; `a` stays; the rest is hole and padding.
         let placement = Placement {

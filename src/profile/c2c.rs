@@ -138,6 +138,8 @@ struct Report {
     no_offsets: bool,
     /// Cache line header rows without an address were read.
     no_address: bool,
+    /// Index in `profile.lines` by line address.
+    by_address: std::collections::HashMap<u64, usize>,
     /// The previous '#' line of the current section (a header's first line).
     prev_hash: Option<String>,
     /// Index in `profile.lines` of the Pareto line being read, with its header-row totals.
@@ -377,6 +379,11 @@ impl Parser {
             if labels.iter().any(|l| l == "Index") {
                 let line0 = report.prev_hash.take();
                 report.note_double_cl(line0.as_deref(), rest);
+                report
+                    .profile
+                    .provenance
+                    .settings
+                    .insert("table_columns".into(), labels.join(", "));
                 report.table = Some(table_keys(&labels));
             }
             report.prev_hash = Some(rest.to_string());
@@ -523,6 +530,7 @@ impl Report {
             pareto: None,
             no_offsets: false,
             no_address: false,
+            by_address: Default::default(),
             prev_hash: None,
             current: None,
             in_events: false,
@@ -540,7 +548,8 @@ impl Report {
     /// Adds a line from the table or a Pareto header row, merging with what the other gave.
     fn merge_line(&mut self, line: LineProfile) -> usize {
         let lines = &mut self.profile.lines;
-        match lines.iter().position(|l| l.address == line.address) {
+        // Indexed by address: a full report lists tens of thousands of lines twice.
+        match self.by_address.get(&line.address).copied() {
             Some(i) => {
                 let old = &mut lines[i];
                 old.rank = old.rank.or(line.rank);
@@ -560,6 +569,7 @@ impl Report {
                 i
             }
             None => {
+                self.by_address.insert(line.address, lines.len());
                 lines.push(line);
                 lines.len() - 1
             }

@@ -495,6 +495,12 @@ impl Profile {
         serde_json::to_string_pretty(self).expect("profile serializes")
     }
 
+    /// [`Profile::to_json`] written to `w` as it is produced: a 200k-line report's profile is
+    /// ~150 MB of JSON, which need not be held in memory beside the profile.
+    pub fn write_json(&self, w: impl std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(w, self).map_err(std::io::Error::other)
+    }
+
     /// Checks what serde cannot: a sane line size and line offsets inside their line.
     pub fn validate(&self) -> Result<(), ProfileError> {
         if self.schema_version != SCHEMA_VERSION {

@@ -228,8 +228,9 @@ fn parse_header(text: &str, strict: bool) -> Option<Layout> {
         if i > 0 {
             hierarchy = true;
         }
-        // Cells as perf spaced them; inside each, known labels by longest match.
-        for cell in split_cells(piece) {
+        // Cells as perf spaced them (the shared table reader's notion: two blanks or a tab
+        // end a name); inside each, known labels by longest match.
+        for (_, _, cell) in super::table::cells(piece) {
             let words: Vec<&str> = cell.split_whitespace().collect();
             let mut w = 0;
             let mut other: Vec<&str> = Vec::new();
