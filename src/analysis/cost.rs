@@ -414,11 +414,39 @@ pub fn line_terms(streams: &[&Stream], machine: &MachineModel) -> (f64, f64, f64
         f64::from(streams.iter().map(|s| s.cpus).max().unwrap_or(1).max(1))
     };
     // Each CPU touches the line between two writes with probability p and then misses once,
-    // whichever bytes it touches first; the writer itself does not miss.
+    // whichever bytes it touches first; the writer itself does not miss. Where every stream
+    // lists its CPUs, each CPU has its own rate (a consumer that glances at the producer's
+    // index now and then rarely holds the producer's line); else the line's accesses are
+    // spread evenly over its N CPUs.
     let p = 1.0 - (-x / (w * n)).exp();
+    let per_cpu: Option<BTreeMap<u32, f64>> =
+        streams.iter().all(|s| !s.cpu_list.is_empty()).then(|| {
+            let mut rate: BTreeMap<u32, f64> = BTreeMap::new();
+            for (s, xs) in streams.iter().zip(&weight) {
+                let share = xs / s.cpu_list.len() as f64;
+                for &c in &s.cpu_list {
+                    *rate.entry(c).or_default() += share;
+                }
+            }
+            rate.into_iter()
+                .map(|(c, r)| (c, 1.0 - (-r / w).exp()))
+                .collect()
+        });
     let price = machine.transfer_cycles(n as u32);
     for (wa, a) in &writers {
-        let misses = wa * p * (n - 1.0).max(0.0);
+        let misses = match &per_cpu {
+            Some(pc) => {
+                // Every CPU that touched the line since the last write, less the writer
+                // (one of the group's CPUs).
+                let all: f64 = pc.values().sum();
+                let own: BTreeSet<u32> =
+                    a.iter().flat_map(|s| s.cpu_list.iter().copied()).collect();
+                let writer =
+                    own.iter().filter_map(|c| pc.get(c)).sum::<f64>() / own.len().max(1) as f64;
+                wa * (all - writer).max(0.0)
+            }
+            None => wa * p * (n - 1.0).max(0.0),
+        };
         if misses <= 0.0 {
             continue;
         }
