@@ -219,7 +219,7 @@ fn check(dir: &Path) -> Outcome {
 #[test]
 fn every_case_meets_its_constraints_and_the_merged_layouts_cost_and_size() {
     let all = cases();
-    assert!(all.len() >= 6, "{} cases", all.len());
+    assert!(all.len() >= 10, "{} cases", all.len());
     let outcomes: Vec<Outcome> = all.iter().map(|d| check(d)).collect();
     let failed: Vec<String> = outcomes
         .iter()
