@@ -419,6 +419,31 @@ mod tests {
     }
 
     #[test]
+    fn cpus_can_be_listed() {
+        let p = import_sketch(
+            r#"
+            [machine]
+            cpus = 8
+            [[type]]
+            name = "s"
+            access = [
+              { field = "a", kind = "rmw", by = "push", weight = 1, cpus = [0, 1] },
+              { field = "b", kind = "rmw", by = "pop", weight = 1, cpus = [3, 2, 3] },
+            ]
+            "#,
+        )
+        .unwrap();
+        let t = p.type_profile("s").unwrap();
+        let c = t.accesses[1].cpus.as_ref().unwrap();
+        assert_eq!((c.list.clone(), c.count), (vec![2, 3], Some(2)));
+        let e = import_sketch(
+            "[[type]]\nname = \"s\"\n[[type.access]]\nfield = \"a\"\nkind = \"load\"\nweight = 1\ncpus = []\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("an empty CPU list"), "{e}");
+    }
+
+    #[test]
     fn errors_name_the_line() {
         let e = import_sketch(
             "[[type]]\nname = \"s\"\n[[type.access]]\nfield = \"a\"\nkind = \"load\"\n",
