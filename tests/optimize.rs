@@ -448,3 +448,76 @@ fn tcp_sock_optimize_keeps_the_kernels_cache_line_groups() {
     }
     assert!(open.is_empty(), "{decl}");
 }
+
+/// Item 4 of issue 15: a layout priced at 128-byte lines says so in the kernel patch
+/// (`__aligned(128)`, not `____cacheline_aligned`, which is 64 bytes on x86-64), and instances
+/// that are only 16-byte aligned get priced where they sit and advice on what else to change.
+#[test]
+fn line_size_and_instance_alignment_reach_the_patch_and_the_advice() {
+    let dir = scratch("align128");
+    let data = root().join("tests/data/optimize");
+    for f in ["kernel_style.h", "kstats.c"] {
+        std::fs::copy(data.join(f), dir.join(f)).unwrap();
+    }
+    cc(&["-g", "-c", "kstats.c", "-o", "before.o"], &dir);
+    let obj = dir.join("before.o").to_str().unwrap().to_string();
+    let header = dir.join("kernel_style.h").to_str().unwrap().to_string();
+    let base = [
+        "optimize",
+        "--type",
+        "kstats",
+        "--dwarf",
+        obj.as_str(),
+        "--sketch",
+        "tests/data/optimize/kstats.toml",
+        "--machine",
+        "icelake-2s",
+        "--flavour",
+        "kernel",
+        "--json",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--cacheline-size", "128", "--header", header.as_str()]);
+    let v = json(&args);
+    let diff = v["diff"].as_str().expect("a diff");
+    assert!(diff.contains("__aligned(128)"), "{diff}");
+    assert!(
+        !diff
+            .lines()
+            .any(|l| l.starts_with('+') && l.contains("____cacheline_aligned")),
+        "{diff}"
+    );
+    let decl = v["declaration"].as_str().unwrap();
+    assert!(
+        decl.contains("__aligned(128)") && decl.contains("64 on x86-64"),
+        "{decl}"
+    );
+
+    let mut args = base.to_vec();
+    args.extend(["--instance-align", "16"]);
+    let v = json(&args);
+    let ia = &v["instance_alignment"];
+    let offsets: Vec<u64> = ia["offsets_in_line"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    assert_eq!(offsets, vec![0, 16, 32, 48]);
+    // Off its line start, the hot counter shares a line with its readers again.
+    assert!(
+        ia["cycles_as_allocated"].as_f64().unwrap() > ia["cycles_aligned"].as_f64().unwrap(),
+        "{ia}"
+    );
+    assert!(
+        ia["advice"]
+            .as_str()
+            .unwrap()
+            .contains("SLAB_HWCACHE_ALIGN"),
+        "{ia}"
+    );
+    // Line-aligned instances need no advice.
+    let mut args = base.to_vec();
+    args.extend(["--instance-align", "64"]);
+    assert!(json(&args).get("instance_alignment").is_none());
+}

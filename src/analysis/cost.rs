@@ -414,11 +414,58 @@ pub fn line_terms(streams: &[&Stream], machine: &MachineModel) -> (f64, f64, f64
         f64::from(streams.iter().map(|s| s.cpus).max().unwrap_or(1).max(1))
     };
     // Each CPU touches the line between two writes with probability p and then misses once,
-    // whichever bytes it touches first; the writer itself does not miss.
+    // whichever bytes it touches first; the writer itself does not miss. Where every stream
+    // lists its CPUs, each CPU has its own rate (a consumer that glances at the producer's
+    // index now and then rarely holds the producer's line); else the line's accesses are
+    // spread evenly over its N CPUs.
     let p = 1.0 - (-x / (w * n)).exp();
+    let per_cpu: Option<BTreeMap<u32, f64>> =
+        streams.iter().all(|s| !s.cpu_list.is_empty()).then(|| {
+            let mut rate: BTreeMap<u32, f64> = BTreeMap::new();
+            for (s, xs) in streams.iter().zip(&weight) {
+                let share = xs / s.cpu_list.len() as f64;
+                for &c in &s.cpu_list {
+                    *rate.entry(c).or_default() += share;
+                }
+            }
+            rate.into_iter()
+                .map(|(c, r)| (c, 1.0 - (-r / w).exp()))
+                .collect()
+        });
     let price = machine.transfer_cycles(n as u32);
+    // A CPU's node, the machine's CPUs numbered node by node.
+    let node = |c: u32| c / machine.cpus_per_node();
     for (wa, a) in &writers {
-        let misses = wa * p * (n - 1.0).max(0.0);
+        let (misses, cycles) = match &per_cpu {
+            Some(pc) => {
+                // Every CPU that touched the line since the last write misses once, less the
+                // writer (one of the group's CPUs); a miss is local when the writer that
+                // took the line sits on the CPU's node.
+                let own: BTreeSet<u32> =
+                    a.iter().flat_map(|s| s.cpu_list.iter().copied()).collect();
+                let k = own.len().max(1) as f64;
+                let cost_of = |c: u32| {
+                    let near = own.iter().filter(|&&o| node(o) == node(c)).count() as f64 / k;
+                    near * machine.local_hitm + (1.0 - near) * machine.remote_hitm
+                };
+                let all: f64 = pc.values().sum();
+                let all_cycles: f64 = pc.iter().map(|(&c, p)| p * cost_of(c)).sum();
+                let writer = own.iter().filter_map(|c| pc.get(c)).sum::<f64>() / k;
+                let writer_cycles = own
+                    .iter()
+                    .filter_map(|&c| pc.get(&c).map(|p| p * cost_of(c)))
+                    .sum::<f64>()
+                    / k;
+                (
+                    wa * (all - writer).max(0.0),
+                    wa * (all_cycles - writer_cycles).max(0.0),
+                )
+            }
+            None => {
+                let m = wa * p * (n - 1.0).max(0.0);
+                (m, m * price)
+            }
+        };
         if misses <= 0.0 {
             continue;
         }
@@ -429,13 +476,13 @@ pub fn line_terms(streams: &[&Stream], machine: &MachineModel) -> (f64, f64, f64
             if share <= 0.0 {
                 continue;
             }
-            let m = misses * share;
+            let (m, c) = (misses * share, cycles * share);
             if a.iter().any(|s| s.overlaps(b)) {
                 out.1 += m;
-                out.3 += m * price;
+                out.3 += c;
             } else {
                 out.0 += m;
-                out.2 += m * price;
+                out.2 += c;
             }
         }
     }
@@ -756,6 +803,30 @@ mod tests {
         ra.rmw = ra.writes;
         rb.rmw = rb.writes;
         assert!(total(&[&ra, &rb]).0 > together.0 * 1.5);
+    }
+
+    #[test]
+    fn with_cpu_lists_a_rare_reader_rarely_misses_and_remote_misses_cost_more() {
+        // Producer CPUs 0-1 write `tail` often; CPU 2 reads it rarely. Evenly spread, CPU 2
+        // would hold the line as often as the writers; with its own rate it rarely does.
+        let m = preset("icelake-2s").unwrap();
+        let mut w = stream(0, 0.0, 100.0, 2, "push");
+        w.cpu_list = vec![0, 1];
+        let mut r = stream(0, 10.0, 0.0, 1, "pop");
+        r.cpu_list = vec![2];
+        let listed = line_terms(&[&w, &r], &m);
+        let (mut w2, mut r2) = (w.clone(), r.clone());
+        w2.cpu_list.clear();
+        r2.cpu_list.clear();
+        w2.cpus = 3;
+        let even = line_terms(&[&w2, &r2], &m);
+        assert!(listed.1 < even.1, "listed {listed:?} even {even:?}");
+        // The same reader on the other node (icelake-2s: 80 CPUs a node) pays remote misses.
+        let mut far = r.clone();
+        far.cpu_list = vec![100];
+        let remote = line_terms(&[&w, &far], &m);
+        assert!((remote.1 - listed.1).abs() < 1e-9);
+        assert!(remote.3 > listed.3, "{remote:?} {listed:?}");
     }
 
     #[test]

@@ -56,6 +56,11 @@ pub struct Args {
     /// default: kernel for BTF, user for DWARF
     #[arg(long, value_name = "FLAVOUR", value_parser = ["kernel", "user"])]
     flavour: Option<String>,
+    /// Instances are only N-byte aligned (a slab cache without SLAB_HWCACHE_ALIGN, an
+    /// embedded struct, malloc): price lineup's layout at every offset that allows, and say
+    /// what else must change (default: from the evidence's addresses, else line-aligned)
+    #[arg(long, value_name = "N")]
+    instance_align: Option<u64>,
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
@@ -72,6 +77,61 @@ struct Split<'a> {
     readers_sum_copies: Vec<SplitOption>,
     /// Readers use their own copy (a queue shard, a per-node mask).
     readers_own_copy: Vec<SplitOption>,
+}
+
+/// Where instances sit in their cache line, and what lineup's layout costs there.
+#[derive(Serialize)]
+struct InstanceAlignment {
+    /// Offsets of an instance's first byte within its cache line that were priced.
+    offsets_in_line: Vec<u64>,
+    /// Where they came from: `--instance-align` or the evidence's addresses.
+    source: String,
+    /// Modeled cycles of lineup's layout on line-aligned instances, and averaged over the
+    /// offsets above.
+    cycles_aligned: f64,
+    cycles_as_allocated: f64,
+    advice: String,
+}
+
+/// Instance offsets within a line: every multiple of `--instance-align` below the line size,
+/// else the distinct misalignments the evidence's bound lines show (address minus the struct
+/// offset the line starts at), else none.
+fn instance_offsets(
+    given: Option<u64>,
+    bindings: &[lineup::analysis::diagnose::LineBinding],
+    cls: u64,
+) -> Result<Option<(Vec<u64>, String)>> {
+    if let Some(n) = given {
+        if n == 0 || !n.is_power_of_two() {
+            bail!("--instance-align {n}: not a power of two");
+        }
+        if n >= cls {
+            return Ok(None);
+        }
+        return Ok(Some((
+            (0..cls / n).map(|k| k * n).collect(),
+            format!("--instance-align {n}"),
+        )));
+    }
+    let mut seen: Vec<u64> = bindings
+        .iter()
+        .map(|b| (b.address as i128 - b.line_start as i128).rem_euclid(cls as i128) as u64)
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    if seen.iter().all(|&m| m == 0) {
+        return Ok(None);
+    }
+    Ok(Some((
+        seen.clone(),
+        format!(
+            "the evidence's addresses (instances at byte {} of a line)",
+            seen.iter()
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )))
 }
 
 #[derive(Serialize)]
@@ -92,6 +152,8 @@ struct Report<'a> {
     kept_together: &'a [Vec<String>],
     #[serde(skip_serializing_if = "Option::is_none")]
     diff: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instance_alignment: Option<&'a InstanceAlignment>,
 }
 
 /// C++ sources by their extension (`alignas` is a keyword there; C11 spells it `_Alignas`).
@@ -332,6 +394,41 @@ pub fn run(args: Args) -> Result<()> {
         });
     }
 
+    // Instances that do not start a line: the layout's lines move with them.
+    let instance = match instance_offsets(args.instance_align, &ev.bindings, cls)? {
+        Some((offsets, source)) => {
+            let aligned = plan.cost.total_cycles();
+            let shifted: f64 = offsets
+                .iter()
+                .map(|&m| {
+                    let p = lineup::analysis::cost::Placement {
+                        offsets: plan.placement.offsets.iter().map(|o| o + m).collect(),
+                        size: plan.placement.size + m,
+                    };
+                    model.evaluate(&p).total_cycles()
+                })
+                .sum::<f64>()
+                / offsets.len() as f64;
+            let advice = match flavour {
+                Flavour::Kernel => format!(
+                    "member alignment places members within the instance, not within a cache line: the layout's lines hold only where instances are {cls}-byte aligned. Create the slab cache with SLAB_HWCACHE_ALIGN (kmem_cache_create), align the member that embeds the struct in its parent ({} on it), or allocate it from a cache of that alignment; kmalloc aligns only power-of-two size classes",
+                    emit::c::kernel_line_align(cls)
+                ),
+                Flavour::Userspace => format!(
+                    "member alignment places members within the instance, not within a cache line: the layout's lines hold only where instances are {cls}-byte aligned. Allocate with aligned_alloc({cls}, size) or posix_memalign, align the member that embeds the struct in its parent (alignas({cls})), or give the struct itself alignas({cls}) (new and static instances honour it; malloc does not)"
+                ),
+            };
+            Some(InstanceAlignment {
+                offsets_in_line: offsets,
+                source,
+                cycles_aligned: aligned,
+                cycles_as_allocated: shifted,
+                advice,
+            })
+        }
+        None => None,
+    };
+
     // The diff against the header.
     let diff = match &header {
         Some((path, text, cs)) => {
@@ -478,6 +575,7 @@ pub fn run(args: Args) -> Result<()> {
             } else {
                 diff.as_deref()
             },
+            instance_alignment: instance.as_ref(),
         };
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
@@ -605,6 +703,13 @@ pub fn run(args: Args) -> Result<()> {
                 a.extra_bytes
             );
         }
+    }
+    if let Some(ia) = &instance {
+        let _ = writeln!(
+            s,
+            "\ninstances are not line-aligned ({}): lineup's layout costs {:.0} cycles on {cls}-byte aligned instances, {:.0} on average as allocated.\n{}",
+            ia.source, ia.cycles_aligned, ia.cycles_as_allocated, ia.advice
+        );
     }
     if let Some(d) = &diff {
         match &args.patch {

@@ -18,7 +18,7 @@
 //! kind = "rmw"             # load | store | rmw
 //! by = "cpupri_set"        # the function (optional)
 //! weight = 100             # relative; or rate = 2.0e6 (per second)
-//! cpus = "all"             # or a number
+//! cpus = "all"             # or a number, or the CPUs: [0, 1]
 //! groups = ["enqueue"]     # code paths that touch fields together (optional)
 //! ```
 //!
@@ -128,6 +128,9 @@ enum RawKind {
 enum RawCpus {
     Count(u32),
     Word(String),
+    /// The CPUs themselves (`cpus = [0, 1]`): streams with lists are known to share CPUs or
+    /// not, where counts alone are assumed nested.
+    List(Vec<u32>),
 }
 
 #[derive(Deserialize)]
@@ -239,6 +242,10 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
             let cpus = match &a.cpus {
                 None => None,
                 Some(RawCpus::Count(n)) => Some(CpuUse::count(*n)),
+                Some(RawCpus::List(l)) if !l.is_empty() => Some(CpuUse::list(l.iter().copied())),
+                Some(RawCpus::List(_)) => {
+                    return Err(err(span, format!("{place}: cpus = []: an empty CPU list")));
+                }
                 Some(RawCpus::Word(w)) if w == "all" => Some(CpuUse {
                     count: machine_cpus,
                     all: true,
@@ -409,6 +416,31 @@ mod tests {
                 .iter()
                 .any(|g| g.name == "f" && g.members.len() == 2)
         );
+    }
+
+    #[test]
+    fn cpus_can_be_listed() {
+        let p = import_sketch(
+            r#"
+            [machine]
+            cpus = 8
+            [[type]]
+            name = "s"
+            access = [
+              { field = "a", kind = "rmw", by = "push", weight = 1, cpus = [0, 1] },
+              { field = "b", kind = "rmw", by = "pop", weight = 1, cpus = [3, 2, 3] },
+            ]
+            "#,
+        )
+        .unwrap();
+        let t = p.type_profile("s").unwrap();
+        let c = t.accesses[1].cpus.as_ref().unwrap();
+        assert_eq!((c.list.clone(), c.count), (vec![2, 3], Some(2)));
+        let e = import_sketch(
+            "[[type]]\nname = \"s\"\n[[type.access]]\nfield = \"a\"\nkind = \"load\"\nweight = 1\ncpus = []\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("an empty CPU list"), "{e}");
     }
 
     #[test]

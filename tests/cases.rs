@@ -1,0 +1,257 @@
+//! The acceptance set of issue 15: public merged or proposed re-layouts under `tests/cases/`
+//! (see its README). For every case, lineup's layout from the layout before:
+//! - meets every constraint of the case (what the merged fix achieved);
+//! - costs no more than the merged layout in the model;
+//! - is no larger than the merged layout plus one cache line.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+mod common;
+use common::{lineup_json, predicted_totals, repo};
+
+const BTF: &str = "data/vmlinux-6.18.44.btf";
+
+fn cases() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/cases"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("case.toml").exists())
+        .collect();
+    v.sort();
+    v
+}
+
+struct Outcome {
+    name: String,
+    /// Names of the constraints that failed, with why.
+    failures: Vec<String>,
+}
+
+fn compile(dir: &Path, before: &str, name: &str) -> PathBuf {
+    let out = std::env::temp_dir().join(format!("lineup-cases-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    let obj = out.join("before.o");
+    let st = Command::new("cc")
+        .args(["-g", "-c"])
+        .arg(dir.join(before))
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .expect("cc");
+    assert!(st.success(), "{name}: cc {before}");
+    obj
+}
+
+/// Runs one case and checks it; returns what failed.
+fn check(dir: &Path) -> Outcome {
+    let name = dir.file_name().unwrap().to_string_lossy().to_string();
+    let text = std::fs::read_to_string(dir.join("case.toml")).unwrap();
+    let case: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let s = |k: &str| case.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let ty = s("type").expect("type");
+    let machine = s("machine").expect("machine");
+    let sketch = dir.join(s("sketch").expect("sketch"));
+    let cls = case
+        .get("cacheline_size")
+        .and_then(|v| v.as_integer())
+        .unwrap_or(64) as u64;
+    let obj;
+    let source: Vec<String> = match s("before") {
+        Some(before) => {
+            obj = compile(dir, &before, &name);
+            vec!["--dwarf".into(), obj.display().to_string()]
+        }
+        None => vec!["--btf".into(), BTF.into()],
+    };
+    let mut common_args: Vec<String> = vec!["--type".into(), ty.clone()];
+    common_args.extend(source);
+    common_args.extend([
+        "--sketch".into(),
+        sketch.display().to_string(),
+        "--machine".into(),
+        machine,
+        "--cacheline-size".into(),
+        cls.to_string(),
+        "--json".into(),
+    ]);
+    let mut args: Vec<String> = vec!["optimize".into()];
+    args.extend(common_args.iter().cloned());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = lineup_json(&refs);
+    let units = o["units"].as_array().unwrap();
+    let offsets: Vec<u64> = o["plan"]["placement"]["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    let order: Vec<usize> = o["plan"]["order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as usize)
+        .collect();
+    let size = o["plan"]["placement"]["size"].as_u64().unwrap();
+    let before_size = o["current"]["size"].as_u64().unwrap();
+    let unit_of = |m: &str| {
+        units
+            .iter()
+            .position(|u| {
+                u["members"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x.as_str() == Some(m))
+            })
+            .unwrap_or_else(|| panic!("{name}: no member {m}"))
+    };
+    let line = |m: &str| offsets[unit_of(m)] / cls;
+    let names = |v: &toml::Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut failures = Vec::new();
+    for c in case
+        .get("constraint")
+        .and_then(|v| v.as_array())
+        .cloned()
+        .unwrap_or_default()
+    {
+        if let Some(ms) = c.get("apart") {
+            let ms = names(ms);
+            let lines: Vec<u64> = ms.iter().map(|m| line(m)).collect();
+            let distinct: std::collections::BTreeSet<u64> = lines.iter().copied().collect();
+            if distinct.len() != lines.len() {
+                failures.push(format!("apart {ms:?}: lines {lines:?}"));
+            }
+        }
+        if let Some(ms) = c.get("within") {
+            let ms = names(ms);
+            let k = c.get("lines").and_then(|v| v.as_integer()).unwrap_or(1) as u64;
+            let lines: Vec<u64> = ms.iter().map(|m| line(m)).collect();
+            let span = lines.iter().max().unwrap() - lines.iter().min().unwrap() + 1;
+            if span > k {
+                failures.push(format!("within {k} lines {ms:?}: lines {lines:?}"));
+            }
+        }
+        if let Some(b) = c.get("max_growth").and_then(|v| v.as_integer()) {
+            if size > before_size + b as u64 {
+                failures.push(format!("growth {before_size} -> {size} over {b}"));
+            }
+        }
+        if c.get("markers_in_order").and_then(|v| v.as_bool()) == Some(true) {
+            let pos = |u: usize| order.iter().position(|&x| x == u).unwrap();
+            for (b, u) in units.iter().enumerate() {
+                let un = u["name"].as_str().unwrap();
+                let Some(g) = un.strip_prefix("__cacheline_group_begin__") else {
+                    continue;
+                };
+                let e = units
+                    .iter()
+                    .position(|x| x["name"] == format!("__cacheline_group_end__{g}"))
+                    .unwrap();
+                let kept: std::collections::BTreeSet<usize> = (b..=e).collect();
+                let now: std::collections::BTreeSet<usize> =
+                    order[pos(b)..=pos(e).max(pos(b))].iter().copied().collect();
+                if pos(b) > pos(e) || kept != now {
+                    failures.push(format!("group {g} out of order or broken"));
+                }
+            }
+        }
+    }
+    // Against the merged layout (for BTF cases: the fixture's own, the current one).
+    let merged_name = match s("merged") {
+        Some(m) => {
+            let mut args: Vec<String> = vec!["predict".into()];
+            args.extend(common_args.iter().cloned());
+            args.extend(["--layout".into(), dir.join(&m).display().to_string()]);
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            let p = lineup_json(&refs);
+            let t = predicted_totals(&p);
+            let get = |n: &str| t.iter().find(|x| x.0 == n).map(|x| x.1);
+            let merged_size = p["layouts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["layout"] == m.as_str())
+                .map(|l| l["cost"]["size"].as_u64().unwrap())
+                .unwrap();
+            let (ours, theirs) = (get("lineup").unwrap(), get(&m).unwrap());
+            if ours > theirs * (1.0 + 1e-9) + 1e-9 {
+                failures.push(format!(
+                    "costs {ours:.0} cycles, the merged layout {theirs:.0}"
+                ));
+            }
+            if size > merged_size + cls {
+                failures.push(format!("{size} bytes, the merged layout {merged_size}"));
+            }
+            m
+        }
+        None => {
+            let ours = o["plan"]["cost"]["false_cycles"].as_f64().unwrap()
+                + o["plan"]["cost"]["true_cycles"].as_f64().unwrap()
+                + o["plan"]["cost"]["locality_cycles"].as_f64().unwrap();
+            let cur = &o["current"];
+            let theirs = cur["false_cycles"].as_f64().unwrap()
+                + cur["true_cycles"].as_f64().unwrap()
+                + cur["locality_cycles"].as_f64().unwrap();
+            if ours > theirs * (1.0 + 1e-9) + 1e-9 {
+                failures.push(format!(
+                    "costs {ours:.0} cycles, the merged layout {theirs:.0}"
+                ));
+            }
+            if size > before_size + cls {
+                failures.push(format!("{size} bytes, the merged layout {before_size}"));
+            }
+            "current".to_string()
+        }
+    };
+    let _ = merged_name;
+    Outcome { name, failures }
+}
+
+#[test]
+fn every_case_meets_its_constraints_and_the_merged_layouts_cost_and_size() {
+    let all = cases();
+    assert!(all.len() >= 10, "{} cases", all.len());
+    let outcomes: Vec<Outcome> = all.iter().map(|d| check(d)).collect();
+    let failed: Vec<String> = outcomes
+        .iter()
+        .filter(|o| !o.failures.is_empty())
+        .map(|o| format!("{}: {}", o.name, o.failures.join("; ")))
+        .collect();
+    assert!(failed.is_empty(), "\n{}", failed.join("\n"));
+}
+
+#[test]
+fn a_case_that_breaks_a_constraint_is_caught() {
+    // The checker itself: a case whose constraint the layout cannot meet must fail.
+    let dir = std::env::temp_dir().join(format!("lineup-cases-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = repo().join("tests/cases/longadder_cells");
+    for f in ["before.c", "sketch.toml"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    std::fs::write(
+        dir.join("case.toml"),
+        "type = \"cells\"\nbefore = \"before.c\"\nmachine = \"icelake-2s\"\nsketch = \"sketch.toml\"\n[[constraint]]\nwithin = [\"cell0\", \"cell1\", \"cell2\", \"cell3\"]\nlines = 1\n[[constraint]]\nmax_growth = 0\n",
+    )
+    .unwrap();
+    let o = check(&dir);
+    assert!(
+        o.failures.iter().any(|f| f.starts_with("within 1 lines")),
+        "{:?}",
+        o.failures
+    );
+    assert!(
+        o.failures.iter().any(|f| f.starts_with("growth 48 ->")),
+        "{:?}",
+        o.failures
+    );
+}
