@@ -7,8 +7,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
-
 mod common;
 use common::{lineup_json, predicted_totals, repo};
 

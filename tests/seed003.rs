@@ -232,7 +232,6 @@ fn the_recorded_replica_contends_on_levels_0_and_99() {
     assert_eq!(mid["verdict"], "read_shared", "{mid}");
 }
 
-
 // ---------------------------------------------------------------------------------------
 // The series' real tables (../shared/corpus/c2c/), diagnosed against the layout its mails
 // show: the C replica of root_domain from patch 2/4's pahole, and examples/seeds/003/cpupri.c

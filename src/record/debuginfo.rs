@@ -477,7 +477,9 @@ pub fn demangle(name: &str) -> String {
     let Ok(sym) = cpp_demangle::Symbol::new(name) else {
         return name.to_string();
     };
-    let opts = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
+    let opts = cpp_demangle::DemangleOptions::new()
+        .no_params()
+        .no_return_type();
     sym.demangle_with_options(&opts)
         .unwrap_or_else(|_| name.to_string())
 }
