@@ -33,7 +33,7 @@ fn lineup(dir: &Path) -> Command {
 }
 
 #[test]
-fn recorded_false_sharing_is_diagnosed_fixed_by_a_patch_and_measured_faster() {
+fn recorded_false_sharing_is_diagnosed_fixed_by_a_patch_and_both_builds_run_under_bench() {
     let dir = std::env::temp_dir().join(format!("lineup-loop-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("a")).unwrap();

@@ -28,8 +28,10 @@ use regex::Regex;
 
 /// What a stream keeps of its start.
 pub const HEAD_BYTES: usize = 64 << 10;
-/// What a stream keeps of its end: the parsers' input when a stream is longer.
-pub const TAIL_BYTES: usize = 4 << 20;
+/// What a stream keeps of its end: the parsers' input when a stream is longer. The longest
+/// final report of a built-in parser (schbench's percentile blocks, funclatency's histograms,
+/// stress-ng's table) is a few kilobytes.
+pub const TAIL_BYTES: usize = 1 << 20;
 /// Longest line matched against a caller's regular expression.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// Between SIGTERM and SIGKILL to an interrupted command's group.

@@ -33,7 +33,7 @@ Runs are interleaved A B B A A B B A ... (after the warm-ups), so that a slow dr
 machine weighs on both sides alike. Each command runs in a process group of its own; Ctrl-C,
 SIGTERM (kill, timeout) or SIGHUP ends that group (SIGTERM, SIGKILL 2 s later), drops that run,
 and prints the table of the runs finished before it (exit status 128 + the signal: 130, 143,
-129). A run's output is streamed: the parsers read its last 4 MiB per stream (and, for --regex,
+129). A run's output is streamed: the parsers read its last 1 MiB per stream (and, for --regex,
 the first line that matches).";
 
 fn parser_help() -> String {
