@@ -40,6 +40,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use gimli::{AttributeValue, EndianSlice, RunTimeEndian, constants as dw};
 use object::{Object, ObjectSection, ObjectSymbol};
 
+use crate::types::walk::{self, Guard};
 use crate::types::{
     Composite, Enumerator, Kind, Member, Origin, Qualifier, Type, TypeId, Types, VOID,
 };
@@ -92,9 +93,6 @@ impl std::fmt::Display for Problem {
     }
 }
 
-/// How deep chains of types are followed when comparing layouts (anonymous structs in
-/// anonymous structs, pointers to pointers); a corrupt input must not recurse forever.
-const MAX_DEPTH: usize = 32;
 /// Beyond this many tokens a layout signature stops growing (a crafted input could make it
 /// explode); two types that agree that far are considered the same.
 const MAX_SIGNATURE: usize = 1 << 14;
@@ -1250,10 +1248,10 @@ fn unit_offset(header: &gimli::UnitHeader<Slice<'_>>) -> u64 {
     header.offset().0 as u64
 }
 
-/// Section bytes as text. DWARF names are UTF-8 in practice; a name that is not is replaced
-/// by an empty one rather than failing the whole file.
+/// Section bytes as text. DWARF names are UTF-8 in practice; a name that is not keeps its
+/// valid parts (invalid bytes become U+FFFD) rather than failing the file or going nameless.
 fn str_of(bytes: &[u8]) -> &str {
-    std::str::from_utf8(bytes).unwrap_or("")
+    std::str::from_utf8(bytes).unwrap_or_else(|_| crate::types::lossy_name(bytes))
 }
 
 /// DIEs that describe part of their parent type.
@@ -1502,11 +1500,11 @@ impl Dedup {
         for &id in ids {
             let comp = composite_of(types, id);
             let mut sig = Vec::new();
-            composite_signature(types, comp, &mut sig, 0);
+            composite_signature(types, comp, &mut sig, &mut Guard::new());
             match kept.iter().find(|(s, _)| *s == sig) {
                 Some(&(_, first)) => {
                     remap[id as usize] = first;
-                    self.hide(types, comp, 0);
+                    self.hide(types, comp, &mut Guard::new());
                 }
                 None => kept.push((sig, id)),
             }
@@ -1515,8 +1513,8 @@ impl Dedup {
     }
 
     /// Hides composite `id` and the anonymous structs and unions only it uses.
-    fn hide(&mut self, types: &Types<'_>, id: TypeId, depth: usize) {
-        if depth > MAX_DEPTH || self.hidden.get(id as usize).copied().unwrap_or(true) {
+    fn hide(&mut self, types: &Types<'_>, id: TypeId, g: &mut Guard) {
+        if self.hidden.get(id as usize).copied().unwrap_or(true) {
             return;
         }
         self.hidden[id as usize] = true;
@@ -1524,20 +1522,23 @@ impl Dedup {
             for m in &c.members {
                 let inner = types.strip_arrays(m.ty);
                 if types.get(inner).name.is_empty() && types.composite(inner).is_some() {
-                    self.hide(types, inner, depth + 1);
+                    if g.enter() {
+                        self.hide(types, inner, g);
+                        g.leave();
+                    }
                 }
             }
         }
     }
 }
 
-fn composite_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, depth: usize) {
+fn composite_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, g: &mut Guard) {
     let t = types.get(id);
     let (tag, c) = match &t.kind {
         Kind::Struct(c) => (1, c),
         Kind::Union(c) => (2, c),
         _ => {
-            type_signature(types, id, out, depth);
+            type_signature(types, id, out, g);
             return;
         }
     };
@@ -1558,16 +1559,21 @@ fn composite_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>
             Tok::N(m.declared_align.map_or(u64::MAX, u64::from)),
             Tok::N(types.size_of(m.ty)),
         ]);
-        type_signature(types, m.ty, out, depth + 1);
+        type_signature(types, m.ty, out, g);
     }
 }
 
 /// How a member's type reads: named types by their name, anonymous ones by their shape.
-fn type_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, depth: usize) {
-    if depth > MAX_DEPTH || out.len() > MAX_SIGNATURE {
+fn type_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, g: &mut Guard) {
+    if out.len() > MAX_SIGNATURE || !g.enter() {
         out.push(Tok::N(u64::MAX));
         return;
     }
+    type_signature_inner(types, id, out, g);
+    g.leave();
+}
+
+fn type_signature_inner<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, g: &mut Guard) {
     let t = types.get(id);
     match &t.kind {
         Kind::Void => out.push(Tok::N(100)),
@@ -1575,14 +1581,14 @@ fn type_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, dep
         Kind::Float { size } => out.extend([Tok::N(102), Tok::S(t.name), Tok::N(*size as u64)]),
         Kind::Pointer { target } => {
             out.push(Tok::N(103));
-            type_signature(types, *target, out, depth + 1);
+            type_signature(types, *target, out, g);
         }
         Kind::Array { elem, count } => {
             out.extend([Tok::N(104), Tok::N(*count)]);
-            type_signature(types, *elem, out, depth + 1);
+            type_signature(types, *elem, out, g);
         }
         Kind::Struct(_) | Kind::Union(_) if t.name.is_empty() => {
-            composite_signature(types, id, out, depth + 1)
+            composite_signature(types, id, out, g)
         }
         Kind::Struct(_) => out.extend([Tok::N(105), Tok::S(t.name)]),
         Kind::Union(_) => out.extend([Tok::N(106), Tok::S(t.name)]),
@@ -1600,11 +1606,11 @@ fn type_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, dep
         Kind::Typedef { .. } => out.extend([Tok::N(109), Tok::S(t.name)]),
         Kind::Qualified { qualifier, target } => {
             out.extend([Tok::N(110), Tok::N(*qualifier as u64)]);
-            type_signature(types, *target, out, depth + 1);
+            type_signature(types, *target, out, g);
         }
         Kind::TypeTag { target, tag } => {
             out.extend([Tok::N(111), Tok::S(tag)]);
-            type_signature(types, *target, out, depth + 1);
+            type_signature(types, *target, out, g);
         }
         Kind::FuncProto {
             ret,
@@ -1616,9 +1622,9 @@ fn type_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, dep
                 Tok::N(params.len() as u64),
                 Tok::N(*variadic as u64),
             ]);
-            type_signature(types, *ret, out, depth + 1);
+            type_signature(types, *ret, out, g);
             for p in params {
-                type_signature(types, *p, out, depth + 1);
+                type_signature(types, *p, out, g);
             }
         }
         Kind::Other => out.extend([Tok::N(113), Tok::S(t.name)]),
@@ -1631,7 +1637,7 @@ fn apply_remap(types: &mut Types<'_>, remap: &[TypeId]) {
         return;
     }
     let resolve = |mut id: TypeId| -> TypeId {
-        for _ in 0..MAX_DEPTH {
+        for _ in walk::chain() {
             match remap.get(id as usize) {
                 Some(&next) if next != id => id = next,
                 _ => break,
