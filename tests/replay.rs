@@ -226,15 +226,9 @@ fn csv_and_svg_files_hold_the_table() {
     let change = second(&report)["measured_change_pct"].as_f64().unwrap();
     let column = header.split(',').position(|h| h == "change_pct").unwrap();
     let csv_change: f64 = row.split(',').nth(column).unwrap().parse().unwrap();
-    assert!(
-        (csv_change - change).abs() < 1e-9,
-        "{csv_change} vs {change}"
-    );
+    assert!((csv_change - change).abs() < 1e-9, "{csv_change} vs {change}");
     let svg = std::fs::read_to_string(plots.join("lineup.svg")).expect("lineup.svg");
-    assert!(
-        svg.starts_with("<svg") && svg.contains("throughput"),
-        "{svg}"
-    );
+    assert!(svg.starts_with("<svg") && svg.contains("throughput"), "{svg}");
     // A --csv into a missing directory fails before anything runs.
     let bad = lineup(
         &seed000(&["--csv", "/nonexistent-dir/x.csv"])
@@ -268,10 +262,7 @@ fn ctrl_c_keeps_the_finished_runs() {
     let text = String::from_utf8_lossy(&out.stdout);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
-    assert!(
-        text.contains("runs: interrupted by Ctrl-C after "),
-        "{text}"
-    );
+    assert!(text.contains("runs: interrupted by Ctrl-C after "), "{text}");
     assert!(text.contains("\nlineup "), "{text}");
     assert!(err.contains("interrupted"), "{err}");
     let done: usize = err
