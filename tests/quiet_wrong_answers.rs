@@ -229,3 +229,46 @@ fn non_utf8_dwarf_names_are_kept_lossily() {
     assert!(text.contains("struct caf\u{fffd}_marker {"), "{text}");
     assert!(text.contains("zz\u{fffd}member_marke;"), "{text}");
 }
+
+/// Split DWARF (`-gsplit-dwarf`): the object holds only a skeleton unit, and lineup printed
+/// nothing and said nothing. Now it warns, naming the .dwo, and reads the .dwo itself
+/// (DWARF 5 and the GNU DWARF 4 extension).
+#[test]
+fn split_dwarf_is_named_and_its_dwo_is_read() {
+    let dir = scratch("split");
+    let c = dir.join("sp.c");
+    std::fs::write(
+        &c,
+        "struct split_probe { int a; long b; char c[3]; };\nstruct split_probe v;\n",
+    )
+    .unwrap();
+    for version in ["-gdwarf-5", "-gdwarf-4"] {
+        let st = Command::new("gcc")
+            .args(["-g", version, "-gsplit-dwarf", "-c", "sp.c", "-o", "sp.o"])
+            .current_dir(&dir)
+            .status()
+            .expect("gcc");
+        assert!(st.success());
+        let obj = dir.join("sp.o");
+        let out = lineup(&["layout", "--dwarf", obj.to_str().unwrap(), "--all"]);
+        let err = stderr(&out);
+        assert!(
+            err.contains("warning:")
+                && err.contains("1 compile unit keeps its types in split DWARF")
+                && err.contains("sp.dwo"),
+            "{version}: {err}"
+        );
+        let dwo = dir.join("sp.dwo");
+        let out = lineup(&["layout", "--dwarf", dwo.to_str().unwrap(), "split_probe"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{version}: {}", stderr(&out));
+        assert!(
+            text.contains("long int                   b;                    /*     8     8 */"),
+            "{version}: {text}"
+        );
+        assert!(
+            text.contains("/* size: 24, cachelines: 1, members: 3 */"),
+            "{text}"
+        );
+    }
+}

@@ -132,6 +132,10 @@ struct Sections<'a> {
     line: &'a [u8],
     line_str: &'a [u8],
     addr: &'a [u8],
+    /// The sections are a split DWARF object's (`.debug_info.dwo`, in a `.dwo` file or a
+    /// package `.dwp`): string offsets start right after their header, with no base
+    /// attribute.
+    dwo: bool,
 }
 
 /// A `.debug_info` or `.debug_types` section to read units from. Bucket numbers keep DIE
@@ -167,16 +171,22 @@ impl<'a> Sections<'a> {
             line: &[],
             line_str: &[],
             addr: &[],
+            dwo: false,
         };
         let mut seen_info = false;
         for section in obj.sections() {
             let Ok(raw_name) = section.name() else {
                 continue;
             };
-            let name = match raw_name.strip_prefix(".zdebug_") {
+            let mut name = match raw_name.strip_prefix(".zdebug_") {
                 Some(rest) => Cow::Owned(format!(".debug_{rest}")),
                 None => Cow::Borrowed(raw_name),
             };
+            // A split DWARF object (gcc/clang -gsplit-dwarf) names its sections `.dwo`.
+            if let Some(base) = name.strip_suffix(".dwo") {
+                s.dwo = true;
+                name = Cow::Owned(base.to_string());
+            }
             let slot: Option<&mut &'a [u8]> = match name.as_ref() {
                 ".debug_info" | ".debug_types" => None,
                 ".debug_abbrev" => Some(&mut s.abbrev),
@@ -226,6 +236,11 @@ impl<'a> Sections<'a> {
             debug_line: self.slice(self.line).into(),
             debug_line_str: self.slice(self.line_str).into(),
             debug_addr: self.slice(self.addr).into(),
+            file_type: if self.dwo {
+                gimli::DwarfFileType::Dwo
+            } else {
+                gimli::DwarfFileType::Main
+            },
             ..Default::default()
         }
     }
@@ -506,6 +521,9 @@ struct TypeReader<'a, 'd> {
     /// Members whose DWARF 2 bit offset needs their type's size, known only at the end:
     /// (struct, member index, byte location, DW_AT_bit_offset).
     bit_offset_fixups: Vec<(TypeId, usize, u64, i64)>,
+    /// Names of the split DWARF objects (`DW_AT_dwo_name`) of skeleton units: their types
+    /// are not in this file.
+    split_objects: Vec<String>,
 }
 
 /// Where the unit being read lies, to turn its references into keys.
@@ -532,6 +550,7 @@ impl<'a, 'd> TypeReader<'a, 'd> {
             aliases: Vec::new(),
             filled: vec![true],
             bit_offset_fixups: Vec::new(),
+            split_objects: Vec::new(),
         }
     }
 
@@ -601,6 +620,16 @@ impl<'a, 'd> TypeReader<'a, 'd> {
                 Some(n) => str_of(n.slice()),
                 None => "",
             };
+            if self.dwarf.file_type == gimli::DwarfFileType::Main
+                && let Ok(Some(dwo)) = unit.dwo_name()
+            {
+                let dwo = self
+                    .dwarf
+                    .attr_string(&unit, dwo)
+                    .map(|s| str_of(s.slice()).to_string())
+                    .unwrap_or_else(|_| "?".to_string());
+                self.split_objects.push(dwo);
+            }
             let mut ctx = UnitCtx {
                 unit: &unit,
                 bucket: b.number,
@@ -1185,6 +1214,23 @@ impl<'a, 'd> TypeReader<'a, 'd> {
         }
         Dedup::new(&self.types).run(&mut remap, &mut self.types);
         apply_remap(&mut self.types, &remap);
+        if !self.split_objects.is_empty() {
+            let n = self.split_objects.len();
+            let shown: Vec<&str> = self
+                .split_objects
+                .iter()
+                .take(3)
+                .map(String::as_str)
+                .collect();
+            self.types.warnings.push(format!(
+                "{n} compile unit{} {} types in split DWARF (-gsplit-dwarf): {}{}; \
+                 they are not in this file: pass the .dwo (or .dwp) to --dwarf",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "keeps its" } else { "keep their" },
+                shown.join(", "),
+                if n > 3 { ", ..." } else { "" }
+            ));
+        }
         Ok(self.types)
     }
 

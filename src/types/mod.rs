@@ -179,6 +179,9 @@ pub struct Types<'a> {
     /// Which format the types were read from. BTF records no alignment attributes (the
     /// layout model infers them from holes, as pahole does); DWARF records them.
     pub source: SourceFormat,
+    /// What the reader could not do and the user must know (types it knows are elsewhere):
+    /// printed by the command line as warnings.
+    pub warnings: Vec<String>,
     /// log2 of each type's natural alignment, computed on first use.
     align_memo: std::sync::OnceLock<Vec<u8>>,
 }
@@ -192,6 +195,7 @@ impl<'a> Types<'a> {
             }],
             pointer_size,
             source: SourceFormat::Btf,
+            warnings: Vec::new(),
             align_memo: std::sync::OnceLock::new(),
         }
     }
