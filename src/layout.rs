@@ -9,6 +9,7 @@
 
 use serde::Serialize;
 
+use crate::types::walk::Guard;
 use crate::types::{Kind, SourceFormat, TypeId, Types, cname};
 
 #[derive(Clone, Debug, Serialize)]
@@ -173,7 +174,7 @@ pub fn layout_with(
     let is_union = types.is_union(id);
     let cls = cacheline_size.max(1);
     let mut members = Vec::with_capacity(comp.members.len());
-    let inner = fields_of(types, id, 0, cls, 0, c_names, &mut members);
+    let inner = fields_of(types, id, 0, cls, &mut Guard::new(), c_names, &mut members);
     let size = types.size_of(id);
     let mut summary = Summary {
         members: members.len(),
@@ -429,7 +430,7 @@ fn fields_of(
     id: TypeId,
     base: u64,
     cls: u64,
-    depth: usize,
+    g: &mut Guard,
     c_names: bool,
     out: &mut Vec<Field>,
 ) -> Inner {
@@ -482,21 +483,15 @@ fn fields_of(
         // shown by its typedef name.
         let elem = types.strip_arrays(m.ty);
         let et = types.get(elem);
-        if et.name.is_empty() && matches!(et.kind, Kind::Struct(_) | Kind::Union(_)) && depth < 32 {
+        // A corrupt input can make such a type contain itself: the guard bounds the walk.
+        if et.name.is_empty() && matches!(et.kind, Kind::Struct(_) | Kind::Union(_)) && g.enter() {
             field.inline = Some(if types.is_union(elem) {
                 "union"
             } else {
                 "struct"
             });
-            field.inner = fields_of(
-                types,
-                elem,
-                offset,
-                cls,
-                depth + 1,
-                c_names,
-                &mut field.members,
-            );
+            field.inner = fields_of(types, elem, offset, cls, g, c_names, &mut field.members);
+            g.leave();
         }
         if matches!(types.get(m.ty).kind, Kind::Struct(_)) && !is_union {
             field.type_padding = if field.inline.is_some() && elem == m.ty {

@@ -11,4 +11,5 @@ pub mod layout;
 pub mod profile;
 pub mod readers;
 pub mod record;
+pub mod stages;
 pub mod types;

@@ -32,3 +32,125 @@ fn btf_corpus_reads_or_fails_cleanly() {
     }
     assert!(files >= 4 && parsed >= 3, "{files} files, {parsed} parsed");
 }
+
+/// Every file of `fuzz/corpus/<target>` (seeds, inputs the fuzzer kept, past crashes copied
+/// by `bench/fuzz.sh`), sorted.
+fn corpus(target: &str) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let dir = common::repo().join("fuzz/corpus").join(target);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let data = std::fs::read(&p).unwrap();
+            (p, data)
+        })
+        .collect()
+}
+
+/// The bundled kernel BTF, read once: the fuzz targets bind profiles to it too.
+fn bundled() -> &'static lineup::types::Types<'static> {
+    static TYPES: std::sync::OnceLock<lineup::types::Types<'static>> = std::sync::OnceLock::new();
+    TYPES.get_or_init(|| {
+        let data: &'static [u8] = Box::leak(
+            std::fs::read(common::bundled_btf())
+                .unwrap()
+                .into_boxed_slice(),
+        );
+        btf::parse(data).unwrap()
+    })
+}
+
+#[test]
+fn type_corpora_go_through_layout_pahole_c_and_json() {
+    use lineup::stages::{TypeInput, check_types};
+    for (target, kind, min_read) in [("btf", TypeInput::Btf, 3), ("dwarf", TypeInput::Dwarf, 3)] {
+        let mut read = 0;
+        for (path, data) in corpus(target) {
+            eprintln!("{}", path.display());
+            if check_types(kind, &data) > 0 {
+                read += 1;
+            }
+        }
+        assert!(
+            read >= min_read,
+            "{target}: only {read} inputs gave layouts"
+        );
+    }
+}
+
+#[test]
+fn header_corpus_goes_through_rearrangement_and_patch() {
+    let mut read = 0;
+    for (path, data) in corpus("c_struct") {
+        eprintln!("{}", path.display());
+        if lineup::stages::check_header(&data) {
+            read += 1;
+        }
+    }
+    assert!(read >= 3, "only {read} headers read");
+}
+
+#[test]
+fn profile_corpora_go_through_import_binding_diagnosis_and_optimizer() {
+    use lineup::stages::{ProfileInput, check_profile};
+    for (target, kind) in [
+        ("c2c", ProfileInput::C2c),
+        ("typeoff", ProfileInput::Typeoff),
+        ("perf_script", ProfileInput::PerfScript),
+        ("sketch", ProfileInput::Sketch),
+    ] {
+        let mut imported = 0;
+        for (path, data) in corpus(target) {
+            eprintln!("{}", path.display());
+            imported += check_profile(kind, &data, bundled(), "task_group");
+        }
+        assert!(imported >= 1, "{target}: nothing imported");
+    }
+}
+
+/// The malformed headers of issue 13 (a one-line body, `};` on the last member's line, a
+/// stray `#endif`, the minimized `struct s{}`) are refused with an error naming the line,
+/// not a panic; two declarations on one line move together.
+#[test]
+fn malformed_headers_are_refused_by_the_patch_with_the_line() {
+    use lineup::stages::header_to_patch;
+    let err = |text: &str| -> String {
+        match header_to_patch(text, "s") {
+            Err(e) => e,
+            Ok(run) => run.rearranged[0].clone().expect_err(text),
+        }
+    };
+    assert!(err("struct s { int x; };\n").contains("on one line (1)"));
+    assert!(err("struct s{}").contains("on one line"));
+    let e = err("struct s {\n\tint x;\n\tint y; };\n");
+    assert!(
+        e.contains("line 3") && e.contains("'y'") && e.contains("closing brace"),
+        "{e}"
+    );
+    let e = err("struct s {\n\tint x;\n#endif\n\tint y;\n};\n");
+    assert!(e.contains("line 3: #endif without #if"), "{e}");
+    let run = header_to_patch("struct s {\n\tint a; int b;\n\tint c;\n};\n", "s").unwrap();
+    // Reversed order c, b, a: `a; b;` cannot be split, so it moves after c as one line.
+    assert_eq!(
+        run.rearranged[0].as_deref().unwrap(),
+        "struct s {\n\tint c;\n\tint a; int b;\n};\n"
+    );
+}
+
+/// The seed's c2c paste goes all the way: bound to task_group, priced, optimized.
+#[test]
+fn seed_paste_reaches_the_optimizer() {
+    let text =
+        std::fs::read_to_string(common::repo().join("fuzz/corpus/c2c/seed000_paste.txt")).unwrap();
+    let mut p = lineup::profile::import_c2c(&text).unwrap().remove(0);
+    let runs = lineup::stages::profile_to_plan(&mut p, bundled(), "task_group").unwrap();
+    let run = runs.iter().find(|r| r.type_name == "task_group").unwrap();
+    assert!(run.accesses > 0 && run.diagnosed_lines > 0, "{run:?}");
+    let (now, planned) = (run.current_cycles.unwrap(), run.planned_cycles.unwrap());
+    assert!(planned <= now, "{run:?}");
+}

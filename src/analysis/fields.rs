@@ -1,6 +1,7 @@
 //! Which field a byte offset falls in, down through nested structs, unions and arrays:
 //! what an engineer does by eye when a c2c report says "offset 0x8 of that line".
 
+use crate::types::walk::MAX_STEPS as MAX_LEAVES;
 use crate::types::{Kind, TypeId, Types};
 
 /// A scalar-ish piece of a struct: a member that is not itself expanded further (pointers,
@@ -98,7 +99,11 @@ fn member(
     let size = types.size_of(ty);
     let resolved = types.resolve(ty);
     match &types.get(resolved).kind {
-        Kind::Struct(_) | Kind::Union(_) if depth < MAX_DEPTH && !bitfield => {
+        // The shared type-graph bound caps the leaves: a corrupt type holding itself
+        // several times by value would otherwise multiply them at every level.
+        Kind::Struct(_) | Kind::Union(_)
+            if depth < MAX_DEPTH && !bitfield && out.len() < MAX_LEAVES =>
+        {
             // A struct's first byte is also a place to name: keep the aggregate itself as a
             // leaf at depth, its members below it.
             out.push(Leaf {
@@ -111,7 +116,9 @@ fn member(
             });
             walk(types, resolved, offset, path, top, depth + 1, sync, out);
         }
-        Kind::Array { elem, count } if *count > 1 && *count <= MAX_ELEMS && depth < MAX_DEPTH => {
+        Kind::Array { elem, count }
+            if *count > 1 && *count <= MAX_ELEMS && depth < MAX_DEPTH && out.len() < MAX_LEAVES =>
+        {
             let esize = types.size_of(*elem);
             for i in 0..*count {
                 let p = format!("{path}[{i}]");

@@ -69,6 +69,26 @@ fn read(path: &Path) -> Result<String> {
     })
 }
 
+/// Reads a text report whatever its bytes: invalid UTF-8 is replaced, with a warning that
+/// names the lines.
+fn read_lossy(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {}",
+            path.display(),
+            match e.kind() {
+                std::io::ErrorKind::NotFound => "no such file".to_string(),
+                _ => e.to_string(),
+            }
+        )
+    })?;
+    let (text, bad) = profile::text::decode_lossy(&bytes);
+    if let Some(w) = profile::text::lossy_warning(&path.display().to_string(), &bad) {
+        eprintln!("lineup: {w}");
+    }
+    Ok(text.into_owned())
+}
+
 impl EvidenceArgs {
     fn path(&self) -> &Path {
         [
@@ -87,7 +107,11 @@ impl EvidenceArgs {
     /// Reads the evidence; for c2c text holding several reports, the `pick.report`-th.
     pub fn load(&self, pick: &PickArgs) -> Result<Profile> {
         let path = self.path();
-        let text = read(path)?;
+        let text = if self.perf_script.is_some() {
+            read_lossy(path)?
+        } else {
+            read(path)?
+        };
         let with_path = |e: profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
         let mut p = if self.c2c.is_some() {
             let mut all = profile::import_c2c(&text).map_err(with_path)?;

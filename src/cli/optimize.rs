@@ -226,6 +226,17 @@ pub fn run(args: Args) -> Result<()> {
                 .with_context(|| format!("{}: cannot read", path.display()))?;
             let cs = c_struct::find_struct(&text, &args.subject.type_name)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            // A header that declares another struct than the type would give a patch that
+            // loses or invents members: refuse before any work, naming what differs.
+            let unit_members: Vec<Vec<String>> =
+                model.units.iter().map(|u| u.members.clone()).collect();
+            if let Some(why) = emit::patch::header_mismatch(&cs, &unit_members) {
+                bail!(
+                    "{}: {why} (type read from {})",
+                    path.display(),
+                    opened.label
+                );
+            }
             Some((path, text, cs))
         }
         None => None,
@@ -453,7 +464,12 @@ pub fn run(args: Args) -> Result<()> {
                 .diff_path
                 .clone()
                 .unwrap_or_else(|| path.display().to_string());
-            Some(emit::patch::unified_diff(text, &new_text, &shown))
+            if new_text == *text {
+                // Nothing to move: say so rather than write an empty patch.
+                None
+            } else {
+                Some(emit::patch::unified_diff(text, &new_text, &shown))
+            }
         }
         None => None,
     };
@@ -709,6 +725,14 @@ pub fn run(args: Args) -> Result<()> {
             s,
             "\ninstances are not line-aligned ({}): lineup's layout costs {:.0} cycles on {cls}-byte aligned instances, {:.0} on average as allocated.\n{}",
             ia.source, ia.cycles_aligned, ia.cycles_as_allocated, ia.advice
+        );
+    }
+    if let (Some((path, _, _)), None) = (&header, &diff) {
+        let _ = writeln!(
+            s,
+            "\n{} already declares this order: no patch{}",
+            path.display(),
+            if args.patch.is_some() { " written" } else { "" }
         );
     }
     if let Some(d) = &diff {

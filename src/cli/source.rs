@@ -109,6 +109,10 @@ impl SourceArgs {
 
 impl Opened {
     pub fn types(&self) -> Result<Types<'_>, LoadError> {
-        readers::load(&self.file, self.format, self.base.as_ref())
+        let types = readers::load(&self.file, self.format, self.base.as_ref())?;
+        for w in &types.warnings {
+            eprintln!("lineup: warning: {}: {w}", self.file.path.display());
+        }
+        Ok(types)
     }
 }

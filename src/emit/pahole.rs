@@ -6,14 +6,13 @@
 //! `type_width` and the comment starts `type_width + name_width` columns after the indent.
 
 use crate::layout::{Field, Inner, Layout, Summary};
+use crate::types::walk::{self, Guard};
 use crate::types::{Kind, Qualifier, SourceFormat, TypeId, Types};
 
 const TYPE_WIDTH: i64 = 26;
 const NAME_WIDTH: i64 = 23;
 /// pahole gives top-level unions a narrower name column.
 const UNION_NAME_WIDTH: i64 = 21;
-/// Deepest recursion of type printing before a type is declared a loop.
-const MAX_RECURSION: usize = 64;
 /// Type-printing steps allowed per top-level member (the kernel's deepest needs under 100).
 const MEMBER_BUDGET: usize = 4096;
 /// Deepest nesting of pointed-to anonymous types printed in place.
@@ -37,8 +36,7 @@ pub fn write_layout_with_notes(
         cls: layout.cacheline_size,
         cell: 0,
         notes,
-        depth: 0,
-        budget: MEMBER_BUDGET,
+        guard: Guard::with_steps(MEMBER_BUDGET),
     };
     let conf = Conf {
         indent: 0,
@@ -110,11 +108,10 @@ struct Printer<'t, 'a, 'n> {
     /// Last cache line a boundary comment was printed for; shared by all nesting levels.
     cell: u64,
     notes: Option<Notes<'n>>,
-    /// Current recursion depth of type printing.
-    depth: usize,
-    /// Type-printing steps left for the current top-level member: a prototype whose
-    /// parameters point back at it branches at every level, and must not take forever.
-    budget: usize,
+    /// Bounds type printing (the shared type-graph guard), with a step budget refilled per
+    /// top-level member: a prototype whose parameters point back at it branches at every
+    /// level, and must not take forever.
+    guard: Guard,
 }
 
 /// The members of an inline struct or union, when the layout computed them.
@@ -179,8 +176,8 @@ fn hole_comment(out: &mut Vec<u8>, indent: usize, n: u64, unit: &str) {
     push_str(out, " hole, try to pack */");
 }
 
-impl Printer<'_, '_, '_> {
-    fn kind(&self, id: TypeId) -> &Kind<'_> {
+impl<'t, 'a> Printer<'t, 'a, '_> {
+    fn kind(&self, id: TypeId) -> &'t Kind<'a> {
         &self.types.get(id).kind
     }
 
@@ -276,7 +273,7 @@ impl Printer<'_, '_, '_> {
             cc.first = last.is_none();
             tabs(out, ind);
             if conf.indent == 0 {
-                self.budget = MEMBER_BUDGET;
+                self.guard.refill();
             }
             self.member_line(out, f, false, cc);
             if let Some(note) = self.notes.and_then(|n| n(f)) {
@@ -560,14 +557,12 @@ impl Printer<'_, '_, '_> {
     ) {
         // Arrays of arrays and prototypes taking pointers to themselves recurse; corrupted
         // input can make that a cycle.
-        if self.depth > MAX_RECURSION || self.budget == 0 {
+        if !self.guard.enter() {
             push_str(out, "<type loop>");
             return;
         }
-        self.budget -= 1;
-        self.depth += 1;
         self.type_print_inner(out, id, name, conf, body);
-        self.depth -= 1;
+        self.guard.leave();
     }
 
     fn type_print_inner(
@@ -640,7 +635,11 @@ impl Printer<'_, '_, '_> {
                     // DWARF: dimensions in declaration order, outermost first.
                     let mut dims = Vec::new();
                     let mut elem = t;
-                    while let Kind::Array { elem: e, count } = self.kind(elem) {
+                    // An array of itself (corrupt input) must not loop for ever.
+                    for _ in walk::chain() {
+                        let Kind::Array { elem: e, count } = self.kind(elem) else {
+                            break;
+                        };
                         dims.push(*count);
                         elem = *e;
                     }
@@ -726,7 +725,7 @@ impl Printer<'_, '_, '_> {
             }
         }
         let mut type_name = String::with_capacity(32);
-        self.name_into(&mut type_name, t, 0);
+        self.name_into(&mut type_name, t);
         pad(out, &type_name, tc.t);
         out.push(b' ');
         push_str(out, name.as_deref().unwrap_or("(null)"));
@@ -755,7 +754,7 @@ impl Printer<'_, '_, '_> {
         for f in fields {
             tabs(out, uc.indent);
             if conf.indent == 0 {
-                self.budget = MEMBER_BUDGET;
+                self.guard.refill();
             }
             self.member_line(out, f, true, uc);
             out.push(b'\n');
@@ -804,14 +803,12 @@ impl Printer<'_, '_, '_> {
 
     /// `ret (*name)(params)` for function pointers, `ret (name)(params)` for prototypes.
     fn ftype(&mut self, out: &mut Vec<u8>, proto: TypeId, name: &str, pointer: bool, width: i64) {
-        if self.depth > MAX_RECURSION || self.budget == 0 {
+        if !self.guard.enter() {
             push_str(out, "<type loop>");
             return;
         }
-        self.budget -= 1;
-        self.depth += 1;
         self.ftype_inner(out, proto, name, pointer, width);
-        self.depth -= 1;
+        self.guard.leave();
     }
 
     fn ftype_inner(
@@ -831,7 +828,7 @@ impl Printer<'_, '_, '_> {
             return;
         };
         let mut ret_name = String::with_capacity(32);
-        self.name_into(&mut ret_name, *ret, 0);
+        self.name_into(&mut ret_name, *ret);
         pad(out, &ret_name, width);
         push_str(out, " (");
         if pointer {
@@ -845,14 +842,12 @@ impl Printer<'_, '_, '_> {
 
     fn params(&mut self, out: &mut Vec<u8>, params: &[TypeId], variadic: bool) {
         // A prototype taking itself as a parameter (corrupted input) is a cycle.
-        if self.depth > MAX_RECURSION || self.budget == 0 {
+        if !self.guard.enter() {
             push_str(out, "(<type loop>)");
             return;
         }
-        self.budget -= 1;
-        self.depth += 1;
         self.params_inner(out, params, variadic);
-        self.depth -= 1;
+        self.guard.leave();
     }
 
     fn params_inner(&mut self, out: &mut Vec<u8>, params: &[TypeId], variadic: bool) {
@@ -879,14 +874,14 @@ impl Printer<'_, '_, '_> {
                     let (ret, params, variadic) = (*ret, params.clone(), *variadic);
                     push_str(out, "inline ");
                     let mut s = String::new();
-                    self.name_into(&mut s, ret, 0);
+                    self.name_into(&mut s, ret);
                     push_str(out, &s);
                     out.push(b' ');
                     self.params(out, &params, variadic);
                 }
                 _ => {
                     let mut s = String::new();
-                    self.name_into(&mut s, p, 0);
+                    self.name_into(&mut s, p);
                     push_str(out, &s);
                 }
             }
@@ -901,12 +896,18 @@ impl Printer<'_, '_, '_> {
     }
 
     /// pahole's name for a type standing alone (`const char  *`, `struct list_head * *`).
-    fn name_into(&self, s: &mut String, id: TypeId, depth: usize) {
-        if depth > 48 {
+    fn name_into(&mut self, s: &mut String, id: TypeId) {
+        if !self.guard.enter() {
             s.push_str("<type loop>");
             return;
         }
-        let t = self.types.get(id);
+        self.name_into_inner(s, id);
+        self.guard.leave();
+    }
+
+    fn name_into_inner(&mut self, s: &mut String, id: TypeId) {
+        let types = self.types;
+        let t = types.get(id);
         match &t.kind {
             Kind::Void => s.push_str("void"),
             Kind::Int { .. } => s.push_str(if t.name.is_empty() {
@@ -950,42 +951,34 @@ impl Printer<'_, '_, '_> {
                     const_pointer = "const ";
                     nt = *inner;
                 }
-                self.name_into(s, nt, depth + 1);
+                self.name_into(s, nt);
                 s.push(' ');
                 s.push_str(const_pointer);
                 s.push('*');
             }
-            Kind::Array { elem, .. } => self.name_into(s, *elem, depth + 1),
+            Kind::Array { elem, .. } => self.name_into(s, *elem),
             Kind::Qualified { qualifier, target } => match qualifier {
                 Qualifier::Restrict => {
-                    self.name_into(s, *target, depth + 1);
+                    self.name_into(s, *target);
                     s.push_str(" restrict ");
                 }
                 q => {
                     s.push_str(q.keyword());
                     s.push(' ');
-                    self.name_into(s, *target, depth + 1);
+                    self.name_into(s, *target);
                     s.push(' ');
                 }
             },
-            Kind::TypeTag { target, .. } => self.name_into(s, *target, depth + 1),
+            Kind::TypeTag { target, .. } => self.name_into(s, *target),
             Kind::FuncProto {
                 ret,
                 params,
                 variadic,
             } => {
-                self.name_into(s, *ret, depth + 1);
+                self.name_into(s, *ret);
                 s.push_str(" ()");
                 let mut buf = Vec::new();
-                let mut p = Printer {
-                    types: self.types,
-                    cls: self.cls,
-                    cell: 0,
-                    notes: None,
-                    depth: self.depth,
-                    budget: self.budget,
-                };
-                p.params(&mut buf, params, *variadic);
+                self.params(&mut buf, params, *variadic);
                 s.push_str(&String::from_utf8_lossy(&buf));
             }
         }

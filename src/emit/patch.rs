@@ -27,6 +27,7 @@ pub fn rearrange_source(
     cplusplus: bool,
 ) -> Result<String, String> {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    check_line_structure(cs, lines.len())?;
     // Alignment first, in place, on the declarations' own lines.
     for name in line_aligned {
         // A kernel group's begin marker (`__cacheline_group_begin__X` in BTF) is the line
@@ -95,8 +96,24 @@ pub fn rearrange_source(
         spans.push((d.first_line, d.last_line, key));
     }
     spans.sort();
+    // Declarations that share a source line (`int a; int b;`, a block that ends on a
+    // member's line) cannot be moved apart: they move as one chunk, placed by its first
+    // member in the new order.
+    let mut merged: Vec<(usize, usize, Option<usize>)> = Vec::new();
+    for (first, last, key) in spans {
+        match merged.last_mut() {
+            Some(m) if first <= m.1 => {
+                m.1 = m.1.max(last);
+                m.2 = match (m.2, key) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            _ => merged.push((first, last, key)),
+        }
+    }
     let mut covered_to = body_start;
-    for &(first, last, key) in &spans {
+    for (first, last, key) in merged {
         let first = first.max(covered_to);
         chunks.push(Chunk {
             lines: lines[first..=last].to_vec(),
@@ -140,6 +157,111 @@ pub fn rearrange_source(
         s.push('\n');
     }
     Ok(s)
+}
+
+/// The patch moves whole source lines, so every declaration and `#if` block must lie on
+/// lines of its own between the line of the `{` and the line of the `}`. A header that puts
+/// the body on one line (`struct s { int x; };`) or a member on the brace's line
+/// (`int y; };`) is refused, naming the line, rather than cut apart.
+fn check_line_structure(cs: &CStruct, n_lines: usize) -> Result<(), String> {
+    let name = &cs.name;
+    if cs.close_line >= n_lines || cs.open_line >= cs.close_line {
+        return Err(format!(
+            "struct {name}: its body is on one line ({}); the patch moves whole lines, so put each member on a line of its own",
+            cs.open_line + 1
+        ));
+    }
+    let what = |d: &crate::readers::c_struct::Decl| match d.names.first() {
+        Some(n) => format!("member '{n}'"),
+        None => "a declaration".to_string(),
+    };
+    for d in &cs.decls {
+        let lines = [d.first_line, d.last_line, d.end_line, d.code_line];
+        if d.first_line > d.last_line || lines.iter().any(|&l| l >= n_lines) {
+            return Err(format!(
+                "struct {name}: cannot place {} (line {}) in the file",
+                what(d),
+                d.end_line + 1
+            ));
+        }
+        if d.first_line <= cs.open_line || d.code_line <= cs.open_line {
+            return Err(format!(
+                "struct {name}, line {}: {} shares its line with the struct's opening brace; the patch moves whole lines, so put it on a line of its own",
+                d.code_line + 1,
+                what(d)
+            ));
+        }
+        if d.last_line >= cs.close_line || d.end_line >= cs.close_line {
+            return Err(format!(
+                "struct {name}, line {}: {} shares its line with the struct's closing brace; the patch moves whole lines, so put the '}}' on a line of its own",
+                d.end_line + 1,
+                what(d)
+            ));
+        }
+    }
+    for b in &cs.blocks {
+        if b.first_line <= cs.open_line
+            || b.last_line >= cs.close_line
+            || b.first_line > b.last_line
+        {
+            return Err(format!(
+                "struct {name}, line {}: '{}' block does not lie between the struct's braces",
+                b.first_line + 1,
+                b.condition
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How a header's struct differs from the type being optimized, or None when they declare
+/// the same members. `type_members` holds, per unit of the type, the member names it
+/// covers. A header member the type lacks is fine inside an `#if` block (compiled out in the
+/// build the type came from) and a mismatch elsewhere; a member of the type the header does
+/// not declare is always a mismatch: the patch could not place it.
+pub fn header_mismatch(cs: &CStruct, type_members: &[Vec<String>]) -> Option<String> {
+    let known = |n: &str| type_members.iter().any(|u| u.iter().any(|m| m == n));
+    let mut extra = Vec::new();
+    for d in cs.decls.iter().filter(|d| !d.marker && d.block.is_none()) {
+        extra.extend(d.names.iter().filter(|n| !known(n)).cloned());
+    }
+    let declared: Vec<&String> = cs.decls.iter().flat_map(|d| &d.names).collect();
+    let missing: Vec<String> = type_members
+        .iter()
+        .filter(|u| !u.iter().any(|m| declared.contains(&m)))
+        .filter_map(|u| u.first().cloned())
+        .collect();
+    let list = |v: &[String]| {
+        let shown: Vec<String> = v.iter().take(5).map(|n| format!("'{n}'")).collect();
+        let more = if v.len() > 5 {
+            format!(" and {} more", v.len() - 5)
+        } else {
+            String::new()
+        };
+        format!("{}{more}", shown.join(", "))
+    };
+    let mut parts = Vec::new();
+    if !extra.is_empty() {
+        parts.push(format!(
+            "the header declares {}, which the type has not",
+            list(&extra)
+        ));
+    }
+    if !missing.is_empty() {
+        parts.push(format!(
+            "the type has {}, which the header lacks",
+            list(&missing)
+        ));
+    }
+    if parts.is_empty() {
+        None
+    } else {
+        Some(format!(
+            "struct {} does not match the type: {}",
+            cs.name,
+            parts.join("; ")
+        ))
+    }
 }
 
 /// Byte index of the `;` that ends the declaration on line `l` (outside comments).

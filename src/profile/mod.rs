@@ -16,6 +16,7 @@ pub mod perf_script;
 pub mod perf_typeoff;
 pub mod sketch;
 pub mod table;
+pub mod text;
 
 pub use c2c::{C2cOptions, import_c2c, import_c2c_with};
 pub use error::ProfileError;

@@ -262,6 +262,28 @@ fn parse_sample(no: usize, raw: &str) -> Result<Option<Sample>, ProfileError> {
         ProfileError::parse(no, "data source without its `|LCK` part (truncated?)")
     })?;
     let mut src = DataSource::from_text(&line[decode_start.min(end)..end]);
+    // perf prints the raw data-source value before its decoding whenever it prints the
+    // decoding. With `addr` missing from `-F`, that value is the only number left: taking
+    // it for an address would invent cache lines. It gives itself away by decoding to what
+    // the text says.
+    if perf_form && src_bits.is_none() {
+        let tok = before[addr_i].1;
+        if let Ok(v) = u64::from_str_radix(tok.trim_start_matches("0x"), 16) {
+            let bits = DataSource::from_bits(v);
+            if bits.op.is_some()
+                && bits.op == src.op
+                && bits.hitm == src.hitm
+                && bits.remote == src.remote
+            {
+                return Err(ProfileError::parse(
+                    no,
+                    format!(
+                        "no data address: {tok} is the raw data source (it decodes to the text                          after it), so perf script ran without the addr field;                          use perf script -F ...,addr,data_src,..."
+                    ),
+                ));
+            }
+        }
+    }
     if let Some(bits) = src_bits.filter(|&b| b != 0) {
         // The raw value is exact; keep the text's operation when the bits have none.
         let from_bits = DataSource::from_bits(bits);

@@ -35,6 +35,17 @@ use super::model::{
     Latency, Place, Profile, ThreadUse, Unit,
 };
 
+/// Largest weight or rate (per second) an access may have: far above any real rate (a
+/// billion per second on each of a million CPUs), far enough below `f64::MAX` that the cost
+/// model's products and sums of them stay finite.
+const MAX_AMOUNT: f64 = 1e15;
+/// Largest latency of one access, in cycles.
+const MAX_CYCLES: f64 = 1e9;
+/// Most CPUs, NUMA nodes or threads a sketch may name.
+const MAX_CPUS: u32 = 1 << 20;
+/// Largest offset or size of an access, in bytes.
+const MAX_BYTES: u64 = 1 << 32;
+
 /// Reads a TOML access sketch into a profile with one [`super::TypeProfile`] per `[[type]]`.
 /// Accesses are named by field (resolved against a layout later) or by explicit offset.
 pub fn import_sketch(text: &str) -> Result<Profile, ProfileError> {
@@ -154,6 +165,18 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
         ProfileError::Sketch(format!("line {}: {msg}", line_of(text, span.start)))
     };
     let cls = raw.machine.cacheline_size.unwrap_or(DEFAULT_CACHELINE_SIZE);
+    for (what, v) in [
+        ("machine.cpus", raw.machine.cpus),
+        ("machine.numa_nodes", raw.machine.numa_nodes),
+    ] {
+        if let Some(v) = v
+            && !(1..=MAX_CPUS).contains(&v)
+        {
+            return Err(ProfileError::Sketch(format!(
+                "{what} = {v}: must be between 1 and {MAX_CPUS}"
+            )));
+        }
+    }
     if !cls.is_power_of_two() {
         return Err(ProfileError::Sketch(format!(
             "machine.cacheline_size {cls} is not a power of two"
@@ -223,6 +246,41 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
             if !amount.is_finite() || amount < 0.0 {
                 return Err(err(span, format!("{place}: rate/weight must be ≥ 0")));
             }
+            if amount > MAX_AMOUNT {
+                let what = if a.rate.is_some() { "rate" } else { "weight" };
+                return Err(err(
+                    span,
+                    format!(
+                        "{place}: {what} = {amount:e} is beyond {MAX_AMOUNT:e}; costs would overflow (weights are relative: scale them down)"
+                    ),
+                ));
+            }
+            for (what, v) in [
+                ("offset", a.offset),
+                ("size", a.size),
+                (
+                    "cpus",
+                    match a.cpus {
+                        Some(RawCpus::Count(n)) => Some(n as u64),
+                        _ => None,
+                    },
+                ),
+                ("threads", a.threads.map(u64::from)),
+            ] {
+                let limit = if matches!(what, "offset" | "size") {
+                    MAX_BYTES
+                } else {
+                    MAX_CPUS as u64
+                };
+                if let Some(v) = v
+                    && v > limit
+                {
+                    return Err(err(
+                        span,
+                        format!("{place}: {what} = {v} is beyond {limit}"),
+                    ));
+                }
+            }
             match unit {
                 None => unit = Some(this_unit),
                 Some(u) if u != this_unit => {
@@ -258,13 +316,17 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
                     ));
                 }
             };
+            let ok = |c: &f64| c.is_finite() && (0.0..=MAX_CYCLES).contains(c);
             let finite = match &a.cycles {
-                Some(RawCycles::Mean(c)) => c.is_finite() && *c >= 0.0,
-                Some(RawCycles::Range(r)) => r.iter().all(|c| c.is_finite() && *c >= 0.0),
+                Some(RawCycles::Mean(c)) => ok(c),
+                Some(RawCycles::Range(r)) => r.iter().all(ok),
                 None => true,
             };
             if !finite {
-                return Err(err(span, format!("{place}: cycles must be finite and ≥ 0")));
+                return Err(err(
+                    span,
+                    format!("{place}: cycles must be between 0 and {MAX_CYCLES:e}"),
+                ));
             }
             let reads = counts.reads();
             let latency = match a.cycles {
@@ -354,6 +416,15 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
         }
         let entry = tagged.entry(g.name.clone()).or_default();
         if let Some(w) = g.weight {
+            if !w.is_finite() || !(0.0..=MAX_AMOUNT).contains(&w) {
+                return Err(err(
+                    span.clone(),
+                    format!(
+                        "group {:?}: weight = {w:e} must be between 0 and {MAX_AMOUNT:e}",
+                        g.name
+                    ),
+                ));
+            }
             entry.0 = w;
         }
         for m in members {

@@ -79,8 +79,8 @@ impl<'a> Strings<'a> {
         let end = rest.iter().position(|&b| b == 0).ok_or_else(|| {
             BtfError::Corrupt(format!("string at offset {off} is not terminated"))
         })?;
-        std::str::from_utf8(&rest[..end])
-            .map_err(|_| BtfError::Corrupt(format!("string at offset {off} is not UTF-8")))
+        let bytes = &rest[..end];
+        Ok(std::str::from_utf8(bytes).unwrap_or_else(|_| crate::types::lossy_name(bytes)))
     }
 }
 
@@ -177,7 +177,24 @@ pub fn parse(data: &[u8]) -> Result<Types<'_>, BtfError> {
     };
     let mut types = Types::new(8);
     read_types(&hdr, &strings, &mut types)?;
+    refuse_value_cycles(&types)?;
     Ok(types)
+}
+
+/// No C type contains itself by value; corrupt BTF that says one does is refused here, so
+/// no later walk has to make sense of it.
+fn refuse_value_cycles(types: &Types<'_>) -> Result<(), BtfError> {
+    match crate::types::walk::value_cycle(types) {
+        None => Ok(()),
+        Some(id) => {
+            let name = types.get(id).name;
+            Err(BtfError::Corrupt(format!(
+                "type [{id}]{}{} contains itself by value, which no C type can",
+                if name.is_empty() { "" } else { " " },
+                name
+            )))
+        }
+    }
 }
 
 /// Parses split BTF (a module's `.BTF`) whose ids and string offsets continue `base_data`.
@@ -200,6 +217,7 @@ pub fn parse_split<'a>(base_data: &'a [u8], data: &'a [u8]) -> Result<Types<'a>,
         base: Some(base_hdr.strings),
     };
     read_types(&hdr, &strings, &mut types).map_err(SplitError::Split)?;
+    refuse_value_cycles(&types).map_err(SplitError::Split)?;
     Ok(types)
 }
 
@@ -548,5 +566,139 @@ mod tests {
         let c = t.composite(3).unwrap();
         assert_eq!(c.members[0].name, "a");
         assert_eq!(c.members[0].ty, 2);
+    }
+
+    /// Corrupt BTF where types contain themselves by value, in each of the ways it can be
+    /// said: a struct member of its own type, a typedef cycle, an array of itself, an
+    /// anonymous struct holding itself twice. Each is refused naming the type, never walked.
+    #[test]
+    fn types_that_contain_themselves_are_refused() {
+        let int = [1, KIND_INT << 24, 4, (1 << 24) | 32];
+        let cases: Vec<(Vec<u32>, &str)> = vec![
+            // [2] struct s { struct s a; }
+            (
+                vec![5, (KIND_STRUCT << 24) | 1, 8, 7, 2, 0],
+                "type [2] s contains itself",
+            ),
+            // [2] typedef a -> [3] typedef b -> [2]
+            (
+                vec![7, KIND_TYPEDEF << 24, 3, 9, KIND_TYPEDEF << 24, 2],
+                "contains itself by value",
+            ),
+            // [2] array of 4 [2] (index type int)
+            (
+                vec![0, KIND_ARRAY << 24, 0, 2, 1, 4],
+                "type [2] contains itself",
+            ),
+            // [2] struct s { [3] x; }, [3] anonymous struct { [3] a; [3] b; }
+            (
+                vec![
+                    5,
+                    (KIND_STRUCT << 24) | 1,
+                    8,
+                    7,
+                    3,
+                    0,
+                    0,
+                    (KIND_STRUCT << 24) | 2,
+                    8,
+                    7,
+                    3,
+                    0,
+                    9,
+                    3,
+                    32,
+                ],
+                "type [3] contains itself",
+            ),
+        ];
+        for (words, want) in cases {
+            let mut all = int.to_vec();
+            all.extend(words);
+            let err = parse(&blob(&all, STRS)).unwrap_err().to_string();
+            assert!(err.contains(want), "{err}");
+            assert!(!err.contains('\n'));
+        }
+    }
+
+    /// Cycles through pointers are legal C (a prototype taking a pointer to itself twice,
+    /// which doubles at every level): reading succeeds and every stage's output is bounded.
+    #[test]
+    fn pointer_cycles_give_bounded_output() {
+        let words = [
+            1,
+            KIND_INT << 24,
+            4,
+            (1 << 24) | 32,
+            // [2] int (*)(p, p) where [3] p = pointer to [2]
+            0,
+            (KIND_FUNC_PROTO << 24) | 2,
+            1,
+            0,
+            3,
+            0,
+            3,
+            // [3] pointer to [2]
+            0,
+            KIND_PTR << 24,
+            2,
+            // [4] struct s { [3] f; [5] g; }
+            5,
+            (KIND_STRUCT << 24) | 2,
+            16,
+            7,
+            3,
+            0,
+            9,
+            5,
+            64,
+            // [5] pointer to [3]
+            0,
+            KIND_PTR << 24,
+            3,
+        ];
+        let data = blob(&words, STRS);
+        let types = parse(&data).unwrap();
+        let run = crate::stages::types_to_text(&types, 64);
+        assert_eq!(run.layouts, 1);
+        assert!(run.pahole_bytes < 1 << 20, "{run:?}");
+        let l = crate::layout::layout(&types, 4, 64).unwrap();
+        let mut out = Vec::new();
+        crate::emit::pahole::write_layout(&mut out, &types, &l);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("<type loop>"), "{text}");
+    }
+
+    /// A name that is not UTF-8 keeps its valid parts: the struct does not disappear and its
+    /// member does not print nameless.
+    #[test]
+    fn non_utf8_names_are_kept_lossily() {
+        let strs = b"\0int\0caf\xe9\0\xffx\0";
+        let words = [
+            1,
+            KIND_INT << 24,
+            4,
+            (1 << 24) | 32,
+            // [2] struct "caf\xe9" { int "\xffx"; }
+            5,
+            (KIND_STRUCT << 24) | 1,
+            4,
+            10,
+            1,
+            0,
+        ];
+        let data = blob(&words, strs);
+        let types = parse(&data).unwrap();
+        assert_eq!(types.get(2).name, "caf\u{fffd}");
+        assert_eq!(types.composite(2).unwrap().members[0].name, "\u{fffd}x");
+        let l = crate::layout::layout(&types, 2, 64).unwrap();
+        let mut out = Vec::new();
+        crate::emit::pahole::write_layout(&mut out, &types, &l);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("struct caf\u{fffd} {"), "{text}");
+        assert!(
+            text.contains("int                        \u{fffd}x;"),
+            "{text}"
+        );
     }
 }

@@ -141,7 +141,9 @@ pub fn find_struct(text: &str, name: &str) -> Result<CStruct, String> {
                 }
                 block_stack.push(blocks.len() - 1);
             } else if directive.starts_with("endif") {
-                block_stack.pop();
+                if block_stack.pop().is_none() {
+                    return Err(format!("struct {name}, line {}: #endif without #if", i + 1));
+                }
                 if block_stack.is_empty()
                     && let Some(b) = blocks.last_mut()
                 {

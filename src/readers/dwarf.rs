@@ -40,6 +40,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use gimli::{AttributeValue, EndianSlice, RunTimeEndian, constants as dw};
 use object::{Object, ObjectSection, ObjectSymbol};
 
+use crate::types::walk::{self, Guard};
 use crate::types::{
     Composite, Enumerator, Kind, Member, Origin, Qualifier, Type, TypeId, Types, VOID,
 };
@@ -92,9 +93,6 @@ impl std::fmt::Display for Problem {
     }
 }
 
-/// How deep chains of types are followed when comparing layouts (anonymous structs in
-/// anonymous structs, pointers to pointers); a corrupt input must not recurse forever.
-const MAX_DEPTH: usize = 32;
 /// Beyond this many tokens a layout signature stops growing (a crafted input could make it
 /// explode); two types that agree that far are considered the same.
 const MAX_SIGNATURE: usize = 1 << 14;
@@ -134,6 +132,10 @@ struct Sections<'a> {
     line: &'a [u8],
     line_str: &'a [u8],
     addr: &'a [u8],
+    /// The sections are a split DWARF object's (`.debug_info.dwo`, in a `.dwo` file or a
+    /// package `.dwp`): string offsets start right after their header, with no base
+    /// attribute.
+    dwo: bool,
 }
 
 /// A `.debug_info` or `.debug_types` section to read units from. Bucket numbers keep DIE
@@ -169,16 +171,22 @@ impl<'a> Sections<'a> {
             line: &[],
             line_str: &[],
             addr: &[],
+            dwo: false,
         };
         let mut seen_info = false;
         for section in obj.sections() {
             let Ok(raw_name) = section.name() else {
                 continue;
             };
-            let name = match raw_name.strip_prefix(".zdebug_") {
+            let mut name = match raw_name.strip_prefix(".zdebug_") {
                 Some(rest) => Cow::Owned(format!(".debug_{rest}")),
                 None => Cow::Borrowed(raw_name),
             };
+            // A split DWARF object (gcc/clang -gsplit-dwarf) names its sections `.dwo`.
+            if let Some(base) = name.strip_suffix(".dwo") {
+                s.dwo = true;
+                name = Cow::Owned(base.to_string());
+            }
             let slot: Option<&mut &'a [u8]> = match name.as_ref() {
                 ".debug_info" | ".debug_types" => None,
                 ".debug_abbrev" => Some(&mut s.abbrev),
@@ -228,6 +236,11 @@ impl<'a> Sections<'a> {
             debug_line: self.slice(self.line).into(),
             debug_line_str: self.slice(self.line_str).into(),
             debug_addr: self.slice(self.addr).into(),
+            file_type: if self.dwo {
+                gimli::DwarfFileType::Dwo
+            } else {
+                gimli::DwarfFileType::Main
+            },
             ..Default::default()
         }
     }
@@ -508,6 +521,9 @@ struct TypeReader<'a, 'd> {
     /// Members whose DWARF 2 bit offset needs their type's size, known only at the end:
     /// (struct, member index, byte location, DW_AT_bit_offset).
     bit_offset_fixups: Vec<(TypeId, usize, u64, i64)>,
+    /// Names of the split DWARF objects (`DW_AT_dwo_name`) of skeleton units: their types
+    /// are not in this file.
+    split_objects: Vec<String>,
 }
 
 /// Where the unit being read lies, to turn its references into keys.
@@ -534,6 +550,7 @@ impl<'a, 'd> TypeReader<'a, 'd> {
             aliases: Vec::new(),
             filled: vec![true],
             bit_offset_fixups: Vec::new(),
+            split_objects: Vec::new(),
         }
     }
 
@@ -603,6 +620,16 @@ impl<'a, 'd> TypeReader<'a, 'd> {
                 Some(n) => str_of(n.slice()),
                 None => "",
             };
+            if self.dwarf.file_type == gimli::DwarfFileType::Main
+                && let Ok(Some(dwo)) = unit.dwo_name()
+            {
+                let dwo = self
+                    .dwarf
+                    .attr_string(&unit, dwo)
+                    .map(|s| str_of(s.slice()).to_string())
+                    .unwrap_or_else(|_| "?".to_string());
+                self.split_objects.push(dwo);
+            }
             let mut ctx = UnitCtx {
                 unit: &unit,
                 bucket: b.number,
@@ -1187,6 +1214,23 @@ impl<'a, 'd> TypeReader<'a, 'd> {
         }
         Dedup::new(&self.types).run(&mut remap, &mut self.types);
         apply_remap(&mut self.types, &remap);
+        if !self.split_objects.is_empty() {
+            let n = self.split_objects.len();
+            let shown: Vec<&str> = self
+                .split_objects
+                .iter()
+                .take(3)
+                .map(String::as_str)
+                .collect();
+            self.types.warnings.push(format!(
+                "{n} compile unit{} {} types in split DWARF (-gsplit-dwarf): {}{}; \
+                 they are not in this file: pass the .dwo (or .dwp) to --dwarf",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "keeps its" } else { "keep their" },
+                shown.join(", "),
+                if n > 3 { ", ..." } else { "" }
+            ));
+        }
         Ok(self.types)
     }
 
@@ -1250,10 +1294,10 @@ fn unit_offset(header: &gimli::UnitHeader<Slice<'_>>) -> u64 {
     header.offset().0 as u64
 }
 
-/// Section bytes as text. DWARF names are UTF-8 in practice; a name that is not is replaced
-/// by an empty one rather than failing the whole file.
+/// Section bytes as text. DWARF names are UTF-8 in practice; a name that is not keeps its
+/// valid parts (invalid bytes become U+FFFD) rather than failing the file or going nameless.
 fn str_of(bytes: &[u8]) -> &str {
-    std::str::from_utf8(bytes).unwrap_or("")
+    std::str::from_utf8(bytes).unwrap_or_else(|_| crate::types::lossy_name(bytes))
 }
 
 /// DIEs that describe part of their parent type.
@@ -1502,11 +1546,11 @@ impl Dedup {
         for &id in ids {
             let comp = composite_of(types, id);
             let mut sig = Vec::new();
-            composite_signature(types, comp, &mut sig, 0);
+            composite_signature(types, comp, &mut sig, &mut Guard::new());
             match kept.iter().find(|(s, _)| *s == sig) {
                 Some(&(_, first)) => {
                     remap[id as usize] = first;
-                    self.hide(types, comp, 0);
+                    self.hide(types, comp, &mut Guard::new());
                 }
                 None => kept.push((sig, id)),
             }
@@ -1515,8 +1559,8 @@ impl Dedup {
     }
 
     /// Hides composite `id` and the anonymous structs and unions only it uses.
-    fn hide(&mut self, types: &Types<'_>, id: TypeId, depth: usize) {
-        if depth > MAX_DEPTH || self.hidden.get(id as usize).copied().unwrap_or(true) {
+    fn hide(&mut self, types: &Types<'_>, id: TypeId, g: &mut Guard) {
+        if self.hidden.get(id as usize).copied().unwrap_or(true) {
             return;
         }
         self.hidden[id as usize] = true;
@@ -1524,20 +1568,23 @@ impl Dedup {
             for m in &c.members {
                 let inner = types.strip_arrays(m.ty);
                 if types.get(inner).name.is_empty() && types.composite(inner).is_some() {
-                    self.hide(types, inner, depth + 1);
+                    if g.enter() {
+                        self.hide(types, inner, g);
+                        g.leave();
+                    }
                 }
             }
         }
     }
 }
 
-fn composite_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, depth: usize) {
+fn composite_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, g: &mut Guard) {
     let t = types.get(id);
     let (tag, c) = match &t.kind {
         Kind::Struct(c) => (1, c),
         Kind::Union(c) => (2, c),
         _ => {
-            type_signature(types, id, out, depth);
+            type_signature(types, id, out, g);
             return;
         }
     };
@@ -1558,16 +1605,21 @@ fn composite_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>
             Tok::N(m.declared_align.map_or(u64::MAX, u64::from)),
             Tok::N(types.size_of(m.ty)),
         ]);
-        type_signature(types, m.ty, out, depth + 1);
+        type_signature(types, m.ty, out, g);
     }
 }
 
 /// How a member's type reads: named types by their name, anonymous ones by their shape.
-fn type_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, depth: usize) {
-    if depth > MAX_DEPTH || out.len() > MAX_SIGNATURE {
+fn type_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, g: &mut Guard) {
+    if out.len() > MAX_SIGNATURE || !g.enter() {
         out.push(Tok::N(u64::MAX));
         return;
     }
+    type_signature_inner(types, id, out, g);
+    g.leave();
+}
+
+fn type_signature_inner<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, g: &mut Guard) {
     let t = types.get(id);
     match &t.kind {
         Kind::Void => out.push(Tok::N(100)),
@@ -1575,14 +1627,14 @@ fn type_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, dep
         Kind::Float { size } => out.extend([Tok::N(102), Tok::S(t.name), Tok::N(*size as u64)]),
         Kind::Pointer { target } => {
             out.push(Tok::N(103));
-            type_signature(types, *target, out, depth + 1);
+            type_signature(types, *target, out, g);
         }
         Kind::Array { elem, count } => {
             out.extend([Tok::N(104), Tok::N(*count)]);
-            type_signature(types, *elem, out, depth + 1);
+            type_signature(types, *elem, out, g);
         }
         Kind::Struct(_) | Kind::Union(_) if t.name.is_empty() => {
-            composite_signature(types, id, out, depth + 1)
+            composite_signature(types, id, out, g)
         }
         Kind::Struct(_) => out.extend([Tok::N(105), Tok::S(t.name)]),
         Kind::Union(_) => out.extend([Tok::N(106), Tok::S(t.name)]),
@@ -1600,11 +1652,11 @@ fn type_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, dep
         Kind::Typedef { .. } => out.extend([Tok::N(109), Tok::S(t.name)]),
         Kind::Qualified { qualifier, target } => {
             out.extend([Tok::N(110), Tok::N(*qualifier as u64)]);
-            type_signature(types, *target, out, depth + 1);
+            type_signature(types, *target, out, g);
         }
         Kind::TypeTag { target, tag } => {
             out.extend([Tok::N(111), Tok::S(tag)]);
-            type_signature(types, *target, out, depth + 1);
+            type_signature(types, *target, out, g);
         }
         Kind::FuncProto {
             ret,
@@ -1616,9 +1668,9 @@ fn type_signature<'a>(types: &Types<'a>, id: TypeId, out: &mut Vec<Tok<'a>>, dep
                 Tok::N(params.len() as u64),
                 Tok::N(*variadic as u64),
             ]);
-            type_signature(types, *ret, out, depth + 1);
+            type_signature(types, *ret, out, g);
             for p in params {
-                type_signature(types, *p, out, depth + 1);
+                type_signature(types, *p, out, g);
             }
         }
         Kind::Other => out.extend([Tok::N(113), Tok::S(t.name)]),
@@ -1631,7 +1683,7 @@ fn apply_remap(types: &mut Types<'_>, remap: &[TypeId]) {
         return;
     }
     let resolve = |mut id: TypeId| -> TypeId {
-        for _ in 0..MAX_DEPTH {
+        for _ in walk::chain() {
             match remap.get(id as usize) {
                 Some(&next) if next != id => id = next,
                 _ => break,

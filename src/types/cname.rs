@@ -1,6 +1,7 @@
 //! C spellings of types, as pahole prints them, so output reads like what kernel people know:
 //! `long unsigned int`, `struct list_head * *`, `const char  *`, `void (*func)(struct callback_head *)`.
 
+use super::walk::{self, Guard};
 use super::{Kind, TypeId, Types};
 
 /// A member declaration split where pahole pads it: the type part, then the declarator
@@ -11,7 +12,6 @@ pub struct Decl {
     pub declarator: String,
 }
 
-const MAX_DEPTH: usize = 48;
 /// Naming steps allowed for one type (the kernel's deepest needs under 100).
 const NAME_BUDGET: usize = 4096;
 
@@ -20,7 +20,7 @@ pub fn member_decl(types: &Types<'_>, ty: TypeId, name: &str) -> Decl {
     let mut dims = String::new();
     let mut t = ty;
     // Arrays: the dimensions go after the name, outermost first.
-    for _ in 0..MAX_DEPTH {
+    for _ in walk::chain() {
         match &types.get(t).kind {
             Kind::Array { elem, count } => {
                 if *count == 0 {
@@ -38,7 +38,7 @@ pub fn member_decl(types: &Types<'_>, ty: TypeId, name: &str) -> Decl {
     // Pointers to functions: `ret (*name)(params)`.
     let mut stars = 0;
     let mut p = t;
-    for _ in 0..MAX_DEPTH {
+    for _ in walk::chain() {
         match &types.get(p).kind {
             Kind::Pointer { target } => {
                 stars += 1;
@@ -63,9 +63,13 @@ pub fn member_decl(types: &Types<'_>, ty: TypeId, name: &str) -> Decl {
         declarator.push_str(name);
         declarator.push_str(&dims);
         declarator.push(')');
-        push_params(types, params, *variadic, &mut declarator, 0, &mut {
-            NAME_BUDGET
-        });
+        push_params(
+            types,
+            params,
+            *variadic,
+            &mut declarator,
+            &mut Guard::with_steps(NAME_BUDGET),
+        );
         return Decl {
             type_part: type_name(types, *ret),
             declarator,
@@ -83,7 +87,7 @@ pub fn member_decl(types: &Types<'_>, ty: TypeId, name: &str) -> Decl {
 /// The C name of a type on its own (`struct list_head *`, `long unsigned int`).
 pub fn type_name(types: &Types<'_>, ty: TypeId) -> String {
     let mut s = String::new();
-    push_name(types, ty, &mut s, 0, &mut { NAME_BUDGET });
+    push_name(types, ty, &mut s, &mut Guard::with_steps(NAME_BUDGET));
     s
 }
 
@@ -92,8 +96,7 @@ fn push_params(
     params: &[TypeId],
     variadic: bool,
     s: &mut String,
-    depth: usize,
-    budget: &mut usize,
+    g: &mut Guard,
 ) {
     s.push('(');
     if params.is_empty() && !variadic {
@@ -103,7 +106,7 @@ fn push_params(
         if i > 0 {
             s.push_str(", ");
         }
-        push_name(types, *p, s, depth + 1, budget);
+        push_name(types, *p, s, g);
     }
     if variadic {
         if !params.is_empty() {
@@ -114,14 +117,18 @@ fn push_params(
     s.push(')');
 }
 
-fn push_name(types: &Types<'_>, ty: TypeId, s: &mut String, depth: usize, budget: &mut usize) {
-    // Depth bounds cycles; the budget bounds prototypes whose parameters point back at them,
-    // which branch at every level.
-    if depth > MAX_DEPTH || *budget == 0 {
+fn push_name(types: &Types<'_>, ty: TypeId, s: &mut String, g: &mut Guard) {
+    // The guard's depth bounds cycles; its steps bound prototypes whose parameters point
+    // back at them, which branch at every level.
+    if !g.enter() {
         s.push_str("<type loop>");
         return;
     }
-    *budget -= 1;
+    push_name_inner(types, ty, s, g);
+    g.leave();
+}
+
+fn push_name_inner(types: &Types<'_>, ty: TypeId, s: &mut String, g: &mut Guard) {
     let t = types.get(ty);
     match &t.kind {
         Kind::Void => s.push_str("void"),
@@ -140,16 +147,16 @@ fn push_name(types: &Types<'_>, ty: TypeId, s: &mut String, depth: usize, budget
                 variadic,
             } = &types.get(*target).kind
             {
-                push_name(types, *ret, s, depth + 1, budget);
+                push_name(types, *ret, s, g);
                 s.push_str(" (*)");
-                push_params(types, params, *variadic, s, depth, budget);
+                push_params(types, params, *variadic, s, g);
             } else {
-                push_name(types, *target, s, depth + 1, budget);
+                push_name(types, *target, s, g);
                 s.push_str(" *");
             }
         }
         Kind::Array { elem, count } => {
-            push_name(types, *elem, s, depth + 1, budget);
+            push_name(types, *elem, s, g);
             if *count == 0 {
                 s.push_str("[]");
             } else {
@@ -161,26 +168,26 @@ fn push_name(types: &Types<'_>, ty: TypeId, s: &mut String, depth: usize, budget
         Kind::Qualified { qualifier, target } => {
             // pahole ends a qualified name with a space, hence its `const char  *`.
             if matches!(types.get(*target).kind, Kind::Pointer { .. }) {
-                push_name(types, *target, s, depth + 1, budget);
+                push_name(types, *target, s, g);
                 s.push(' ');
                 s.push_str(qualifier.keyword());
                 s.push(' ');
             } else {
                 s.push_str(qualifier.keyword());
                 s.push(' ');
-                push_name(types, *target, s, depth + 1, budget);
+                push_name(types, *target, s, g);
                 s.push(' ');
             }
         }
-        Kind::TypeTag { target, .. } => push_name(types, *target, s, depth + 1, budget),
+        Kind::TypeTag { target, .. } => push_name(types, *target, s, g),
         Kind::FuncProto {
             ret,
             params,
             variadic,
         } => {
-            push_name(types, *ret, s, depth + 1, budget);
+            push_name(types, *ret, s, g);
             s.push(' ');
-            push_params(types, params, *variadic, s, depth, budget);
+            push_params(types, params, *variadic, s, g);
         }
     }
 }

@@ -4,10 +4,38 @@
 //! only this. Names borrow from the input file (`'a`) so a 5 MB kernel BTF is not copied.
 
 pub mod cname;
+pub mod walk;
+
+use walk::Guard;
 
 /// Index into [`Types::types`]. Id 0 is always `void`, as in BTF.
 pub type TypeId = u32;
 pub const VOID: TypeId = 0;
+
+/// A name from the input that is not UTF-8 (a Latin-1 identifier, a damaged string table),
+/// kept with its invalid bytes replaced by U+FFFD rather than dropped: a struct must not
+/// disappear from the output, nor a member print nameless, for one odd byte. Names are
+/// interned for the life of the process (types borrow their names from the input, which a
+/// replaced name no longer is); past a bound on the memory that takes, a fixed placeholder
+/// stands in.
+pub fn lossy_name(bytes: &[u8]) -> &'static str {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    const MAX_BYTES: usize = 1 << 20;
+    static NAMES: Mutex<(BTreeSet<&'static str>, usize)> = Mutex::new((BTreeSet::new(), 0));
+    let name = String::from_utf8_lossy(bytes);
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&known) = names.0.get(name.as_ref()) {
+        return known;
+    }
+    if names.1 + name.len() > MAX_BYTES {
+        return "<non-UTF-8 name>";
+    }
+    let kept: &'static str = Box::leak(name.into_owned().into_boxed_str());
+    names.0.insert(kept);
+    names.1 += kept.len();
+    kept
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Qualifier {
@@ -151,13 +179,12 @@ pub struct Types<'a> {
     /// Which format the types were read from. BTF records no alignment attributes (the
     /// layout model infers them from holes, as pahole does); DWARF records them.
     pub source: SourceFormat,
+    /// What the reader could not do and the user must know (types it knows are elsewhere):
+    /// printed by the command line as warnings.
+    pub warnings: Vec<String>,
     /// log2 of each type's natural alignment, computed on first use.
     align_memo: std::sync::OnceLock<Vec<u8>>,
 }
-
-/// How deep `resolve` follows typedefs and qualifiers before it gives up: a cycle in a
-/// corrupted input must not hang us.
-const MAX_CHAIN: usize = 64;
 
 impl<'a> Types<'a> {
     pub fn new(pointer_size: u32) -> Self {
@@ -168,6 +195,7 @@ impl<'a> Types<'a> {
             }],
             pointer_size,
             source: SourceFormat::Btf,
+            warnings: Vec::new(),
             align_memo: std::sync::OnceLock::new(),
         }
     }
@@ -193,7 +221,7 @@ impl<'a> Types<'a> {
 
     /// Follows typedefs, qualifiers and type tags to the type that decides size and layout.
     pub fn resolve(&self, mut id: TypeId) -> TypeId {
-        for _ in 0..MAX_CHAIN {
+        for _ in walk::chain() {
             match self.get(id).kind {
                 Kind::Typedef { target }
                 | Kind::Qualified { target, .. }
@@ -206,7 +234,7 @@ impl<'a> Types<'a> {
 
     /// Follows qualifiers and type tags, but not typedefs.
     pub fn strip_qualifiers(&self, mut id: TypeId) -> TypeId {
-        for _ in 0..MAX_CHAIN {
+        for _ in walk::chain() {
             match self.get(id).kind {
                 Kind::Qualified { target, .. } | Kind::TypeTag { target, .. } => id = target,
                 _ => return id,
@@ -217,7 +245,7 @@ impl<'a> Types<'a> {
 
     /// Follows arrays (to their element), qualifiers and type tags, but not typedefs.
     pub fn strip_arrays(&self, mut id: TypeId) -> TypeId {
-        for _ in 0..MAX_CHAIN {
+        for _ in walk::chain() {
             match self.get(id).kind {
                 Kind::Qualified { target, .. } | Kind::TypeTag { target, .. } => id = target,
                 Kind::Array { elem, .. } => id = elem,
@@ -229,18 +257,16 @@ impl<'a> Types<'a> {
 
     /// Size in bytes of a value of this type; 0 for void, functions and unknown sizes.
     pub fn size_of(&self, id: TypeId) -> u64 {
-        self.size_of_depth(id, 0)
+        self.size_of_guarded(id, &mut Guard::new())
     }
 
-    fn size_of_depth(&self, id: TypeId, depth: usize) -> u64 {
-        if depth > MAX_CHAIN {
-            return 0;
-        }
+    fn size_of_guarded(&self, id: TypeId, g: &mut Guard) -> u64 {
         match &self.get(self.resolve(id)).kind {
             Kind::Int { size, .. } | Kind::Float { size } | Kind::Enum { size, .. } => *size as u64,
             Kind::Pointer { .. } => self.pointer_size as u64,
             Kind::Array { elem, count } => {
-                count.saturating_mul(self.size_of_depth(*elem, depth + 1))
+                let elem_size = g.nested(0, |g| self.size_of_guarded(*elem, g));
+                count.saturating_mul(elem_size)
             }
             Kind::Struct(c) | Kind::Union(c) => c.size,
             _ => 0,
@@ -254,7 +280,7 @@ impl<'a> Types<'a> {
         let memo = self.align_memo.get_or_init(|| {
             let mut memo = vec![0u8; self.types.len()];
             for id in 0..self.types.len() {
-                self.align_into(id as TypeId, &mut memo, 0);
+                self.align_into(id as TypeId, &mut memo, &mut Guard::new());
             }
             memo
         });
@@ -266,14 +292,11 @@ impl<'a> Types<'a> {
 
     /// Fills `memo[id]` with log2 of the natural alignment (0 in `memo` means "not yet", which
     /// is also log2 of 1: recomputing an alignment of 1 is cheap and harmless).
-    fn align_into(&self, id: TypeId, memo: &mut [u8], depth: usize) -> u64 {
+    fn align_into(&self, id: TypeId, memo: &mut [u8], g: &mut Guard) -> u64 {
         if let Some(&log2) = memo.get(id as usize)
             && log2 != 0
         {
             return 1 << log2;
-        }
-        if depth > MAX_CHAIN {
-            return 1;
         }
         let align = match &self.get(id).kind {
             Kind::Int { size, .. } | Kind::Float { size } | Kind::Enum { size, .. } => {
@@ -283,14 +306,14 @@ impl<'a> Types<'a> {
             Kind::Pointer { .. } => self.pointer_size as u64,
             Kind::Typedef { target }
             | Kind::Qualified { target, .. }
-            | Kind::TypeTag { target, .. } => self.align_into(*target, memo, depth + 1),
-            Kind::Array { elem, .. } => self.align_into(*elem, memo, depth + 1),
+            | Kind::TypeTag { target, .. } => g.nested(1, |g| self.align_into(*target, memo, g)),
+            Kind::Array { elem, .. } => g.nested(1, |g| self.align_into(*elem, memo, g)),
             Kind::Struct(c) | Kind::Union(c) => {
                 let mut a = c.declared_align.map(u64::from).unwrap_or(1);
                 for m in &c.members {
                     let ma = match m.declared_align {
                         Some(d) => d as u64,
-                        None => self.align_into(m.ty, memo, depth + 1),
+                        None => g.nested(1, |g| self.align_into(m.ty, memo, g)),
                     };
                     a = a.max(ma);
                 }

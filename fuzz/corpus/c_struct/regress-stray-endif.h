@@ -1,0 +1,5 @@
+struct s {
+	int x;
+#endif
+	int y;
+};
