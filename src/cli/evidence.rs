@@ -1,5 +1,5 @@
 //! `lineup import` and the evidence flags shared with `diagnose`: read c2c text, perf script
-//! samples, a perf data-type report, a TOML sketch or a saved profile into one access
+//! samples, perf.data itself, a perf data-type report, a TOML sketch or a saved profile into one access
 //! profile.
 
 use std::path::{Path, PathBuf};
@@ -21,6 +21,10 @@ pub struct EvidenceArgs {
     /// plain, --hierarchy, extra columns or a paste from mail)
     #[arg(long, value_name = "FILE")]
     pub perf_typeoff: Option<PathBuf>,
+    /// A `perf.data` file itself (perf c2c record, perf mem record, perf record -d): samples
+    /// decoded with their data source, weight, CPU and addresses
+    #[arg(long, value_name = "FILE")]
+    pub perf_data: Option<PathBuf>,
     /// A hand-written access sketch (TOML, see docs/profile.md)
     #[arg(long, value_name = "FILE")]
     pub sketch: Option<PathBuf>,
@@ -37,19 +41,67 @@ pub struct PickArgs {
     pub report: usize,
 }
 
+fn open_error(path: &Path, e: std::io::Error) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: {}",
+        path.display(),
+        match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            _ => e.to_string(),
+        }
+    )
+}
+
 fn read(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: {}",
-            path.display(),
-            match e.kind() {
-                std::io::ErrorKind::NotFound => "no such file".to_string(),
-                _ => e.to_string(),
-            }
-        )
-    })?;
+    let bytes = std::fs::read(path).map_err(|e| open_error(path, e))?;
+    if let Some(hint) = profile::perf_data::text_importer_hint(&bytes) {
+        bail!("{}: {hint}", path.display());
+    }
     String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("{}: not text (invalid UTF-8)", path.display()))
+}
+
+/// Maps the file (bounded memory for any size), reads it with the kallsyms of this machine
+/// when the file was recorded on this kernel, and shows a progress bar once it runs past 2 s.
+fn load_perf_data(path: &Path) -> Result<Profile> {
+    let file = std::fs::File::open(path).map_err(|e| open_error(path, e))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        bail!("{}: is a directory, not a perf.data file", path.display());
+    }
+    // SAFETY: a read-only private mapping of a file perf has finished writing.
+    let map = unsafe { memmap2::Mmap::map(&file) }
+        .map_err(|e| anyhow::anyhow!("{}: cannot map: {e}", path.display()))?;
+    let with_path = |e: profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
+    let header = profile::perf_data::read_header(&map).map_err(with_path)?;
+    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok();
+    let kallsyms = match (&header.os_release, running) {
+        (Some(rec), Some(run)) if rec.trim() == run.trim() => {
+            std::fs::read_to_string("/proc/kallsyms").ok()
+        }
+        _ => None,
+    };
+    let opts = profile::PerfDataOptions {
+        kallsyms,
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let bar = indicatif::ProgressBar::hidden();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(format!("reading {}", path.display()));
+    let mut progress = |done: u64, total: u64| {
+        if bar.is_hidden() && started.elapsed() > std::time::Duration::from_secs(2) {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        }
+        bar.set_length(total);
+        bar.set_position(done);
+    };
+    let p = profile::import_perf_data(&map, &opts, &mut progress).map_err(with_path);
+    bar.finish_and_clear();
+    p
 }
 
 impl EvidenceArgs {
@@ -58,6 +110,7 @@ impl EvidenceArgs {
             &self.c2c,
             &self.perf_script,
             &self.perf_typeoff,
+            &self.perf_data,
             &self.sketch,
             &self.profile,
         ]
@@ -70,6 +123,11 @@ impl EvidenceArgs {
     /// Reads the evidence; for c2c text holding several reports, the `pick.report`-th.
     pub fn load(&self, pick: &PickArgs) -> Result<Profile> {
         let path = self.path();
+        if self.perf_data.is_some() {
+            let mut p = load_perf_data(path)?;
+            p.provenance.input = Some(path.display().to_string());
+            return Ok(p);
+        }
         let text = read(path)?;
         let with_path = |e: profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
         let mut p = if self.c2c.is_some() {
@@ -107,6 +165,7 @@ impl EvidenceArgs {
     after_help = "Examples:\n  lineup import --c2c c2c.txt -o profile.json        # perf c2c report --stdio\n  \
                   lineup import --c2c mail.txt --report 2 -o after.json\n  \
                   lineup import --perf-typeoff typeoff.txt -o types.json  # perf report --stdio -s type,typeoff\n  \
+                  lineup import --perf-data perf.data -o mem.json   # perf c2c record / perf mem record\n  \
                   lineup import --sketch examples/sketches/seed003_root_domain.toml"
 )]
 pub struct ImportArgs {
