@@ -1112,6 +1112,57 @@ fn variable_fields_and_several_events() {
     );
 }
 
+/// Kernel addresses are named from a kallsyms file given with --kallsyms (a recording from
+/// another machine); without it and with another OS release, they stay raw and the note
+/// says why.
+#[test]
+fn kallsyms_names_kernel_addresses() {
+    let dir = tempdir("kallsyms");
+    let path = dir.join("mem.data");
+    std::fs::write(&path, class_file(false)).unwrap();
+    // kallsyms lines as /proc/kallsyms prints them (address, type, name).
+    let ks = dir.join("kallsyms");
+    std::fs::write(
+        &ks,
+        "ffffffff81000000 T _stext\nffffffff81000010 T update_cfs_group\nffffffff81000030 t set_next_entity\nffffffff81000050 T task_tick_fair\nffffffff82000000 D nohz\n",
+    )
+    .unwrap();
+    let p = |extra: &[&str]| {
+        let mut args = vec!["import", "--perf-data", path.to_str().unwrap()];
+        args.extend(extra);
+        let out = common::lineup(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Profile::from_json(std::str::from_utf8(&out.stdout).unwrap()).unwrap()
+    };
+    let named = p(&["--kallsyms", ks.to_str().unwrap()]);
+    let code = |p: &Profile, ip: u64| {
+        p.lines
+            .iter()
+            .flat_map(|l| &l.accesses)
+            .filter_map(|a| a.code.clone())
+            .find(|c| c.address == Some(ip))
+            .unwrap()
+    };
+    let c = code(&named, 0xffffffff81000020);
+    assert_eq!(c.symbol.as_deref(), Some("update_cfs_group"));
+    assert_eq!(c.symbol_offset, Some(0x10));
+    assert_eq!(
+        code(&named, 0xffffffff81000040).symbol.as_deref(),
+        Some("set_next_entity")
+    );
+    assert_eq!(c.privilege, Some(lineup::profile::Privilege::Kernel));
+    // The file says OS release 6.18.0-test, not this machine's: raw, with a note.
+    let raw = p(&[]);
+    assert_eq!(code(&raw, 0xffffffff81000020).symbol, None);
+    assert!(raw.provenance.note.as_deref().unwrap().contains("kallsyms"));
+    // Groups per function come from the names.
+    assert!(named.groups.iter().any(|g| g.name == "update_cfs_group"));
+}
+
 // ---------------------------------------------------------------------------------------
 // Bad input: one line naming the file and the problem, nothing written
 // ---------------------------------------------------------------------------------------
@@ -1150,6 +1201,12 @@ fn damaged_files_give_one_line_errors() {
             "{name}: {err}"
         );
     }
+    // No file, a directory.
+    let missing = dir.join("missing.data");
+    let err = lineup_err(&["import", "--perf-data", missing.to_str().unwrap()]);
+    assert!(err.contains("no such file"), "{err}");
+    let err = lineup_err(&["import", "--perf-data", dir.to_str().unwrap()]);
+    assert!(err.contains("directory"), "{err}");
     // A record whose size field is impossible, inside an intact container.
     let mut w = Writer::new(false, vec![mem_event(MEM_SAMPLE, vec![11], "m")]);
     w.sample(0, &classes()[0].0, 1);

@@ -39,6 +39,10 @@ pub struct PickArgs {
     /// counted from 1
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub report: usize,
+    /// `/proc/kallsyms` of the machine a --perf-data file was recorded on, to name kernel
+    /// addresses (default: this machine's, when the file's OS release is the running one)
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
 }
 
 fn open_error(path: &Path, e: std::io::Error) -> anyhow::Error {
@@ -63,7 +67,7 @@ fn read(path: &Path) -> Result<String> {
 
 /// Maps the file (bounded memory for any size), reads it with the kallsyms of this machine
 /// when the file was recorded on this kernel, and shows a progress bar once it runs past 2 s.
-fn load_perf_data(path: &Path) -> Result<Profile> {
+fn load_perf_data(path: &Path, kallsyms_file: Option<&Path>) -> Result<Profile> {
     let file = std::fs::File::open(path).map_err(|e| open_error(path, e))?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         bail!("{}: is a directory, not a perf.data file", path.display());
@@ -74,8 +78,11 @@ fn load_perf_data(path: &Path) -> Result<Profile> {
     let with_path = |e: profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
     let header = profile::perf_data::read_header(&map).map_err(with_path)?;
     let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok();
-    let kallsyms = match (&header.os_release, running) {
-        (Some(rec), Some(run)) if rec.trim() == run.trim() => {
+    let kallsyms = match (kallsyms_file, &header.os_release, running) {
+        (Some(k), _, _) => Some(
+            std::fs::read_to_string(k).map_err(|e| anyhow::anyhow!("{}: {}", k.display(), e))?,
+        ),
+        (None, Some(rec), Some(run)) if rec.trim() == run.trim() => {
             std::fs::read_to_string("/proc/kallsyms").ok()
         }
         _ => None,
@@ -124,7 +131,7 @@ impl EvidenceArgs {
     pub fn load(&self, pick: &PickArgs) -> Result<Profile> {
         let path = self.path();
         if self.perf_data.is_some() {
-            let mut p = load_perf_data(path)?;
+            let mut p = load_perf_data(path, pick.kallsyms.as_deref())?;
             p.provenance.input = Some(path.display().to_string());
             return Ok(p);
         }
