@@ -1,5 +1,5 @@
 //! `lineup import` and the evidence flags shared with `diagnose`: read c2c text, perf script
-//! samples, a perf data-type report, a TOML sketch or a saved profile into one access
+//! samples, perf.data itself, a perf data-type report, a TOML sketch or a saved profile into one access
 //! profile.
 
 use std::path::{Path, PathBuf};
@@ -21,6 +21,10 @@ pub struct EvidenceArgs {
     /// plain, --hierarchy, extra columns or a paste from mail)
     #[arg(long, value_name = "FILE")]
     pub perf_typeoff: Option<PathBuf>,
+    /// A `perf.data` file itself (perf c2c record, perf mem record, perf record -d): samples
+    /// decoded with their data source, weight, CPU and addresses
+    #[arg(long, value_name = "FILE")]
+    pub perf_data: Option<PathBuf>,
     /// A hand-written access sketch (TOML, see docs/profile.md)
     #[arg(long, value_name = "FILE")]
     pub sketch: Option<PathBuf>,
@@ -35,32 +39,33 @@ pub struct PickArgs {
     /// counted from 1
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub report: usize,
+    /// `/proc/kallsyms` of the machine a --perf-data file was recorded on, to name kernel
+    /// addresses (default: this machine's, when the file's OS release is the running one)
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
+}
+
+fn open_error(path: &Path, e: std::io::Error) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: {}",
+        path.display(),
+        match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            _ => e.to_string(),
+        }
+    )
 }
 
 fn read(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: {}",
-            path.display(),
-            match e.kind() {
-                std::io::ErrorKind::NotFound => "no such file".to_string(),
-                _ => e.to_string(),
-            }
-        )
-    })?;
+    let bytes = std::fs::read(path).map_err(|e| open_error(path, e))?;
     // perf.data is refused with the flag that reads it; bytes that are not UTF-8 (a mail's
     // Latin-1) are replaced, with a warning naming the lines.
-    let (text, bad) = profile::table::decode_text(&bytes)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    if !bad.is_empty() {
-        let shown: Vec<String> = bad.iter().take(10).map(|n| n.to_string()).collect();
-        eprintln!(
-            "lineup: warning: {}: line{} {}{}: bytes that are not UTF-8 were replaced",
-            path.display(),
-            if bad.len() == 1 { "" } else { "s" },
-            shown.join(", "),
-            if bad.len() > 10 { ", ..." } else { "" }
-        );
+    if let Some(hint) = profile::perf_data::text_importer_hint(&bytes) {
+        bail!("{}: {hint}", path.display());
+    }
+    let (text, bad) = profile::text::decode_lossy(&bytes);
+    if let Some(w) = profile::text::lossy_warning(&path.display().to_string(), &bad) {
+        eprintln!("lineup: {w}");
     }
     Ok(match text {
         // Valid UTF-8: the bytes become the string without a copy.
@@ -69,24 +74,50 @@ fn read(path: &Path) -> Result<String> {
     })
 }
 
-/// Reads a text report whatever its bytes: invalid UTF-8 is replaced, with a warning that
-/// names the lines.
-fn read_lossy(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: {}",
-            path.display(),
-            match e.kind() {
-                std::io::ErrorKind::NotFound => "no such file".to_string(),
-                _ => e.to_string(),
-            }
-        )
-    })?;
-    let (text, bad) = profile::text::decode_lossy(&bytes);
-    if let Some(w) = profile::text::lossy_warning(&path.display().to_string(), &bad) {
-        eprintln!("lineup: {w}");
+/// Maps the file (bounded memory for any size), reads it with the kallsyms of this machine
+/// when the file was recorded on this kernel, and shows a progress bar once it runs past 2 s.
+fn load_perf_data(path: &Path, kallsyms_file: Option<&Path>) -> Result<Profile> {
+    let file = std::fs::File::open(path).map_err(|e| open_error(path, e))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        bail!("{}: is a directory, not a perf.data file", path.display());
     }
-    Ok(text.into_owned())
+    // SAFETY: a read-only private mapping of a file perf has finished writing.
+    let map = unsafe { memmap2::Mmap::map(&file) }
+        .map_err(|e| anyhow::anyhow!("{}: cannot map: {e}", path.display()))?;
+    let with_path = |e: profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
+    let header = profile::perf_data::read_header(&map).map_err(with_path)?;
+    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok();
+    let kallsyms = match (kallsyms_file, &header.os_release, running) {
+        (Some(k), _, _) => Some(
+            std::fs::read_to_string(k).map_err(|e| anyhow::anyhow!("{}: {}", k.display(), e))?,
+        ),
+        (None, Some(rec), Some(run)) if rec.trim() == run.trim() => {
+            std::fs::read_to_string("/proc/kallsyms").ok()
+        }
+        _ => None,
+    };
+    let opts = profile::PerfDataOptions {
+        kallsyms,
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let bar = indicatif::ProgressBar::hidden();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(format!("reading {}", path.display()));
+    let mut progress = |done: u64, total: u64| {
+        if bar.is_hidden() && started.elapsed() > std::time::Duration::from_secs(2) {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        }
+        bar.set_length(total);
+        bar.set_position(done);
+    };
+    let p = profile::import_perf_data(&map, &opts, &mut progress).map_err(with_path);
+    bar.finish_and_clear();
+    p
 }
 
 impl EvidenceArgs {
@@ -95,6 +126,7 @@ impl EvidenceArgs {
             &self.c2c,
             &self.perf_script,
             &self.perf_typeoff,
+            &self.perf_data,
             &self.sketch,
             &self.profile,
         ]
@@ -107,11 +139,12 @@ impl EvidenceArgs {
     /// Reads the evidence; for c2c text holding several reports, the `pick.report`-th.
     pub fn load(&self, pick: &PickArgs) -> Result<Profile> {
         let path = self.path();
-        let text = if self.perf_script.is_some() {
-            read_lossy(path)?
-        } else {
-            read(path)?
-        };
+        if self.perf_data.is_some() {
+            let mut p = load_perf_data(path, pick.kallsyms.as_deref())?;
+            p.provenance.input = Some(path.display().to_string());
+            return Ok(p);
+        }
+        let text = read(path)?;
         let with_path = |e: profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
         let mut p = if self.c2c.is_some() {
             let mut all = profile::import_c2c(&text).map_err(with_path)?;
@@ -149,6 +182,7 @@ impl EvidenceArgs {
     after_help = "Examples:\n  lineup import --c2c c2c.txt -o profile.json        # perf c2c report --stdio\n  \
                   lineup import --c2c mail.txt --report 2 -o after.json\n  \
                   lineup import --perf-typeoff typeoff.txt -o types.json  # perf report --stdio -s type,typeoff\n  \
+                  lineup import --perf-data perf.data -o mem.json   # perf c2c record / perf mem record\n  \
                   lineup import --sketch examples/sketches/seed003_root_domain.toml"
 )]
 pub struct ImportArgs {

@@ -175,34 +175,14 @@ pub fn is_rule(trimmed: &str) -> bool {
         && t.chars().any(|c| c == '-' || c == '.')
 }
 
-/// The magic of a perf.data file (`PERFILE2`), which is no text table.
-pub fn is_perf_data(bytes: &[u8]) -> bool {
-    bytes.starts_with(b"PERFILE2")
-}
-
 /// Text of an importer's input: perf.data is refused with the flag that reads it; bytes that
 /// are not UTF-8 (a mail's Latin-1 `±`, a damaged copy) are replaced, and the lines where
 /// that happened are returned so the caller can warn.
 pub fn decode_text(bytes: &[u8]) -> Result<(Cow<'_, str>, Vec<usize>), ProfileError> {
-    if is_perf_data(bytes) {
-        return Err(ProfileError::NoData(
-            "this is a perf.data file, not a text report; use `lineup import --perf-data` \
-             (or run `perf c2c report --stdio -i FILE` and import its text)"
-                .into(),
-        ));
+    if let Some(hint) = super::perf_data::text_importer_hint(bytes) {
+        return Err(ProfileError::NoData(hint.into()));
     }
-    match std::str::from_utf8(bytes) {
-        Ok(s) => Ok((Cow::Borrowed(s), Vec::new())),
-        Err(_) => {
-            let mut bad = Vec::new();
-            for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-                if std::str::from_utf8(line).is_err() {
-                    bad.push(i + 1);
-                }
-            }
-            Ok((String::from_utf8_lossy(bytes), bad))
-        }
-    }
+    Ok(super::text::decode_lossy(bytes))
 }
 
 #[cfg(test)]
@@ -269,7 +249,6 @@ mod tests {
         assert!(is_rule("-------  -------  ------"));
         assert!(is_rule("# .....  ......."));
         assert!(!is_rule("0x0  -"));
-        assert!(is_perf_data(b"PERFILE2\x68\x00"));
         assert!(decode_text(b"PERFILE2....").is_err());
         let (t, bad) = decode_text(b"a\nb\xb1c\nd").unwrap();
         assert_eq!(bad, [2]);
