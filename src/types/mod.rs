@@ -142,6 +142,13 @@ pub struct Type<'a> {
     pub kind: Kind<'a>,
 }
 
+/// A function and its prototype ([`Kind::FuncProto`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Function<'a> {
+    pub name: &'a str,
+    pub proto: TypeId,
+}
+
 /// All types of one input, indexed by [`TypeId`].
 #[derive(Clone, Debug)]
 pub struct Types<'a> {
@@ -151,6 +158,9 @@ pub struct Types<'a> {
     /// Which format the types were read from. BTF records no alignment attributes (the
     /// layout model infers them from holes, as pahole does); DWARF records them.
     pub source: SourceFormat,
+    /// Functions with their prototypes (BTF `FUNC` records), for binding evidence rows to
+    /// the types their functions take; empty when the input records none.
+    pub functions: Vec<Function<'a>>,
     /// log2 of each type's natural alignment, computed on first use.
     align_memo: std::sync::OnceLock<Vec<u8>>,
 }
@@ -168,6 +178,7 @@ impl<'a> Types<'a> {
             }],
             pointer_size,
             source: SourceFormat::Btf,
+            functions: Vec::new(),
             align_memo: std::sync::OnceLock::new(),
         }
     }
