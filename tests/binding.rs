@@ -438,3 +438,85 @@ fn decoded_rows_bind_exactly() {
     assert!(out.bound.iter().all(|b| b.binding == How::Inferred));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn cli_overview_ranks_types_per_line_in_text_and_json() {
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_lineup"))
+            .args(["diagnose", "--c2c"])
+            .arg(common::repo().join("tests/data/c2c/perf6_hitm_full.txt"))
+            .arg("--btf")
+            .arg(common::bundled_btf())
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = run(&[]);
+    assert!(
+        text.contains("line 0 0x55d1c2a3e0c0 (userspace data): ring_push, ring_pop"),
+        "{text}"
+    );
+    assert!(text.contains("1. futex_hash_bucket at bytes "), "{text}");
+    assert!(text.contains("(inferred, score "), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&run(&["--json"])).unwrap();
+    let lines = json["lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["domain"], "user");
+    assert!(lines[0]["candidates"].as_array().unwrap().is_empty());
+    let first = &lines[2]["candidates"][0];
+    assert_eq!(first["type_name"], "futex_hash_bucket");
+    assert_eq!(first["binding"], "inferred");
+    assert!(
+        first["prototypes"]["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "futex_q_lock"),
+        "{first}"
+    );
+    // --address picks one line by any byte of it.
+    let json: serde_json::Value =
+        serde_json::from_str(&run(&["--json", "--address", "0xffff8f2a41c3d248"])).unwrap();
+    let lines = json["lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["address"], 0xffff8f2a41c3d240u64);
+}
+
+#[test]
+fn dwarf_subprograms_give_prototypes_too() {
+    let dir = std::env::temp_dir().join(format!("lineup-dwarfproto-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = compile(&dir, STRUCT_S);
+    let file = InputFile::open(&o).unwrap();
+    let types = load(&file, Format::Dwarf, None).unwrap();
+    let arena = typed_arena::Arena::new();
+    let protos = lineup::readers::dwarf::function_prototypes(file.bytes(), &arena).unwrap();
+    let of = |f: &str| protos.iter().find(|p| p.0 == f).map(|p| p.1.clone());
+    assert_eq!(of("set_d"), Some(vec!["s".to_string()]));
+    assert_eq!(of("scaled_c"), Some(vec!["s".to_string()]));
+    // A userspace line whose rows name those functions: `s` is the candidate, by prototype.
+    let mut p = Profile::new("test", lineup::profile::Unit::Samples, 64);
+    let mut r = row(0x30, "set_d", 0.0, 100.0);
+    r.code.as_mut().unwrap().object = Some("s.o".into());
+    p.lines.push(LineProfile {
+        address: 0x5555_0000_1000,
+        accesses: vec![r],
+        ..Default::default()
+    });
+    let input = BindInput {
+        domain: Some(Domain::User),
+        prototypes: protos,
+        ..Default::default()
+    };
+    let lines = bind::overview(&p, &types, &input, &Selection::default(), false);
+    let first = &lines[0].candidates[0];
+    assert_eq!(first.type_name, "s");
+    assert_eq!(first.prototypes.functions, ["set_d"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -137,6 +137,31 @@ impl Prototypes {
         Prototypes { by_function }
     }
 
+    /// Adds prototypes known by struct name (from DWARF: [`crate::readers::dwarf::function_prototypes`]);
+    /// functions already known keep theirs.
+    pub fn add_named(&mut self, types: &Types<'_>, functions: &[(String, Vec<String>)]) {
+        let mut by_name: HashMap<&str, TypeId> = HashMap::new();
+        for id in types.composites() {
+            let n = types.get(id).name;
+            if !n.is_empty() {
+                by_name.entry(n).or_insert(id);
+            }
+        }
+        for (f, structs) in functions {
+            let refs: Vec<TypeRef> = structs
+                .iter()
+                .filter_map(|s| {
+                    let &id = by_name.get(s.as_str())?;
+                    Some(TypeRef {
+                        id,
+                        names: type_names(types, id),
+                    })
+                })
+                .collect();
+            self.by_function.entry(f.clone()).or_insert(refs);
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.by_function.is_empty()
     }
@@ -300,6 +325,18 @@ pub fn line_accesses(line: &LineProfile, protos: &Prototypes) -> Vec<(usize, Lin
         .collect()
 }
 
+/// Access sizes from decoded instructions, where the evidence gave none: a 4-byte load
+/// cannot be an 8-byte member's start and a neighbour's too.
+fn with_decoded_sizes(accesses: &mut [(usize, LineAccess)], address: u64, decoded: &Decoded) {
+    for (i, a) in accesses.iter_mut() {
+        if a.size.is_none()
+            && let Some(op) = decoded.get(&(address, *i))
+        {
+            a.size = op.size;
+        }
+    }
+}
+
 /// What the prototypes of a line's functions say about one type.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct PrototypeEvidence {
@@ -397,6 +434,8 @@ pub struct BindInput {
     pub line_start: Option<i64>,
     /// Decoded instructions (`--vmlinux`).
     pub decoded: Decoded,
+    /// Function prototypes by struct name, besides the types' own (DWARF subprograms).
+    pub prototypes: Vec<(String, Vec<String>)>,
 }
 
 /// How a line was bound.
@@ -568,7 +607,8 @@ pub fn bind_type(
 ) -> Outcome {
     let cls = profile.cacheline_size.max(1);
     let size = types.size_of(id);
-    let protos = Prototypes::new(types);
+    let mut protos = Prototypes::new(types);
+    protos.add_named(types, &input.prototypes);
     let mut rel = Relations::new(types);
     let mut names = type_names(types, id);
     if !names.iter().any(|n| n == type_name) {
@@ -579,7 +619,8 @@ pub fn bind_type(
     // (address, accesses, line weight)
     let mut fitting: Vec<GroupLine> = Vec::new();
     for line in profile.lines.iter().filter(|l| l.binding.is_none()) {
-        let accesses = line_accesses(line, &protos);
+        let mut accesses = line_accesses(line, &protos);
+        with_decoded_sizes(&mut accesses, line.address, &input.decoded);
         if accesses.is_empty() {
             if !line.accesses.is_empty() || line.totals.is_some() {
                 out.unbound.push(Unbound {
@@ -877,7 +918,8 @@ pub fn overview(
     structural: bool,
 ) -> Vec<LineOverview> {
     let cls = profile.cacheline_size.max(1);
-    let protos = Prototypes::new(types);
+    let mut protos = Prototypes::new(types);
+    protos.add_named(types, &input.prototypes);
     let mut rel = Relations::new(types);
     let mut scorers: HashMap<TypeId, Scorer> = HashMap::new();
     let mut out = Vec::new();
@@ -885,7 +927,8 @@ pub fn overview(
         if !selection.selects(pos, line, cls) {
             continue;
         }
-        let accesses = line_accesses(line, &protos);
+        let mut accesses = line_accesses(line, &protos);
+        with_decoded_sizes(&mut accesses, line.address, &input.decoded);
         let mut by_fn: BTreeMap<String, f64> = BTreeMap::new();
         for (_, a) in &accesses {
             for s in &a.symbols {

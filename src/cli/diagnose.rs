@@ -158,10 +158,18 @@ pub fn run(args: Args) -> Result<()> {
         .or(args.source.dwarf.as_ref())
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| opened.label.clone());
+    // DWARF records functions as subprograms, not in the types: read their prototypes.
+    let prototypes = if opened.format == lineup::readers::Format::Dwarf {
+        let arena = typed_arena::Arena::new();
+        lineup::readers::dwarf::function_prototypes(opened.file.bytes(), &arena).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     let input = bind::BindInput {
         domain: Some(bind::source_domain(&types, &source_path)),
         line_start: args.line_offset,
         decoded,
+        prototypes,
     };
     let Some(type_name) = args.type_name.clone() else {
         if profile.lines.is_empty() {
