@@ -11,7 +11,7 @@ use lineup::analysis::diagnose::{accesses_for, diagnose};
 use lineup::analysis::fields::resolve_path;
 use lineup::layout;
 use lineup::profile::{Access, CodeLocation, Counts, LineProfile, Profile, import_c2c};
-use lineup::readers::code::{CodeImage, decode_rows};
+use lineup::readers::code::{CodeImage, CodeSource, decode_rows};
 use lineup::readers::{Format, InputFile, load};
 
 fn c2c(path: &str) -> Vec<Profile> {
@@ -401,7 +401,7 @@ fn decoded_rows_bind_exactly() {
         accesses: vec![user_row(0x0, "inc_e", 80.0, 80.0)],
         ..Default::default()
     });
-    let decoded = decode_rows(&image, None, &p);
+    let decoded = decode_rows(&CodeSource::Image(image), None, &p);
     assert_eq!(decoded.len(), 2);
     let input = BindInput {
         domain: Some(Domain::User),
@@ -518,5 +518,146 @@ fn dwarf_subprograms_give_prototypes_too() {
     let first = &lines[0].candidates[0];
     assert_eq!(first.type_name, "s");
     assert_eq!(first.prototypes.functions, ["set_d"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An ELF core file as /proc/kcore is: one `PT_LOAD` segment mapping `vaddr` to `code`.
+/// (This VM has no /proc/kcore; the layout follows the ELF64 spec for ET_CORE files.)
+fn write_core(path: &Path, vaddr: u64, code: &[u8]) {
+    let mut f = vec![0u8; 4096];
+    f[..4].copy_from_slice(b"\x7fELF");
+    f[4] = 2; // ELFCLASS64
+    f[5] = 1; // little endian
+    f[6] = 1; // EV_CURRENT
+    f[16..18].copy_from_slice(&4u16.to_le_bytes()); // ET_CORE
+    f[18..20].copy_from_slice(&62u16.to_le_bytes()); // EM_X86_64
+    f[20..24].copy_from_slice(&1u32.to_le_bytes());
+    f[0x20..0x28].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
+    f[0x34..0x36].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
+    f[0x36..0x38].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
+    f[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
+    let ph = &mut f[64..120];
+    ph[..4].copy_from_slice(&1u32.to_le_bytes()); // PT_LOAD
+    ph[4..8].copy_from_slice(&5u32.to_le_bytes()); // R+X
+    ph[8..16].copy_from_slice(&4096u64.to_le_bytes()); // p_offset
+    ph[16..24].copy_from_slice(&vaddr.to_le_bytes());
+    ph[32..40].copy_from_slice(&(code.len() as u64).to_le_bytes()); // p_filesz
+    ph[40..48].copy_from_slice(&(code.len() as u64).to_le_bytes()); // p_memsz
+    f.extend_from_slice(code);
+    std::fs::write(path, f).unwrap();
+}
+
+#[test]
+fn kernel_memory_and_kallsyms_decode_like_the_image() {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let dir = std::env::temp_dir().join(format!("lineup-kcore-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = compile(&dir, STRUCT_S);
+    let bytes = std::fs::read(&o).unwrap();
+    let obj = object::File::parse(&*bytes).unwrap();
+    let text = obj
+        .section_by_name(".text")
+        .unwrap()
+        .data()
+        .unwrap()
+        .to_vec();
+    let base = 0xffff_ffff_8100_0000u64;
+    let mut kallsyms = String::new();
+    for s in obj.symbols() {
+        if s.kind() == object::SymbolKind::Text {
+            kallsyms.push_str(&format!(
+                "{:016x} T {}\n",
+                base + s.address(),
+                s.name().unwrap()
+            ));
+        }
+    }
+    let core = dir.join("kcore");
+    write_core(&core, base, &text);
+    let ks_path = dir.join("kallsyms");
+    std::fs::write(&ks_path, &kallsyms).unwrap();
+    let ks = lineup::readers::code::Kallsyms::parse(&ks_path, &kallsyms).unwrap();
+    // Without kallsyms a core is refused, naming the fix.
+    let err = CodeSource::open(&core, false).err().unwrap().to_string();
+    assert!(err.contains("--kallsyms"), "{err}");
+    let source = CodeSource::open(&core, true).unwrap();
+    assert!(matches!(source, CodeSource::Core(_)));
+    let sites = rdi_accesses(&o);
+    let image = CodeImage::open(&o).unwrap();
+    for (f, off) in &sites {
+        let from_image = image.operand_at_symbol(f, *off).unwrap();
+        assert_eq!(
+            source.operand_at_symbol(f, *off, Some(&ks)).as_ref(),
+            Some(&from_image),
+            "{f}+{off:#x}"
+        );
+        // A raw code address, as perf prints it for a kernel with KASLR.
+        let addr = ks.address_of(f).unwrap() + off;
+        assert_eq!(ks.locate(addr), Some((f.as_str(), *off)));
+        assert_eq!(
+            source.operand_at_address(addr, Some(&ks)).as_ref(),
+            Some(&from_image)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cli_marks_decoded_bindings_exact() {
+    let dir = std::env::temp_dir().join(format!("lineup-cliexact-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = compile(&dir, STRUCT_S);
+    let sites = rdi_accesses(&o);
+    let at = |f: &str| sites.iter().find(|s| s.0 == f).unwrap().1;
+    let mut p = Profile::new("test", lineup::profile::Unit::Samples, 64);
+    let mut r = row(0x38, "set_d", 0.0, 100.0);
+    r.code.as_mut().unwrap().symbol_offset = Some(at("set_d"));
+    r.code.as_mut().unwrap().object = Some("s.o".into());
+    let mut r2 = row(0x0, "inc_e", 50.0, 50.0);
+    r2.code.as_mut().unwrap().symbol_offset = Some(at("inc_e"));
+    r2.code.as_mut().unwrap().object = Some("s.o".into());
+    p.lines.push(LineProfile {
+        address: 0x5555_0000_1000,
+        accesses: vec![r],
+        ..Default::default()
+    });
+    p.lines.push(LineProfile {
+        address: 0x5555_0000_1040,
+        accesses: vec![r2],
+        ..Default::default()
+    });
+    let pj = dir.join("p.json");
+    std::fs::write(&pj, p.to_json()).unwrap();
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_lineup"))
+            .args(["diagnose", "--type", "s", "--profile"])
+            .arg(&pj)
+            .arg("--dwarf")
+            .arg(&o)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let vm = o.to_str().unwrap();
+    let text = run(&["--vmlinux", vm]);
+    assert!(
+        text.contains("data line 0x555500001000 is bytes -8..55 of the struct (exact)"),
+        "{text}"
+    );
+    assert!(text.contains("decoded: set_d `mov [rdi+0x30]`"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&run(&["--vmlinux", vm, "--json"])).unwrap();
+    let b = json["bindings"].as_array().unwrap();
+    assert_eq!(b.len(), 2);
+    assert!(b.iter().all(|x| x["binding"] == "exact"), "{json}");
+    // Without the code: inferred, and said so.
+    let text = run(&[]);
+    assert!(text.contains("(inferred"), "{text}");
+    assert!(!text.contains("(exact"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -132,9 +132,9 @@ pub fn gather_with(
 /// Where the code behind the evidence's rows is, to bind exactly.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct CodeArgs {
-    /// The image whose code the rows name (a vmlinux or a .ko with symbols, a program, an
-    /// object file): each row's instruction is decoded and its displacement binds the line
-    /// exactly (x86-64)
+    /// The code the rows name: a vmlinux or a .ko with symbols, a program, an object file,
+    /// or /proc/kcore (with --kallsyms, as root): each row's instruction is decoded and its
+    /// displacement binds the line exactly (x86-64)
     #[arg(long, value_name = "FILE")]
     pub vmlinux: Option<PathBuf>,
     /// Runtime kernel symbols (/proc/kallsyms, read as root) to place raw code addresses
@@ -149,7 +149,7 @@ impl CodeArgs {
         let Some(path) = &self.vmlinux else {
             return Ok(Decoded::new());
         };
-        let image = lineup::readers::code::CodeImage::open(path)?;
+        let image = lineup::readers::code::CodeSource::open(path, self.kallsyms.is_some())?;
         let kallsyms = match &self.kallsyms {
             Some(k) => {
                 let text = std::fs::read_to_string(k)

@@ -199,6 +199,7 @@ impl CodeImage {
 pub struct Kallsyms {
     /// (address, name), sorted by address; text symbols only.
     symbols: Vec<(u64, String)>,
+    by_name: HashMap<String, u64>,
 }
 
 impl Kallsyms {
@@ -227,7 +228,16 @@ impl Kallsyms {
             ));
         }
         symbols.sort();
-        Ok(Kallsyms { symbols })
+        let mut by_name = HashMap::new();
+        for (a, n) in &symbols {
+            by_name.entry(n.clone()).or_insert(*a);
+        }
+        Ok(Kallsyms { symbols, by_name })
+    }
+
+    /// Runtime address of function `name`.
+    pub fn address_of(&self, name: &str) -> Option<u64> {
+        self.by_name.get(name).copied()
     }
 
     /// `(symbol, offset)` of runtime address `address`.
@@ -248,22 +258,19 @@ pub type Decoded = BTreeMap<(u64, usize), MemoryOperand>;
 /// address of the image (a kernel without KASLR, a program that is not position
 /// independent).
 pub fn decode_rows(
-    image: &CodeImage,
+    code: &CodeSource,
     kallsyms: Option<&Kallsyms>,
     profile: &crate::profile::Profile,
 ) -> Decoded {
     let mut out = Decoded::new();
     for line in &profile.lines {
         for (i, a) in line.accesses.iter().enumerate() {
-            let Some(code) = &a.code else { continue };
-            let op = match (&code.symbol, code.symbol_offset, code.address) {
-                (Some(sym), Some(off), _) => image.operand_at_symbol(function_part(sym), off),
-                (_, _, Some(addr)) => match kallsyms {
-                    Some(k) => k
-                        .locate(addr)
-                        .and_then(|(sym, off)| image.operand_at_symbol(sym, off)),
-                    None => image.operand_at_address(addr),
-                },
+            let Some(loc) = &a.code else { continue };
+            let op = match (&loc.symbol, loc.symbol_offset, loc.address) {
+                (Some(sym), Some(off), _) => {
+                    code.operand_at_symbol(function_part(sym), off, kallsyms)
+                }
+                (_, _, Some(addr)) => code.operand_at_address(addr, kallsyms),
                 _ => None,
             };
             if let Some(op) = op {
@@ -272,6 +279,132 @@ pub fn decode_rows(
         }
     }
     out
+}
+
+/// Where instructions come from: an ELF image with symbols, or the live kernel's memory
+/// (`/proc/kcore`, an ELF core whose segments map kernel addresses) placed by kallsyms.
+pub enum CodeSource {
+    Image(CodeImage),
+    Core(KernelCore),
+}
+
+impl CodeSource {
+    /// Opens `path`: an ELF core (`/proc/kcore`) needs `kallsyms` to find functions.
+    pub fn open(path: &Path, has_kallsyms: bool) -> Result<Self, LoadError> {
+        let mut head = [0u8; 18];
+        {
+            use std::io::Read;
+            let mut f =
+                std::fs::File::open(path).map_err(|e| LoadError::new(path, e.to_string()))?;
+            f.read_exact(&mut head)
+                .map_err(|_| LoadError::new(path, "too short for an ELF file"))?;
+        }
+        if head.starts_with(b"\x7fELF") && u16::from_le_bytes([head[16], head[17]]) == 4 {
+            if !has_kallsyms {
+                return Err(LoadError::new(
+                    path,
+                    "a kernel core (/proc/kcore) has no symbols: give --kallsyms /proc/kallsyms",
+                ));
+            }
+            return Ok(CodeSource::Core(KernelCore::open(path)?));
+        }
+        Ok(CodeSource::Image(CodeImage::open(path)?))
+    }
+
+    pub fn operand_at_symbol(
+        &self,
+        symbol: &str,
+        offset: u64,
+        kallsyms: Option<&Kallsyms>,
+    ) -> Option<MemoryOperand> {
+        match self {
+            CodeSource::Image(i) => i.operand_at_symbol(symbol, offset),
+            CodeSource::Core(c) => {
+                let at = kallsyms?.address_of(symbol)? + offset;
+                c.operand_at(at)
+            }
+        }
+    }
+
+    pub fn operand_at_address(
+        &self,
+        address: u64,
+        kallsyms: Option<&Kallsyms>,
+    ) -> Option<MemoryOperand> {
+        match (self, kallsyms) {
+            (CodeSource::Image(i), Some(k)) => {
+                let (sym, off) = k.locate(address)?;
+                i.operand_at_symbol(sym, off)
+            }
+            (CodeSource::Image(i), None) => i.operand_at_address(address),
+            (CodeSource::Core(c), _) => c.operand_at(address),
+        }
+    }
+}
+
+/// The running kernel's memory as `/proc/kcore` shows it: an ELF core whose `PT_LOAD`
+/// segments map kernel virtual addresses to file offsets. Read at offsets, never mapped
+/// (the file is as large as the address space).
+pub struct KernelCore {
+    file: std::fs::File,
+    /// (virtual address, size in the file, file offset)
+    segments: Vec<(u64, u64, u64)>,
+}
+
+impl KernelCore {
+    pub fn open(path: &Path) -> Result<Self, LoadError> {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::open(path).map_err(|e| LoadError::new(path, e.to_string()))?;
+        let bad = |what: &str| {
+            LoadError::new(path, format!("not a 64-bit little-endian ELF core: {what}"))
+        };
+        let mut eh = [0u8; 64];
+        file.read_exact_at(&mut eh, 0)
+            .map_err(|_| bad("short header"))?;
+        if &eh[..4] != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 {
+            return Err(bad("class or byte order"));
+        }
+        let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+        let u64_at =
+            |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
+        let phoff = u64_at(&eh, 0x20);
+        let phentsize = u16_at(&eh, 0x36) as u64;
+        let phnum = u16_at(&eh, 0x38) as u64;
+        if phentsize < 56 || phnum == 0 || phnum > 1 << 16 {
+            return Err(bad("program headers"));
+        }
+        let mut segments = Vec::new();
+        for i in 0..phnum {
+            let mut ph = [0u8; 56];
+            file.read_exact_at(&mut ph, phoff + i * phentsize)
+                .map_err(|_| bad("program header past the end"))?;
+            if u32::from_le_bytes(ph[..4].try_into().expect("4 bytes")) != 1 {
+                continue;
+            }
+            segments.push((u64_at(&ph, 16), u64_at(&ph, 32), u64_at(&ph, 8)));
+        }
+        if segments.is_empty() {
+            return Err(bad("no loadable segments"));
+        }
+        Ok(KernelCore { file, segments })
+    }
+
+    /// The memory operand of the instruction at kernel address `address`.
+    pub fn operand_at(&self, address: u64) -> Option<MemoryOperand> {
+        use std::os::unix::fs::FileExt;
+        let &(vaddr, size, offset) = self
+            .segments
+            .iter()
+            .find(|(v, s, _)| *v <= address && address - v < *s)?;
+        let avail = (size - (address - vaddr)).min(MAX_INSTRUCTION as u64) as usize;
+        let mut buf = vec![0u8; avail];
+        let n = self
+            .file
+            .read_at(&mut buf, offset + (address - vaddr))
+            .ok()?;
+        buf.truncate(n);
+        decode_operand(&buf, address)
+    }
 }
 
 /// `foo` of `foo+0x10`; local symbols keep their suffix (`foo.isra.0` is its own symbol).
