@@ -13,6 +13,7 @@ fn access(offset: u64, weight: f64, store_share: f64, sym: &str) -> LineAccess {
         weight,
         store_share,
         symbols: vec![sym.to_string()],
+        types: Vec::new(),
     }
 }
 

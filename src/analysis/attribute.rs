@@ -19,6 +19,10 @@ pub struct LineAccess {
     pub store_share: f64,
     /// Functions that made it (`update_load_avg`, `set_task_cpu+279`).
     pub symbols: Vec<String>,
+    /// Structs those functions' prototypes take or return pointers to (`rw_semaphore` for
+    /// `rwsem_spin_on_owner`); empty when unknown. A placement that puts the access inside
+    /// an embedded member of one of them is what the code says.
+    pub types: Vec<String>,
 }
 
 /// One way the line can lie over a struct.
@@ -38,6 +42,9 @@ pub struct Candidate {
     /// written weight lands on atomics and locks; how shallow the touched fields are (hot
     /// data is usually a struct's own member, not deep inside an embedded timer).
     pub name_affinity: f64,
+    /// Share of weight landing inside an embedded member whose type the accessing
+    /// function's prototype names (`rwsem_spin_on_owner` inside `mmap_lock`).
+    pub contained: f64,
     pub writes_on_atomics: f64,
     pub shallowness: f64,
     /// The field each access lands on, in input order (empty when outside the struct).
@@ -45,10 +52,13 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    /// Overall rank: fit first; the tie-breakers together weigh less than one misplaced
-    /// access in ten.
+    /// Overall rank: fit first, then what the prototypes say (an access inside an embedded
+    /// struct its function takes); the name-based tie-breakers together weigh less than one
+    /// misplaced access in ten and never override offsets or prototypes.
     pub fn score(&self) -> f64 {
-        self.fit + 0.03 * (self.name_affinity + self.writes_on_atomics + self.shallowness)
+        self.fit
+            + 0.2 * self.contained
+            + 0.03 * (0.5 * self.name_affinity + self.writes_on_atomics + self.shallowness)
     }
 }
 
@@ -66,6 +76,7 @@ pub fn candidates(
         return Vec::new();
     }
     let leaves = leaves(types, id);
+    let embedded = embedded(types, id);
     let align = struct_align(types, id).clamp(1, cacheline_size);
     let cls = cacheline_size as i64;
     let mut out = Vec::new();
@@ -74,7 +85,7 @@ pub fn candidates(
     while shift < cls {
         let mut line_start = -shift;
         while line_start < size as i64 {
-            if let Some(c) = score(types, id, &leaves, accesses, line_start, size) {
+            if let Some(c) = score(types, id, &leaves, &embedded, accesses, line_start, size) {
                 out.push(Candidate {
                     line_index: line_start.div_euclid(cls),
                     ..c
@@ -122,6 +133,172 @@ pub fn rank_types(
     best
 }
 
+/// The placement of `accesses` over struct `id` with the line starting at struct offset
+/// `line_start`; `None` when an access falls outside the struct.
+pub fn placement(
+    types: &Types<'_>,
+    id: TypeId,
+    accesses: &[LineAccess],
+    line_start: i64,
+    cacheline_size: u64,
+) -> Option<Candidate> {
+    let size = types.size_of(id);
+    if size == 0 || accesses.is_empty() {
+        return None;
+    }
+    let c = score(
+        types,
+        id,
+        &leaves(types, id),
+        &embedded(types, id),
+        accesses,
+        line_start,
+        size,
+    )?;
+    Some(Candidate {
+        line_index: line_start.div_euclid(cacheline_size.max(1) as i64),
+        ..c
+    })
+}
+
+/// What scoring placements over one struct needs, computed once.
+pub struct Scorer {
+    pub id: TypeId,
+    pub size: u64,
+    leaves: Vec<Leaf>,
+    embedded: Vec<Embedded>,
+}
+
+impl Scorer {
+    pub fn new(types: &Types<'_>, id: TypeId) -> Self {
+        Scorer {
+            id,
+            size: types.size_of(id),
+            leaves: leaves(types, id),
+            embedded: embedded(types, id),
+        }
+    }
+
+    /// Like [`placement`], without recomputing the struct's leaves.
+    pub fn at(
+        &self,
+        types: &Types<'_>,
+        accesses: &[LineAccess],
+        line_start: i64,
+        cacheline_size: u64,
+    ) -> Option<Candidate> {
+        if self.size == 0 || accesses.is_empty() {
+            return None;
+        }
+        let c = score(
+            types,
+            self.id,
+            &self.leaves,
+            &self.embedded,
+            accesses,
+            line_start,
+            self.size,
+        )?;
+        Some(Candidate {
+            line_index: line_start.div_euclid(cacheline_size.max(1) as i64),
+            ..c
+        })
+    }
+
+    /// The deepest member starting exactly at `offset` that holds an access of `size` bytes.
+    pub fn leaf_starting_at(&self, offset: u64, size: Option<u32>) -> Option<&Leaf> {
+        self.leaves
+            .iter()
+            .filter(|l| {
+                l.offset == offset && size.is_none_or(|s| l.size == 0 || s as u64 <= l.size)
+            })
+            .max_by_key(|l| l.depth)
+    }
+}
+
+/// A struct or union embedded (not pointed to) somewhere in another, with its byte range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Embedded {
+    pub offset: u64,
+    pub size: u64,
+    /// The struct's tag or typedef name (`rw_semaphore`, `raw_spinlock`).
+    pub names: Vec<String>,
+}
+
+/// Every struct or union embedded in `id` at any depth (array elements included, up to a
+/// bound), by offset.
+pub fn embedded(types: &Types<'_>, id: TypeId) -> Vec<Embedded> {
+    let mut out = Vec::new();
+    embed_walk(types, id, 0, 0, &mut out);
+    out
+}
+
+fn embed_walk(types: &Types<'_>, id: TypeId, base: u64, depth: usize, out: &mut Vec<Embedded>) {
+    let Some(comp) = types.composite(types.resolve(id)) else {
+        return;
+    };
+    if depth > 8 {
+        return;
+    }
+    for m in &comp.members {
+        if m.is_bitfield() {
+            continue;
+        }
+        embed_member(types, m.ty, base + m.bit_offset / 8, depth, out);
+    }
+}
+
+fn embed_member(types: &Types<'_>, ty: TypeId, offset: u64, depth: usize, out: &mut Vec<Embedded>) {
+    let resolved = types.resolve(ty);
+    match &types.get(resolved).kind {
+        crate::types::Kind::Struct(_) | crate::types::Kind::Union(_) => {
+            let names = type_names(types, ty);
+            if !names.is_empty() {
+                out.push(Embedded {
+                    offset,
+                    size: types.size_of(resolved),
+                    names,
+                });
+            }
+            embed_walk(types, resolved, offset, depth + 1, out);
+        }
+        crate::types::Kind::Array { elem, count } => {
+            let esize = types.size_of(*elem);
+            if esize == 0 {
+                return;
+            }
+            for i in 0..(*count).min(64) {
+                embed_member(types, *elem, offset + i * esize, depth + 1, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The names a type goes by: every typedef on the way to it and its own tag
+/// (`raw_spinlock_t`, `raw_spinlock`).
+pub fn type_names(types: &Types<'_>, mut id: TypeId) -> Vec<String> {
+    let mut names = Vec::new();
+    for _ in 0..16 {
+        let t = types.get(id);
+        match &t.kind {
+            crate::types::Kind::Typedef { target } => {
+                names.push(t.name.to_string());
+                id = *target;
+            }
+            crate::types::Kind::Qualified { target, .. }
+            | crate::types::Kind::TypeTag { target, .. } => id = *target,
+            _ => {
+                if !t.name.is_empty() {
+                    names.push(t.name.to_string());
+                }
+                break;
+            }
+        }
+    }
+    names
+}
+
 fn struct_align(types: &Types<'_>, id: TypeId) -> u64 {
     let natural = types.natural_align(id);
     crate::layout::layout_with(types, id, 64, false)
@@ -134,6 +311,7 @@ fn score(
     types: &Types<'_>,
     id: TypeId,
     leaves: &[Leaf],
+    embedded: &[Embedded],
     accesses: &[LineAccess],
     line_start: i64,
     size: u64,
@@ -149,6 +327,7 @@ fn score(
         .sum();
     let mut fit = 0.0;
     let mut affinity = 0.0;
+    let mut contained = 0.0;
     let mut atomics = 0.0;
     let mut shallow = 0.0;
     let mut fields = Vec::with_capacity(accesses.len());
@@ -160,6 +339,15 @@ fn score(
         }
         let x = x as u64;
         let w = a.weight.max(0.0) / total;
+        if !a.types.is_empty()
+            && embedded.iter().any(|e| {
+                e.offset <= x
+                    && x < e.offset + e.size.max(1)
+                    && e.names.iter().any(|n| a.types.contains(n))
+            })
+        {
+            contained += w;
+        }
         match leaf_at(leaves, x) {
             Some(leaf) => {
                 let fits_size = a
@@ -188,6 +376,7 @@ fn score(
         line_index: 0,
         fit,
         name_affinity: affinity,
+        contained,
         writes_on_atomics: atomics,
         shallowness: shallow,
         fields,

@@ -984,22 +984,11 @@ pub fn accesses_for(
     (profile.type_accesses(type_name), missing)
 }
 
-/// How one raw cache line of the evidence was bound to the struct.
-#[derive(Clone, Debug, Serialize)]
-pub struct LineBinding {
-    pub address: u64,
-    /// Struct offset where the line starts.
-    pub line_start: i64,
-    /// Whether the engineer gave it (`--line-offset`) rather than lineup inferring it.
-    pub given: bool,
-    /// Other placements that fit the offsets as well (within 0.05 of the best score).
-    pub alternatives: Vec<i64>,
-    pub score: f64,
-}
+pub use super::bind::LineBinding;
 
-/// Binds every raw line of `profile` not yet bound to struct `id` (named `type_name`): at
-/// `line_start` when given, else at the best-scoring placement of its offsets
-/// ([`super::attribute::candidates`]). Lines no placement fits stay unbound.
+/// Binds the raw lines of `profile` not yet bound to struct `id` (named `type_name`) that
+/// fit it, jointly per object ([`super::bind::bind_type`]): at `line_start` when given, else
+/// at the best base for each object. Lines that fit nothing stay unbound.
 pub fn bind_raw_lines(
     profile: &mut Profile,
     types: &crate::types::Types<'_>,
@@ -1007,64 +996,11 @@ pub fn bind_raw_lines(
     type_name: &str,
     line_start: Option<i64>,
 ) -> Vec<LineBinding> {
-    let cls = profile.cacheline_size.max(1);
-    let mut out = Vec::new();
-    let addresses: Vec<u64> = profile
-        .lines
-        .iter()
-        .filter(|l| l.binding.is_none())
-        .map(|l| l.address)
-        .collect();
-    for address in addresses {
-        let Some(line) = profile.line(address) else {
-            continue;
-        };
-        let accesses: Vec<super::attribute::LineAccess> = line
-            .accesses
-            .iter()
-            .filter_map(|a| {
-                let total = a.counts.accesses();
-                Some(super::attribute::LineAccess {
-                    offset: a.offset?,
-                    size: a.size.and_then(|s| u32::try_from(s).ok()),
-                    weight: total.max(a.counts.transfers()).max(1.0),
-                    store_share: if total > 0.0 {
-                        a.counts.writes() / total
-                    } else {
-                        0.0
-                    },
-                    symbols: a.code.iter().map(|c| c.function()).collect(),
-                })
-            })
-            .collect();
-        let binding = match line_start {
-            Some(start) => Some(LineBinding {
-                address,
-                line_start: start,
-                given: true,
-                alternatives: Vec::new(),
-                score: 1.0,
-            }),
-            None => {
-                let c = super::attribute::candidates(types, id, &accesses, cls);
-                c.first().map(|best| LineBinding {
-                    address,
-                    line_start: best.line_start,
-                    given: false,
-                    alternatives: c
-                        .iter()
-                        .skip(1)
-                        .filter(|x| best.score() - x.score() < 0.05)
-                        .map(|x| x.line_start)
-                        .collect(),
-                    score: best.score(),
-                })
-            }
-        };
-        if let Some(b) = binding {
-            profile.bind_line(address, type_name, b.line_start);
-            out.push(b);
-        }
-    }
-    out
+    let input = super::bind::BindInput {
+        domain: (types.source == crate::types::SourceFormat::Btf)
+            .then_some(super::bind::Domain::Kernel),
+        line_start,
+        ..Default::default()
+    };
+    super::bind::bind_type(profile, types, id, type_name, &input).bound
 }

@@ -2,6 +2,7 @@
 //! contended line belongs to, verdicts per line, the machine and cost models, the optimizer.
 
 pub mod attribute;
+pub mod bind;
 pub mod candidate;
 pub mod contract;
 pub mod cost;

@@ -4,26 +4,55 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
+use lineup::analysis::bind;
 use lineup::analysis::diagnose::{self, Diagnosis, LineBinding};
 use lineup::emit::{self, html};
 use lineup::layout::{self, Field};
 
-use super::subject::{self, SubjectArgs};
+use super::subject;
 
 #[derive(clap::Args)]
 #[command(
-    about = "Explain each cache line of a struct from contention evidence",
+    about = "Explain each cache line of a struct from contention evidence; without --type, which types each contended line can be",
     after_help = "Examples:\n  lineup diagnose --type task_group --c2c c2c.txt\n  \
+                  lineup diagnose --c2c c2c.txt                     # overview: candidate types per line\n  \
+                  lineup diagnose --c2c c2c.txt --line 2 --json     # one line, every struct ranked\n  \
+                  lineup diagnose --type mm_struct --c2c c2c.txt --vmlinux vmlinux --kallsyms kallsyms\n  \
                   lineup diagnose --type root_domain --sketch examples/sketches/seed003_root_domain.toml\n  \
                   lineup diagnose --type task_group --perf-typeoff typeoff.txt    # perf report -s type,typeoff\n  \
                   lineup diagnose --type task_group --c2c mail.txt --report 2 --line-offset 256 --json"
 )]
 pub struct Args {
+    /// The struct the evidence is about; without it, an overview of the report: per
+    /// contended line, candidate types ranked with their reasons
+    #[arg(long = "type", value_name = "TYPE")]
+    type_name: Option<String>,
     #[command(flatten)]
-    subject: SubjectArgs,
+    evidence: super::evidence::EvidenceArgs,
+    #[command(flatten)]
+    pick: super::evidence::PickArgs,
+    /// Struct offset at which the evidence's cache line starts, when lineup's inference
+    /// (shown by `diagnose`) picks the wrong one
+    #[arg(
+        long,
+        value_name = "BYTES",
+        allow_negative_numbers = true,
+        requires = "type_name"
+    )]
+    line_offset: Option<i64>,
+    /// Overview: only the line the report ranks N (c2c's cache line index); repeatable
+    #[arg(long = "line", value_name = "N", conflicts_with = "type_name")]
+    lines: Vec<u32>,
+    /// Overview: only the line holding this data address (hex); repeatable
+    #[arg(long = "address", value_name = "ADDR", value_parser = parse_address, conflicts_with = "type_name")]
+    addresses: Vec<u64>,
+    #[command(flatten)]
+    source: super::source::SourceArgs,
+    #[command(flatten)]
+    code: subject::CodeArgs,
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
@@ -32,36 +61,175 @@ pub struct Args {
     html: Option<std::path::PathBuf>,
 }
 
+fn parse_address(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let hex = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    u64::from_str_radix(hex, 16).map_err(|_| format!("'{s}' is not a hex address"))
+}
+
 #[derive(Serialize)]
 struct Report<'a> {
     schema: u32,
     layout_source: &'a lineup::readers::LayoutSource,
     evidence: Option<&'a str>,
     bindings: &'a [LineBinding],
+    unbound: &'a [bind::Unbound],
     #[serde(flatten)]
     diagnosis: &'a Diagnosis,
 }
 
+#[derive(Serialize)]
+struct OverviewReport<'a> {
+    schema: u32,
+    evidence: Option<&'a str>,
+    types: &'a str,
+    lines: &'a [bind::LineOverview],
+}
+
+/// Text of the overview: per line, candidate types with their reasons.
+fn overview_text(lines: &[bind::LineOverview], label: &str, evidence: &str) -> String {
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "{} contended line(s) in {evidence}; candidate types from {label}, best first",
+        lines.len()
+    );
+    for l in lines {
+        text.push('\n');
+        let _ = writeln!(
+            text,
+            "line {}{:#x}{}: {}",
+            l.rank.map(|r| format!("{r} ")).unwrap_or_default(),
+            l.address,
+            l.domain
+                .map(|d| format!(" ({} data)", d.label()))
+                .unwrap_or_default(),
+            if l.functions.is_empty() {
+                "no functions named".to_string()
+            } else {
+                l.functions
+                    .iter()
+                    .take(4)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        );
+        if let Some(n) = &l.note {
+            let _ = writeln!(text, "  {n}");
+        }
+        for (i, c) in l.candidates.iter().enumerate() {
+            let mut fields: Vec<&str> = Vec::new();
+            for f in &c.fields {
+                if !fields.contains(&f.as_str()) {
+                    fields.push(f);
+                }
+            }
+            let _ = writeln!(
+                text,
+                "  {}. {} at bytes {}..{} ({}, score {:.2}): {}",
+                i + 1,
+                c.type_name,
+                c.line_start,
+                c.line_start + 63,
+                c.binding.label(),
+                c.score,
+                fields.join(", ")
+            );
+            for r in &c.reasons {
+                let _ = writeln!(text, "       {r}");
+            }
+        }
+    }
+    text
+}
+
 pub fn run(args: Args) -> Result<()> {
     let html_out = super::output::check_opt("--html", args.html.as_deref())?;
-    let mut profile = args.subject.evidence.load(&args.subject.pick)?;
-    let opened = args.subject.source.open()?;
+    let mut profile = args.evidence.load(&args.pick)?;
+    let opened = args.source.open()?;
     let types = opened.types()?;
-    let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
+    let decoded = args.code.decode(&profile)?;
+    let source_path = args
+        .source
+        .btf
+        .as_ref()
+        .or(args.source.dwarf.as_ref())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| opened.label.clone());
+    // DWARF records functions as subprograms, not in the types: read their prototypes.
+    let prototypes = if opened.format == lineup::readers::Format::Dwarf {
+        let arena = typed_arena::Arena::new();
+        lineup::readers::dwarf::function_prototypes(opened.file.bytes(), &arena).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let input = bind::BindInput {
+        domain: Some(bind::source_domain(&types, &source_path)),
+        line_start: args.line_offset,
+        decoded,
+        prototypes,
+    };
+    let Some(type_name) = args.type_name.clone() else {
+        if profile.lines.is_empty() {
+            bail!(
+                "{}: the evidence holds no raw cache lines (it is already about {}): give --type",
+                subject::evidence_label(&profile),
+                profile
+                    .types
+                    .iter()
+                    .map(|t| t.type_name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let selection = bind::Selection {
+            ranks: args.lines.clone(),
+            addresses: args.addresses.clone(),
+        };
+        let few = if selection.is_empty() {
+            profile.lines.len() <= 3
+        } else {
+            true
+        };
+        let lines = bind::overview(&profile, &types, &input, &selection, few);
+        if lines.is_empty() {
+            bail!(
+                "{}: no line matches --line/--address (the report has {} line(s))",
+                subject::evidence_label(&profile),
+                profile.lines.len()
+            );
+        }
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        if args.json {
+            let report = OverviewReport {
+                schema: 1,
+                evidence: profile.provenance.input.as_deref(),
+                types: &opened.label,
+                lines: &lines,
+            };
+            serde_json::to_writer_pretty(&mut out, &report)?;
+            writeln!(out)?;
+        } else {
+            out.write_all(
+                overview_text(&lines, &opened.label, &subject::evidence_label(&profile)).as_bytes(),
+            )?;
+        }
+        return Ok(());
+    };
+    let id = subject::find_type(&types, &opened.label, &type_name)?;
     let cls = profile.cacheline_size.max(1);
     let layout = layout::layout(&types, id, cls).expect("a defined struct has a layout");
     let subject::Evidence {
         bindings,
+        unbound,
         accesses,
         missing,
-    } = subject::gather(
-        &mut profile,
-        &types,
-        id,
-        &args.subject.type_name,
-        layout.size,
-        args.subject.line_offset,
-    )?;
+    } = subject::gather_with(&mut profile, &types, id, &type_name, layout.size, &input)?;
     let mut d = diagnose::diagnose(&layout, &accesses, profile.provenance.machine.cpus);
     d.unresolved_fields = missing;
 
@@ -82,6 +250,21 @@ pub fn run(args: Args) -> Result<()> {
         ];
         if let Some(input) = &profile.provenance.input {
             notes.push(format!("evidence file: {input}"));
+        }
+        for b in &bindings {
+            notes.push(format!(
+                "data line {:#x} is bytes {}..{} of the struct ({})",
+                b.address,
+                b.line_start,
+                b.line_start + cls as i64 - 1,
+                b.binding.label()
+            ));
+        }
+        for u in &unbound {
+            notes.push(format!(
+                "data line {:#x} left unbound: {}",
+                u.address, u.reason
+            ));
         }
         if !d.unresolved_fields.is_empty() {
             notes.push(format!(
@@ -119,6 +302,7 @@ pub fn run(args: Args) -> Result<()> {
             layout_source: &opened.source,
             evidence: profile.provenance.input.as_deref(),
             bindings: &bindings,
+            unbound: &unbound,
             diagnosis: &d,
         };
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -141,13 +325,18 @@ pub fn run(args: Args) -> Result<()> {
             .unwrap_or_default()
     );
     for b in &bindings {
-        let how = if b.given { "as given" } else { "inferred" };
+        let how = b.binding.label();
         let _ = write!(
             text,
-            "data line {:#x} is bytes {}..{} of the struct ({how})",
+            "data line {:#x} is bytes {}..{} of the struct ({how}{})",
             b.address,
             b.line_start,
-            b.line_start + cls as i64 - 1
+            b.line_start + cls as i64 - 1,
+            if bindings.iter().any(|x| x.object != b.object) {
+                format!(", object {}", b.object + 1)
+            } else {
+                String::new()
+            }
         );
         if !b.alternatives.is_empty() {
             let alts: Vec<String> = b.alternatives.iter().take(6).map(i64::to_string).collect();
@@ -159,6 +348,16 @@ pub fn run(args: Args) -> Result<()> {
             );
         }
         text.push('\n');
+        for r in b.reasons.iter().filter(|r| r.starts_with("decoded")) {
+            let _ = writeln!(text, "  {r}");
+        }
+    }
+    for u in &unbound {
+        let _ = writeln!(
+            text,
+            "data line {:#x} left unbound: {}",
+            u.address, u.reason
+        );
     }
     if !d.unresolved_fields.is_empty() {
         let _ = writeln!(

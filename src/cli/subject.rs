@@ -3,6 +3,9 @@
 
 use anyhow::{Result, bail};
 
+use std::path::PathBuf;
+
+use lineup::analysis::bind::{self, BindInput, Decoded, Domain, Unbound};
 use lineup::analysis::cost;
 use lineup::analysis::diagnose::{self, LineBinding};
 use lineup::analysis::machine::{self, MachineModel};
@@ -45,6 +48,8 @@ pub fn find_type(types: &Types<'_>, label: &str, name: &str) -> Result<TypeId> {
 
 pub struct Evidence {
     pub bindings: Vec<LineBinding>,
+    /// Raw lines that fit nothing of the struct, and why.
+    pub unbound: Vec<Unbound>,
     pub accesses: Vec<Access>,
     /// Fields the profile names that the struct lacks.
     pub missing: Vec<String>,
@@ -60,7 +65,24 @@ pub fn gather(
     size: u64,
     line_offset: Option<i64>,
 ) -> Result<Evidence> {
-    let bindings = diagnose::bind_raw_lines(profile, types, id, type_name, line_offset);
+    let input = BindInput {
+        domain: (types.source == lineup::types::SourceFormat::Btf).then_some(Domain::Kernel),
+        line_start: line_offset,
+        ..Default::default()
+    };
+    gather_with(profile, types, id, type_name, size, &input)
+}
+
+/// [`gather`] with everything binding takes: the types' side, decoded instructions.
+pub fn gather_with(
+    profile: &mut Profile,
+    types: &Types<'_>,
+    id: TypeId,
+    type_name: &str,
+    size: u64,
+    input: &BindInput,
+) -> Result<Evidence> {
+    let outcome = bind::bind_type(profile, types, id, type_name, input);
     let (accesses, missing) = diagnose::accesses_for(profile, types, id, type_name);
     if accesses.iter().all(|a| a.offset.is_none()) {
         if !missing.is_empty() {
@@ -68,6 +90,24 @@ pub fn gather(
                 "{}: the profile names fields struct {type_name} does not have: {}",
                 evidence_label(profile),
                 missing.join(", ")
+            );
+        }
+        if !outcome.unbound.is_empty() {
+            let why: Vec<String> = outcome
+                .unbound
+                .iter()
+                .take(3)
+                .map(|u| format!("line {:#x}: {}", u.address, u.reason))
+                .collect();
+            bail!(
+                "{}: no line of the report fits struct {type_name} ({size} bytes): {}{}",
+                evidence_label(profile),
+                why.join("; "),
+                if outcome.unbound.len() > 3 {
+                    format!("; and {} more", outcome.unbound.len() - 3)
+                } else {
+                    String::new()
+                }
             );
         }
         let about: Vec<&str> = profile.types.iter().map(|t| t.type_name.as_str()).collect();
@@ -82,10 +122,48 @@ pub fn gather(
         );
     }
     Ok(Evidence {
-        bindings,
+        bindings: outcome.bound,
+        unbound: outcome.unbound,
         accesses,
         missing,
     })
+}
+
+/// Where the code behind the evidence's rows is, to bind exactly.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct CodeArgs {
+    /// The code the rows name: a vmlinux or a .ko with symbols, a program, an object file,
+    /// or /proc/kcore (with --kallsyms, as root): each row's instruction is decoded and its
+    /// displacement binds the line exactly (x86-64)
+    #[arg(long, value_name = "FILE")]
+    pub vmlinux: Option<PathBuf>,
+    /// Runtime kernel symbols (/proc/kallsyms, read as root) to place raw code addresses
+    /// of a kernel with KASLR in --vmlinux
+    #[arg(long, value_name = "FILE", requires = "vmlinux")]
+    pub kallsyms: Option<PathBuf>,
+}
+
+impl CodeArgs {
+    /// Decodes the instruction of every row that names its code, when an image is given.
+    pub fn decode(&self, profile: &Profile) -> Result<Decoded> {
+        let Some(path) = &self.vmlinux else {
+            return Ok(Decoded::new());
+        };
+        let image = lineup::readers::code::CodeSource::open(path, self.kallsyms.is_some())?;
+        let kallsyms = match &self.kallsyms {
+            Some(k) => {
+                let text = std::fs::read_to_string(k)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", k.display()))?;
+                Some(lineup::readers::code::Kallsyms::parse(k, &text)?)
+            }
+            None => None,
+        };
+        Ok(lineup::readers::code::decode_rows(
+            &image,
+            kallsyms.as_ref(),
+            profile,
+        ))
+    }
 }
 
 /// The evidence file as given on the command line (not the one a saved profile was once

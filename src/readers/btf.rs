@@ -357,7 +357,13 @@ fn read_types<'a>(
                 },
                 target: size_or_type,
             },
-            KIND_FUNC => Kind::Other,
+            KIND_FUNC => {
+                types.functions.push(crate::types::Function {
+                    name,
+                    proto: size_or_type,
+                });
+                Kind::Other
+            }
             KIND_FUNC_PROTO => {
                 need(8)?;
                 let mut params = Vec::with_capacity(vlen);

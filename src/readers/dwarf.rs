@@ -1768,3 +1768,100 @@ mod tests {
         assert!(matches!(err, DwarfError::NotElf(_)), "{err}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Function prototypes
+
+/// Every named function (`DW_TAG_subprogram`) with the structs its formal parameters and
+/// return type point to, by name (typedefs, `const` and `volatile` followed): what binding
+/// evidence rows to types needs from a program without BTF.
+pub fn function_prototypes(
+    elf: &[u8],
+    arena: &typed_arena::Arena<Vec<u8>>,
+) -> Result<Vec<(String, Vec<String>)>, DwarfError> {
+    let sections = Sections::load(elf, arena)?;
+    let dwarf = sections.dwarf();
+    let mut out = Vec::new();
+    let mut units = dwarf.units();
+    while let Ok(Some(header)) = units.next() {
+        let Ok(unit) = dwarf.unit(header) else {
+            continue;
+        };
+        let mut entries = unit.entries();
+        // (depth of the subprogram, its name, structs so far)
+        let mut open: Option<(isize, String, Vec<String>)> = None;
+        while let Ok(Some(entry)) = entries.next_dfs() {
+            let depth = entry.depth();
+            if let Some((d, _, _)) = &open
+                && depth <= *d
+                && let Some((_, name, structs)) = open.take()
+            {
+                out.push((name, structs));
+            }
+            match entry.tag() {
+                dw::DW_TAG_subprogram => {
+                    let name = entry
+                        .attr_value(dw::DW_AT_name)
+                        .and_then(|v| dwarf.attr_string(&unit, v).ok())
+                        .map(|s| String::from_utf8_lossy(s.slice()).into_owned());
+                    if let Some(name) = name {
+                        let mut structs = Vec::new();
+                        if let Some(s) = pointee_name(&dwarf, &unit, entry, 0) {
+                            structs.push(s);
+                        }
+                        open = Some((depth, name, structs));
+                    }
+                }
+                dw::DW_TAG_formal_parameter => {
+                    if let Some((d, _, structs)) = &mut open
+                        && depth == *d + 1
+                        && let Some(s) = pointee_name(&dwarf, &unit, entry, 0)
+                        && !structs.contains(&s)
+                    {
+                        structs.push(s);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some((_, name, structs)) = open.take() {
+            out.push((name, structs));
+        }
+    }
+    Ok(out)
+}
+
+/// The name of the struct or union that `entry`'s `DW_AT_type` points to, when it is a
+/// pointer (through typedefs and qualifiers on either side of it).
+fn pointee_name<'a>(
+    dwarf: &gimli::Dwarf<Slice<'a>>,
+    unit: &Unit<'a>,
+    entry: &gimli::DebuggingInformationEntry<Slice<'a>>,
+    _depth: usize,
+) -> Option<String> {
+    let mut off = match entry.attr_value(dw::DW_AT_type)? {
+        AttributeValue::UnitRef(o) => o,
+        _ => return None,
+    };
+    let mut through_pointer = false;
+    for _ in 0..MAX_DEPTH {
+        let e = unit.entry(off).ok()?;
+        match e.tag() {
+            dw::DW_TAG_pointer_type if !through_pointer => through_pointer = true,
+            dw::DW_TAG_typedef | dw::DW_TAG_const_type | dw::DW_TAG_volatile_type => {}
+            dw::DW_TAG_structure_type | dw::DW_TAG_union_type | dw::DW_TAG_class_type
+                if through_pointer =>
+            {
+                let name = e.attr_value(dw::DW_AT_name)?;
+                let s = dwarf.attr_string(unit, name).ok()?;
+                return Some(String::from_utf8_lossy(s.slice()).into_owned());
+            }
+            _ => return None,
+        }
+        off = match e.attr_value(dw::DW_AT_type)? {
+            AttributeValue::UnitRef(o) => o,
+            _ => return None,
+        };
+    }
+    None
+}

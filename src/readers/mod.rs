@@ -2,6 +2,7 @@
 
 pub mod btf;
 pub mod c_struct;
+pub mod code;
 pub mod dwarf;
 pub mod host;
 pub mod pahole_text;

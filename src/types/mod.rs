@@ -170,6 +170,13 @@ pub struct Type<'a> {
     pub kind: Kind<'a>,
 }
 
+/// A function and its prototype ([`Kind::FuncProto`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Function<'a> {
+    pub name: &'a str,
+    pub proto: TypeId,
+}
+
 /// All types of one input, indexed by [`TypeId`].
 #[derive(Clone, Debug)]
 pub struct Types<'a> {
@@ -182,6 +189,9 @@ pub struct Types<'a> {
     /// What the reader could not do and the user must know (types it knows are elsewhere):
     /// printed by the command line as warnings.
     pub warnings: Vec<String>,
+    /// Functions with their prototypes (BTF `FUNC` records), for binding evidence rows to
+    /// the types their functions take; empty when the input records none.
+    pub functions: Vec<Function<'a>>,
     /// log2 of each type's natural alignment, computed on first use.
     align_memo: std::sync::OnceLock<Vec<u8>>,
 }
@@ -196,6 +206,7 @@ impl<'a> Types<'a> {
             pointer_size,
             source: SourceFormat::Btf,
             warnings: Vec::new(),
+            functions: Vec::new(),
             align_memo: std::sync::OnceLock::new(),
         }
     }

@@ -1,0 +1,1186 @@
+//! Binding a report's raw cache lines to objects of a type, or honestly not.
+//!
+//! A full `perf c2c` report lists lines of many structs, kernel and userspace. Three kinds of
+//! evidence say which type a line belongs to and where it lies in it:
+//! - **prototypes**: the functions in the rows take or return pointers to structs (BTF
+//!   records every kernel function's prototype); a line whose functions never name the type,
+//!   nor a struct that holds or points to one, is not that type;
+//! - **offsets**: each row's offset should start a member, with a matching size where known
+//!   ([`super::attribute`]);
+//! - **neighbours**: lines 64 or 128 bytes apart that are one object share one base.
+//!
+//! And where the code is at hand, the instruction itself: its memory operand's displacement
+//! is the member offset, exactly ([`crate::readers::code`]). Every binding says whether it is
+//! `exact` (decoded) or `inferred`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::Serialize;
+
+use super::attribute::{self, LineAccess, Scorer, embedded, type_names};
+use crate::profile::{CodeLocation, LineProfile, Profile};
+pub use crate::readers::code::Decoded;
+use crate::types::{Kind, TypeId, Types};
+
+/// A line whose offsets land on member starts for less than this share of its weight does
+/// not fit the type.
+pub const MIN_FIT: f64 = 0.5;
+/// A line whose rows' functions (those with known prototypes) reach the type for less than
+/// this share of their weight is not the type.
+pub const MIN_REACH: f64 = 0.5;
+
+/// Kernel or userspace: where a line's data lives, and which side a type describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Domain {
+    Kernel,
+    User,
+}
+
+impl Domain {
+    pub fn label(self) -> &'static str {
+        match self {
+            Domain::Kernel => "kernel",
+            Domain::User => "userspace",
+        }
+    }
+}
+
+/// Whether one row's code is kernel code: `[kernel.kallsyms]`, a `vmlinux`, a module, or
+/// perf's `[k]` marker. `None` when the row does not say.
+pub fn code_domain(code: &CodeLocation) -> Option<Domain> {
+    use crate::profile::Privilege;
+    if let Some(obj) = &code.object {
+        let base = obj.rsplit('/').next().unwrap_or(obj);
+        let kernel = base.starts_with("[kernel")
+            || base.starts_with("vmlinux")
+            || base.ends_with(".ko")
+            || base.ends_with(".ko]")
+            || (base.starts_with('[') && base.ends_with(']') && !base.starts_with("[vdso"))
+                && !base.starts_with("[unknown");
+        return Some(if kernel { Domain::Kernel } else { Domain::User });
+    }
+    match code.privilege? {
+        Privilege::Kernel | Privilege::GuestKernel => Some(Domain::Kernel),
+        Privilege::User | Privilege::GuestUser => Some(Domain::User),
+        Privilege::Hypervisor => None,
+    }
+}
+
+/// Where a line's data lives: its address decides when it is a real virtual address (the
+/// upper half is the kernel's on x86-64 and arm64; a futex word that kernel code touches is
+/// still userspace memory); else the rows' code.
+pub fn line_domain(line: &LineProfile) -> Option<Domain> {
+    if line.address >= 0xffff_0000_0000_0000 {
+        return Some(Domain::Kernel);
+    }
+    if line.address >= 0x1_0000 && line.address < 0x0001_0000_0000_0000 {
+        return Some(Domain::User);
+    }
+    let mut seen = BTreeSet::new();
+    for a in &line.accesses {
+        if let Some(d) = a.code.as_ref().and_then(code_domain) {
+            seen.insert(d as u8);
+        }
+    }
+    match (
+        seen.contains(&(Domain::Kernel as u8)),
+        seen.contains(&(Domain::User as u8)),
+    ) {
+        (true, false) => Some(Domain::Kernel),
+        (false, true) => Some(Domain::User),
+        _ => None,
+    }
+}
+
+/// A struct a prototype points to.
+#[derive(Clone, Debug)]
+pub struct TypeRef {
+    /// The struct or union itself (typedefs and qualifiers followed).
+    pub id: TypeId,
+    /// The names it goes by (`raw_spinlock_t`, `raw_spinlock`).
+    pub names: Vec<String>,
+}
+
+impl TypeRef {
+    /// The name to show: the struct's tag, else its typedef.
+    pub fn name(&self) -> &str {
+        self.names.last().map(String::as_str).unwrap_or("?")
+    }
+}
+
+/// Function → the structs its prototype takes or returns pointers to (BTF `FUNC` →
+/// `FUNC_PROTO`, through typedefs, `const` and `volatile`).
+#[derive(Default)]
+pub struct Prototypes {
+    by_function: HashMap<String, Vec<TypeRef>>,
+}
+
+impl Prototypes {
+    pub fn new(types: &Types<'_>) -> Self {
+        let mut by_function: HashMap<String, Vec<TypeRef>> = HashMap::new();
+        for f in &types.functions {
+            let Kind::FuncProto { ret, params, .. } = &types.get(types.resolve(f.proto)).kind
+            else {
+                continue;
+            };
+            let mut refs: Vec<TypeRef> = Vec::new();
+            for &ty in params.iter().chain(std::iter::once(ret)) {
+                if let Some(r) = pointee(types, ty)
+                    && !refs.iter().any(|x| x.id == r.id)
+                {
+                    refs.push(r);
+                }
+            }
+            by_function.entry(f.name.to_string()).or_insert(refs);
+        }
+        Prototypes { by_function }
+    }
+
+    /// Adds prototypes known by struct name (from DWARF: [`crate::readers::dwarf::function_prototypes`]);
+    /// functions already known keep theirs.
+    pub fn add_named(&mut self, types: &Types<'_>, functions: &[(String, Vec<String>)]) {
+        let mut by_name: HashMap<&str, TypeId> = HashMap::new();
+        for id in types.composites() {
+            let n = types.get(id).name;
+            if !n.is_empty() {
+                by_name.entry(n).or_insert(id);
+            }
+        }
+        for (f, structs) in functions {
+            let refs: Vec<TypeRef> = structs
+                .iter()
+                .filter_map(|s| {
+                    let &id = by_name.get(s.as_str())?;
+                    Some(TypeRef {
+                        id,
+                        names: type_names(types, id),
+                    })
+                })
+                .collect();
+            self.by_function.entry(f.clone()).or_insert(refs);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_function.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_function.len()
+    }
+
+    /// The structs `symbol`'s prototype points to; `None` when the function is unknown.
+    /// `update_load_avg+940`, `foo.isra.0` and `foo.constprop.0` are `foo`'s.
+    pub fn of(&self, symbol: &str) -> Option<&[TypeRef]> {
+        let name = function_name(symbol);
+        self.by_function.get(name).map(Vec::as_slice)
+    }
+}
+
+/// The function part of a symbol as perf prints it.
+pub fn function_name(symbol: &str) -> &str {
+    let s = symbol.split('+').next().unwrap_or(symbol);
+    s.split('.').next().unwrap_or(s)
+}
+
+/// The struct `ty` points to, when it is a pointer to one.
+fn pointee(types: &Types<'_>, ty: TypeId) -> Option<TypeRef> {
+    let Kind::Pointer { target } = types.get(types.resolve(ty)).kind else {
+        return None;
+    };
+    let id = types.resolve(target);
+    types.composite(id)?;
+    let names = type_names(types, target);
+    if names.is_empty() {
+        return None;
+    }
+    Some(TypeRef { id, names })
+}
+
+/// How a function's struct relates to the candidate type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Reach {
+    None,
+    /// The function's struct points to the type (or holds a struct that does).
+    Near,
+    /// The function takes the type itself, or a struct the type embeds.
+    Direct,
+}
+
+/// Memo of which struct names each struct holds embedded or points to.
+struct Relations<'t, 'a> {
+    types: &'t Types<'a>,
+    related: HashMap<TypeId, BTreeSet<String>>,
+}
+
+impl<'t, 'a> Relations<'t, 'a> {
+    fn new(types: &'t Types<'a>) -> Self {
+        Relations {
+            types,
+            related: HashMap::new(),
+        }
+    }
+
+    /// Names of the structs `id` embeds or points to (its own members and its embedded
+    /// structs' members).
+    fn of(&mut self, id: TypeId) -> &BTreeSet<String> {
+        let types = self.types;
+        self.related.entry(id).or_insert_with(|| {
+            let mut out = BTreeSet::new();
+            let mut holders = vec![id];
+            for e in embedded(types, id) {
+                out.extend(e.names.iter().cloned());
+            }
+            // Pointers in the struct and in what it embeds.
+            let mut seen = BTreeSet::new();
+            while let Some(h) = holders.pop() {
+                if !seen.insert(h) || seen.len() > 64 {
+                    continue;
+                }
+                let Some(comp) = types.composite(types.resolve(h)) else {
+                    continue;
+                };
+                for m in &comp.members {
+                    let r = types.resolve(m.ty);
+                    if let Some(p) = pointee(types, m.ty) {
+                        out.extend(p.names);
+                    } else if types.composite(r).is_some() {
+                        holders.push(r);
+                    } else if let Kind::Array { elem, .. } = types.get(r).kind {
+                        if let Some(p) = pointee(types, elem) {
+                            out.extend(p.names);
+                        } else if types.composite(types.resolve(elem)).is_some() {
+                            holders.push(types.resolve(elem));
+                        }
+                    }
+                }
+            }
+            out
+        })
+    }
+
+    fn reach(&mut self, target: TypeId, target_names: &[String], from: &TypeRef) -> Reach {
+        if from.id == target || from.names.iter().any(|n| target_names.contains(n)) {
+            return Reach::Direct;
+        }
+        // The type embeds the function's struct (`mmap_lock` in `mm_struct`), or the
+        // function's struct embeds the type (`se` in `task_struct`).
+        if from
+            .names
+            .iter()
+            .any(|n| self.of_embedded(target).contains(n))
+            || target_names
+                .iter()
+                .any(|n| self.of_embedded(from.id).contains(n))
+        {
+            return Reach::Direct;
+        }
+        // One pointer: `cfs_rq->tg`, `p->sched_task_group`. Two would reach nearly
+        // everything from a struct that points to a task.
+        if target_names.iter().any(|n| self.of(from.id).contains(n)) {
+            return Reach::Near;
+        }
+        Reach::None
+    }
+
+    fn of_embedded(&mut self, id: TypeId) -> BTreeSet<String> {
+        embedded(self.types, id)
+            .into_iter()
+            .flat_map(|e| e.names)
+            .collect()
+    }
+}
+
+/// The rows of one raw line as attribution needs them, with what their prototypes say.
+pub fn line_accesses(line: &LineProfile, protos: &Prototypes) -> Vec<(usize, LineAccess)> {
+    line.accesses
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| {
+            let total = a.counts.accesses();
+            let symbols: Vec<String> = a.code.iter().map(|c| c.function()).collect();
+            let types = symbols
+                .iter()
+                .filter_map(|s| protos.of(s))
+                .flatten()
+                .flat_map(|r| r.names.iter().cloned())
+                .collect();
+            Some((
+                i,
+                LineAccess {
+                    offset: a.offset?,
+                    size: a.size.and_then(|s| u32::try_from(s).ok()),
+                    weight: total.max(a.counts.transfers()).max(1.0),
+                    store_share: if total > 0.0 {
+                        a.counts.writes() / total
+                    } else {
+                        0.0
+                    },
+                    symbols,
+                    types,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// Access sizes from decoded instructions, where the evidence gave none: a 4-byte load
+/// cannot be an 8-byte member's start and a neighbour's too.
+fn with_decoded_sizes(accesses: &mut [(usize, LineAccess)], address: u64, decoded: &Decoded) {
+    for (i, a) in accesses.iter_mut() {
+        if a.size.is_none()
+            && let Some(op) = decoded.get(&(address, *i))
+        {
+            a.size = op.size;
+        }
+    }
+}
+
+/// What the prototypes of a line's functions say about one type.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PrototypeEvidence {
+    /// Share of the line's weight made by functions whose prototypes are known.
+    pub known: f64,
+    /// Share of the known weight whose functions take the type (or a struct it embeds).
+    pub direct: f64,
+    /// Share of the known weight whose functions take a struct pointing to or holding it.
+    pub near: f64,
+    /// The functions that take it directly.
+    pub functions: Vec<String>,
+    /// Structs the other known functions take instead.
+    pub others: Vec<String>,
+}
+
+impl PrototypeEvidence {
+    /// Share of the known weight whose functions relate to the type at all.
+    pub fn reach(&self) -> f64 {
+        self.direct + self.near
+    }
+    /// For ranking: direct counts fully, one pointer hop half.
+    pub fn strength(&self) -> f64 {
+        self.direct + 0.5 * self.near
+    }
+    /// Whether the prototypes speak at all (functions with known prototypes made at least
+    /// half the line's weight).
+    pub fn speaks(&self) -> bool {
+        self.known >= 0.5
+    }
+}
+
+fn prototype_evidence(
+    rel: &mut Relations<'_, '_>,
+    protos: &Prototypes,
+    line: &LineProfile,
+    accesses: &[(usize, LineAccess)],
+    target: TypeId,
+    target_names: &[String],
+) -> PrototypeEvidence {
+    let total: f64 = accesses
+        .iter()
+        .map(|(_, a)| a.weight)
+        .sum::<f64>()
+        .max(1e-12);
+    let mut known = 0.0;
+    let mut direct = 0.0;
+    let mut near = 0.0;
+    let mut functions = BTreeSet::new();
+    let mut others = BTreeSet::new();
+    for (i, a) in accesses {
+        let Some(sym) = line.accesses[*i]
+            .code
+            .as_ref()
+            .and_then(|c| c.symbol.clone())
+        else {
+            continue;
+        };
+        let Some(refs) = protos.of(&sym) else {
+            continue;
+        };
+        known += a.weight;
+        let best = refs
+            .iter()
+            .map(|r| rel.reach(target, target_names, r))
+            .max()
+            .unwrap_or(Reach::None);
+        match best {
+            Reach::Direct => {
+                direct += a.weight;
+                functions.insert(function_name(&sym).to_string());
+            }
+            Reach::Near => near += a.weight,
+            Reach::None => {
+                others.extend(refs.iter().map(|r| r.name().to_string()));
+            }
+        }
+    }
+    let k = known.max(1e-12);
+    PrototypeEvidence {
+        known: known / total,
+        direct: direct / k,
+        near: near / k,
+        functions: functions.into_iter().collect(),
+        others: others.into_iter().collect(),
+    }
+}
+
+/// What binding needs besides the profile and the types.
+#[derive(Default)]
+pub struct BindInput {
+    /// Which side the types describe (kernel BTF, a userspace binary's DWARF); `None` when
+    /// unknown.
+    pub domain: Option<Domain>,
+    /// The struct offset where every line starts, as the engineer gave it.
+    pub line_start: Option<i64>,
+    /// Decoded instructions (`--vmlinux`).
+    pub decoded: Decoded,
+    /// Function prototypes by struct name, besides the types' own (DWARF subprograms).
+    pub prototypes: Vec<(String, Vec<String>)>,
+}
+
+/// How a line was bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum How {
+    /// The engineer gave the offset (`--line-offset`).
+    Given,
+    /// A decoded instruction's displacement put a row on its member.
+    Exact,
+    /// Offsets, prototypes and neighbours made it the best fit.
+    Inferred,
+}
+
+impl How {
+    pub fn label(self) -> &'static str {
+        match self {
+            How::Given => "as given",
+            How::Exact => "exact",
+            How::Inferred => "inferred",
+        }
+    }
+}
+
+/// How one raw cache line of the evidence was bound to the struct.
+#[derive(Clone, Debug, Serialize)]
+pub struct LineBinding {
+    pub address: u64,
+    /// Struct offset where the line starts.
+    pub line_start: i64,
+    /// Whether the engineer gave it (`--line-offset`) rather than lineup inferring it.
+    pub given: bool,
+    /// `given`, `exact` (decoded from the code) or `inferred`.
+    pub binding: How,
+    /// Lines bound with one base share an object number.
+    pub object: u32,
+    /// Other placements that fit the offsets as well (within 0.05 of the best score).
+    pub alternatives: Vec<i64>,
+    pub score: f64,
+    /// Share of the line's weight on member starts.
+    pub fit: f64,
+    /// Why, in a few words each.
+    pub reasons: Vec<String>,
+}
+
+/// A line left unbound, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct Unbound {
+    pub address: u64,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Outcome {
+    pub bound: Vec<LineBinding>,
+    pub unbound: Vec<Unbound>,
+}
+
+/// The side a type source describes: kernel BTF is the kernel's; DWARF of a `vmlinux` or a
+/// `.ko` too; other DWARF is a userspace program's.
+pub fn source_domain(types: &Types<'_>, path: &str) -> Domain {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    match types.source {
+        crate::types::SourceFormat::Btf => Domain::Kernel,
+        crate::types::SourceFormat::Dwarf
+            if base.starts_with("vmlinux") || base.ends_with(".ko") =>
+        {
+            Domain::Kernel
+        }
+        crate::types::SourceFormat::Dwarf => Domain::User,
+    }
+}
+
+fn objects_of(line: &LineProfile) -> String {
+    let objs: BTreeSet<&str> = line
+        .accesses
+        .iter()
+        .filter_map(|a| a.code.as_ref()?.object.as_deref())
+        .collect();
+    objs.into_iter().take(3).collect::<Vec<_>>().join(", ")
+}
+
+/// Why a line cannot be `type_name` on grounds other than offsets, if it cannot.
+fn exclusion(
+    line: &LineProfile,
+    type_domain: Option<Domain>,
+    type_name: &str,
+    proto: &PrototypeEvidence,
+) -> Option<String> {
+    if let (Some(td), Some(ld)) = (type_domain, line_domain(line))
+        && td != ld
+    {
+        let objs = objects_of(line);
+        return Some(format!(
+            "{} data{}; struct {type_name} is a {} type",
+            ld.label(),
+            if objs.is_empty() {
+                String::new()
+            } else {
+                format!(" (code in {objs})")
+            },
+            td.label()
+        ));
+    }
+    if proto.speaks() && proto.reach() < MIN_REACH {
+        let others = if proto.others.is_empty() {
+            "no struct".to_string()
+        } else {
+            proto
+                .others
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Some(format!(
+            "its functions' prototypes take {others}: {:.0}% of the known weight reaches struct {type_name} (itself, a struct it embeds or is embedded in, or one pointer away)",
+            proto.reach() * 100.0
+        ));
+    }
+    None
+}
+
+/// The exact line start a decoded row gives, when the decoded access lands on a member
+/// start of the type with the decoded size: the displacement is then the member offset.
+fn decoded_start(
+    scorer: &Scorer,
+    decoded: &Decoded,
+    address: u64,
+    accesses: &[(usize, LineAccess)],
+) -> Vec<(i64, String)> {
+    let mut out = Vec::new();
+    for (i, a) in accesses {
+        let Some(op) = decoded.get(&(address, *i)) else {
+            continue;
+        };
+        if op.displacement < 0 {
+            continue;
+        }
+        let d = op.displacement as u64;
+        let Some(leaf) = scorer.leaf_starting_at(d, op.size) else {
+            continue;
+        };
+        out.push((
+            op.displacement - a.offset as i64,
+            format!(
+                "{} `{}` reads displacement {:#x}: {}",
+                a.symbols.first().map(String::as_str).unwrap_or("?"),
+                op.instruction,
+                op.displacement,
+                leaf.path
+            ),
+        ));
+    }
+    out
+}
+
+/// Binds the raw lines of `profile` that fit struct `id` (named `type_name`), jointly per
+/// object: lines close enough to be one object share one base. Lines of the other side
+/// (userspace data for a kernel type), lines whose functions' prototypes never reach the
+/// type, and lines whose offsets fit no placement stay unbound, with the reason.
+pub fn bind_type(
+    profile: &mut Profile,
+    types: &Types<'_>,
+    id: TypeId,
+    type_name: &str,
+    input: &BindInput,
+) -> Outcome {
+    let cls = profile.cacheline_size.max(1);
+    let size = types.size_of(id);
+    let mut protos = Prototypes::new(types);
+    protos.add_named(types, &input.prototypes);
+    let mut rel = Relations::new(types);
+    let mut names = type_names(types, id);
+    if !names.iter().any(|n| n == type_name) {
+        names.push(type_name.to_string());
+    }
+    let scorer = Scorer::new(types, id);
+    let mut out = Outcome::default();
+    // (address, accesses, line weight)
+    let mut fitting: Vec<GroupLine> = Vec::new();
+    for line in profile.lines.iter().filter(|l| l.binding.is_none()) {
+        let mut accesses = line_accesses(line, &protos);
+        with_decoded_sizes(&mut accesses, line.address, &input.decoded);
+        if accesses.is_empty() {
+            if !line.accesses.is_empty() || line.totals.is_some() {
+                out.unbound.push(Unbound {
+                    address: line.address,
+                    reason: "its rows give no offsets: members cannot be named".into(),
+                });
+            }
+            continue;
+        }
+        let proto = prototype_evidence(&mut rel, &protos, line, &accesses, id, &names);
+        // The engineer's offset overrides what the prototypes say, not the side.
+        let proto_for_exclusion = if input.line_start.is_some() {
+            PrototypeEvidence::default()
+        } else {
+            proto.clone()
+        };
+        if let Some(reason) = exclusion(line, input.domain, type_name, &proto_for_exclusion) {
+            out.unbound.push(Unbound {
+                address: line.address,
+                reason,
+            });
+            continue;
+        }
+        let w: f64 = accesses.iter().map(|(_, a)| a.weight).sum();
+        fitting.push((line.address, accesses, w, proto));
+    }
+    if let Some(start) = input.line_start {
+        for (address, _, _, _) in &fitting {
+            out.bound.push(LineBinding {
+                address: *address,
+                line_start: start,
+                given: true,
+                binding: How::Given,
+                object: 0,
+                alternatives: Vec::new(),
+                score: 1.0,
+                fit: 1.0,
+                reasons: vec!["--line-offset".into()],
+            });
+        }
+    } else {
+        fitting.sort_by_key(|f| f.0);
+        let mut object = 0u32;
+        let mut i = 0;
+        while i < fitting.len() {
+            // Lines within one struct's size of the first are candidates for one object.
+            let first = fitting[i].0;
+            let mut j = i + 1;
+            while j < fitting.len() && fitting[j].0 - first < size + cls {
+                j += 1;
+            }
+            let group = &fitting[i..j];
+            let placed = bind_group(&scorer, types, id, cls, group, &input.decoded);
+            let mut any = false;
+            for (k, p) in placed.into_iter().enumerate() {
+                let (address, _, _, proto) = &group[k];
+                match p {
+                    Ok(mut b) => {
+                        any = true;
+                        b.object = object;
+                        if proto.speaks() {
+                            b.reasons.push(format!(
+                                "prototypes: {:.0}% of the known weight reaches {type_name}{}",
+                                proto.reach() * 100.0,
+                                if proto.functions.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" ({} take it)", proto.functions.join(", "))
+                                }
+                            ));
+                        }
+                        out.bound.push(b);
+                    }
+                    Err(reason) => out.unbound.push(Unbound {
+                        address: *address,
+                        reason,
+                    }),
+                }
+            }
+            if any {
+                object += 1;
+            }
+            i = j;
+        }
+    }
+    for b in &out.bound {
+        profile.bind_line(b.address, type_name, b.line_start);
+    }
+    out.unbound.sort_by_key(|u| u.address);
+    out
+}
+
+type GroupLine = (u64, Vec<(usize, LineAccess)>, f64, PrototypeEvidence);
+
+/// One base for the lines of `group` (sorted by address): the struct offset of the first
+/// line's start that fits every line best, decoded rows first.
+fn bind_group(
+    scorer: &Scorer,
+    types: &Types<'_>,
+    id: TypeId,
+    cls: u64,
+    group: &[GroupLine],
+    decoded: &Decoded,
+) -> Vec<Result<LineBinding, String>> {
+    let first = group[0].0;
+    let total_w: f64 = group.iter().map(|g| g.2).sum::<f64>().max(1e-12);
+    // Candidate bases: every placement of every line, shifted to the first line; and the
+    // decoded ones.
+    let mut bases: BTreeMap<i64, usize> = BTreeMap::new();
+    let mut exact: Vec<(usize, i64, String)> = Vec::new();
+    for (k, (address, accesses, _, _)) in group.iter().enumerate() {
+        let shift = (*address - first) as i64;
+        let only: Vec<LineAccess> = accesses.iter().map(|(_, a)| a.clone()).collect();
+        for c in attribute::candidates(types, id, &only, cls) {
+            bases.entry(c.line_start - shift).or_default();
+        }
+        for (start, why) in decoded_start(scorer, decoded, *address, accesses) {
+            bases.insert(start - shift, 0);
+            exact.push((k, start - shift, why));
+        }
+    }
+    let eval = |base: i64| -> (usize, f64, Vec<Option<attribute::Candidate>>) {
+        let mut value = 0.0;
+        let mut ex = 0;
+        let mut per = Vec::with_capacity(group.len());
+        for (k, (address, accesses, w, _)) in group.iter().enumerate() {
+            let start = base + (*address - first) as i64;
+            let only: Vec<LineAccess> = accesses.iter().map(|(_, a)| a.clone()).collect();
+            let c = scorer.at(types, &only, start, cls);
+            if let Some(c) = &c
+                && c.fit >= MIN_FIT
+            {
+                value += w / total_w * c.score();
+                if exact.iter().any(|(kk, b, _)| *kk == k && *b == base) {
+                    ex += 1;
+                }
+            }
+            per.push(c);
+        }
+        (ex, value, per)
+    };
+    let mut scored: Vec<(i64, usize, f64, Vec<Option<attribute::Candidate>>)> = bases
+        .keys()
+        .map(|&b| {
+            let (ex, v, per) = eval(b);
+            (b, ex, v, per)
+        })
+        .collect();
+    scored.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then(b.2.total_cmp(&a.2))
+            .then(a.0.abs().cmp(&b.0.abs()))
+    });
+    let Some((best, best_exact, best_value, per)) = scored.first().cloned() else {
+        return group
+            .iter()
+            .map(|_| Err("its offsets fit no placement inside the struct".to_string()))
+            .collect();
+    };
+    let alternatives: Vec<i64> = scored
+        .iter()
+        .skip(1)
+        .filter(|s| s.1 == best_exact && best_value - s.2 < 0.05)
+        .map(|s| s.0)
+        .collect();
+    group
+        .iter()
+        .enumerate()
+        .map(|(k, (address, _, _, _))| {
+            let shift = (*address - first) as i64;
+            let start = best + shift;
+            match &per[k] {
+                Some(c) if c.fit >= MIN_FIT => {
+                    let mut reasons = vec![format!(
+                        "offsets: {:.0}% of the weight on member starts",
+                        c.fit * 100.0
+                    )];
+                    if c.contained > 0.0 {
+                        reasons.push(format!(
+                            "{:.0}% inside embedded structs their functions take",
+                            c.contained * 100.0
+                        ));
+                    }
+                    if group.len() > 1 {
+                        reasons.push(format!(
+                            "one object with {} other line(s) of the report, base chosen jointly",
+                            group.len() - 1
+                        ));
+                    }
+                    let own_exact: Vec<&String> = exact
+                        .iter()
+                        .filter(|(kk, b, _)| *kk == k && *b == best)
+                        .map(|(_, _, w)| w)
+                        .collect();
+                    let how = if own_exact.is_empty() {
+                        How::Inferred
+                    } else {
+                        reasons.extend(own_exact.iter().map(|s| format!("decoded: {s}")));
+                        How::Exact
+                    };
+                    Ok(LineBinding {
+                        address: *address,
+                        line_start: start,
+                        given: false,
+                        binding: how,
+                        object: 0,
+                        alternatives: if how == How::Exact {
+                            Vec::new()
+                        } else {
+                            alternatives.iter().map(|a| a + shift).collect()
+                        },
+                        score: c.score(),
+                        fit: c.fit,
+                        reasons,
+                    })
+                }
+                Some(c) => Err(format!(
+                    "at the base that fits its object best (line at byte {start}) only {:.0}% of its weight lands on member starts",
+                    c.fit * 100.0
+                )),
+                None => Err(format!(
+                    "at the base that fits its object best its line would start at byte {start}, outside the struct"
+                )),
+            }
+        })
+        .collect()
+}
+
+/// One candidate type for one line, with its reasons.
+#[derive(Clone, Debug, Serialize)]
+pub struct TypeCandidate {
+    pub type_name: String,
+    /// Struct offset where the line starts at the best placement.
+    pub line_start: i64,
+    pub binding: How,
+    pub score: f64,
+    /// Field each row lands on, in row order.
+    pub fields: Vec<String>,
+    pub prototypes: PrototypeEvidence,
+    pub fit: f64,
+    /// Neighbouring lines of the report that fit the same object.
+    pub neighbours: Vec<u64>,
+    pub reasons: Vec<String>,
+}
+
+/// The overview of one contended line: candidate types, best first.
+#[derive(Clone, Debug, Serialize)]
+pub struct LineOverview {
+    pub address: u64,
+    /// The report's rank of the line (c2c's index).
+    pub rank: Option<u32>,
+    pub domain: Option<Domain>,
+    /// Functions in its rows, heaviest first.
+    pub functions: Vec<String>,
+    pub candidates: Vec<TypeCandidate>,
+    /// Why there are none, or what limits them.
+    pub note: Option<String>,
+}
+
+/// Lines to look at, by the report's rank (`--line N`) or by an address inside them.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub ranks: Vec<u32>,
+    pub addresses: Vec<u64>,
+}
+
+impl Selection {
+    pub fn is_empty(&self) -> bool {
+        self.ranks.is_empty() && self.addresses.is_empty()
+    }
+    fn selects(&self, position: usize, line: &LineProfile, cls: u64) -> bool {
+        if self.is_empty() {
+            return true;
+        }
+        let rank = line.rank.unwrap_or(position as u32);
+        self.ranks.contains(&rank)
+            || self
+                .addresses
+                .iter()
+                .any(|a| a - a % cls.max(1) == line.address)
+    }
+}
+
+/// How many candidate types to show per line.
+const SHOWN: usize = 5;
+
+/// The overview without `--type`: per selected line, the types its functions' prototypes
+/// name, ranked by prototypes, offsets and neighbours; structure-only ranking over every
+/// type when the prototypes say nothing and `structural` allows it (it is slow on a kernel).
+pub fn overview(
+    profile: &Profile,
+    types: &Types<'_>,
+    input: &BindInput,
+    selection: &Selection,
+    structural: bool,
+) -> Vec<LineOverview> {
+    let cls = profile.cacheline_size.max(1);
+    let mut protos = Prototypes::new(types);
+    protos.add_named(types, &input.prototypes);
+    let mut rel = Relations::new(types);
+    let mut scorers: HashMap<TypeId, Scorer> = HashMap::new();
+    let mut out = Vec::new();
+    for (pos, line) in profile.lines.iter().enumerate() {
+        if !selection.selects(pos, line, cls) {
+            continue;
+        }
+        let mut accesses = line_accesses(line, &protos);
+        with_decoded_sizes(&mut accesses, line.address, &input.decoded);
+        let mut by_fn: BTreeMap<String, f64> = BTreeMap::new();
+        for (_, a) in &accesses {
+            for s in &a.symbols {
+                *by_fn.entry(function_name(s).to_string()).or_default() += a.weight;
+            }
+        }
+        let mut functions: Vec<(String, f64)> = by_fn.into_iter().collect();
+        functions.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut view = LineOverview {
+            address: line.address,
+            rank: line.rank,
+            domain: line_domain(line),
+            functions: functions.into_iter().map(|f| f.0).collect(),
+            candidates: Vec::new(),
+            note: None,
+        };
+        if accesses.is_empty() {
+            view.note = Some("its rows give no offsets: members cannot be named".into());
+            out.push(view);
+            continue;
+        }
+        if let (Some(td), Some(ld)) = (input.domain, view.domain)
+            && td != ld
+        {
+            let objs = objects_of(line);
+            view.note = Some(format!(
+                "{} data{}: the {} types at hand do not describe it{}",
+                ld.label(),
+                if objs.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (code in {objs})")
+                },
+                td.label(),
+                if ld == Domain::User {
+                    "; give --dwarf with the program's binary"
+                } else {
+                    ""
+                }
+            ));
+            out.push(view);
+            continue;
+        }
+        // Candidate types: every struct the rows' functions' prototypes point to.
+        let mut ids: Vec<TypeId> = Vec::new();
+        for (i, _) in &accesses {
+            let Some(sym) = line.accesses[*i]
+                .code
+                .as_ref()
+                .and_then(|c| c.symbol.clone())
+            else {
+                continue;
+            };
+            for r in protos.of(&sym).unwrap_or(&[]) {
+                if !ids.contains(&r.id) {
+                    ids.push(r.id);
+                }
+            }
+        }
+        let only: Vec<LineAccess> = accesses.iter().map(|(_, a)| a.clone()).collect();
+        let span = only.iter().map(|a| a.offset).max().unwrap_or(0)
+            - only.iter().map(|a| a.offset).min().unwrap_or(0);
+        let mut cands: Vec<TypeCandidate> = Vec::new();
+        for &id in &ids {
+            let size = types.size_of(id);
+            if size <= span {
+                continue;
+            }
+            let names = type_names(types, id);
+            let name = names.last().cloned().unwrap_or_default();
+            let proto = prototype_evidence(&mut rel, &protos, line, &accesses, id, &names);
+            let scorer = scorers.entry(id).or_insert_with(|| Scorer::new(types, id));
+            if let Some(c) = rank_one(
+                profile, types, id, &name, scorer, line, &accesses, proto, input, cls,
+            ) {
+                cands.push(c);
+            }
+        }
+        if ids.is_empty() {
+            if structural {
+                for c in attribute::rank_types(types, &only, cls, SHOWN) {
+                    cands.push(TypeCandidate {
+                        type_name: c.type_name.clone(),
+                        line_start: c.line_start,
+                        binding: How::Inferred,
+                        score: c.score(),
+                        fields: c.fields.clone(),
+                        prototypes: PrototypeEvidence::default(),
+                        fit: c.fit,
+                        neighbours: Vec::new(),
+                        reasons: vec![format!(
+                            "offsets only: {:.0}% of the weight on member starts; many structs fit a few offsets",
+                            c.fit * 100.0
+                        )],
+                    });
+                }
+            }
+            view.note = Some(if structural {
+                "no function in its rows has a known prototype: ranked by offsets alone".into()
+            } else {
+                "no function in its rows has a known prototype; select it with --line or --address to rank every struct by offsets alone".into()
+            });
+        }
+        cands.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.type_name.cmp(&b.type_name))
+        });
+        cands.truncate(SHOWN);
+        view.candidates = cands;
+        out.push(view);
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn rank_one(
+    profile: &Profile,
+    types: &Types<'_>,
+    id: TypeId,
+    name: &str,
+    scorer: &Scorer,
+    line: &LineProfile,
+    accesses: &[(usize, LineAccess)],
+    proto: PrototypeEvidence,
+    input: &BindInput,
+    cls: u64,
+) -> Option<TypeCandidate> {
+    let only: Vec<LineAccess> = accesses.iter().map(|(_, a)| a.clone()).collect();
+    let exact = decoded_start(scorer, &input.decoded, line.address, accesses);
+    let mut best = None;
+    let mut how = How::Inferred;
+    let mut reasons = Vec::new();
+    for (start, why) in &exact {
+        if let Some(c) = scorer.at(types, &only, *start, cls)
+            && c.fit >= MIN_FIT
+        {
+            best = Some(c);
+            how = How::Exact;
+            reasons.push(format!("decoded: {why}"));
+            break;
+        }
+    }
+    // Placements about as good as the best, the decoded one alone when there is one; of
+    // those, the one most neighbouring lines of the report agree with.
+    let pool: Vec<attribute::Candidate> = match best {
+        Some(b) => vec![b],
+        None => {
+            let all = attribute::candidates(types, id, &only, cls);
+            let top = all.first()?.score();
+            all.into_iter()
+                .take_while(|c| top - c.score() < 0.05)
+                .take(32)
+                .collect()
+        }
+    };
+    let size = types.size_of(id) as i64;
+    let protos_none = Prototypes::default();
+    let mut chosen: Option<(attribute::Candidate, Vec<u64>, usize)> = None;
+    for c in pool {
+        let mut neighbours = Vec::new();
+        let mut near_lines = 0;
+        for other in &profile.lines {
+            if other.address == line.address {
+                continue;
+            }
+            let delta = other.address as i64 - line.address as i64;
+            let start = c.line_start + delta;
+            if start <= -(cls as i64) || start >= size {
+                continue;
+            }
+            if line_domain(other) != line_domain(line) {
+                continue;
+            }
+            near_lines += 1;
+            let acc: Vec<LineAccess> = line_accesses(other, &protos_none)
+                .into_iter()
+                .map(|(_, a)| a)
+                .collect();
+            if !acc.is_empty()
+                && scorer
+                    .at(types, &acc, start, cls)
+                    .is_some_and(|x| x.fit >= MIN_FIT)
+            {
+                neighbours.push(other.address);
+            }
+        }
+        if chosen
+            .as_ref()
+            .is_none_or(|(_, n, _)| neighbours.len() > n.len())
+        {
+            chosen = Some((c, neighbours, near_lines));
+        }
+    }
+    let (best, neighbours, near_lines) = chosen?;
+    let neighbour_share = if near_lines > 0 {
+        neighbours.len() as f64 / near_lines as f64
+    } else {
+        0.0
+    };
+    if proto.direct > 0.0 || proto.near > 0.0 {
+        reasons.push(format!(
+            "prototypes: {:.0}% of the known weight by functions taking it{}{}",
+            proto.direct * 100.0,
+            if proto.functions.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", proto.functions.join(", "))
+            },
+            if proto.near > 0.0 {
+                format!(", {:.0}% one pointer away", proto.near * 100.0)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    reasons.push(format!(
+        "offsets: {:.0}% of the weight on member starts at bytes {}..{}",
+        best.fit * 100.0,
+        best.line_start,
+        best.line_start + cls as i64 - 1
+    ));
+    if best.contained > 0.0 {
+        reasons.push(format!(
+            "{:.0}% inside embedded structs their functions take",
+            best.contained * 100.0
+        ));
+    }
+    if !neighbours.is_empty() {
+        reasons.push(format!(
+            "neighbours: {} fit the same object",
+            neighbours
+                .iter()
+                .map(|a| format!("{a:#x}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    } else if near_lines > 0 {
+        reasons.push(format!(
+            "neighbours: none of {near_lines} nearby line(s) fits the same object"
+        ));
+    }
+    let score = proto.strength() + best.fit + 0.2 * best.contained + 0.25 * neighbour_share;
+    Some(TypeCandidate {
+        type_name: name.to_string(),
+        line_start: best.line_start,
+        binding: how,
+        score,
+        fields: best.fields.clone(),
+        prototypes: proto,
+        fit: best.fit,
+        neighbours,
+        reasons,
+    })
+}
