@@ -41,7 +41,7 @@ fn a_streaming_program_stays_within_the_memory_budget() {
     };
     let prog = dir.join("stream");
     let o = lineup()
-        .args(["cc", "-O2", "-pthread"])
+        .args(["cc", "-O2", "-fno-tree-vectorize", "-pthread"])
         .arg(common::repo().join("tests/data/record/stream.c"))
         .arg("-o")
         .arg(&prog)
