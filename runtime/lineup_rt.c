@@ -173,9 +173,10 @@ static uint32_t g_block_shift = 6; /* sharing filter granularity: the simulated 
 static uint64_t g_budget = 1u << 16; /* trace events per decimation level */
 static volatile uint64_t g_decim;    /* window mask: trace windows w with (w & g_decim) == 0 */
 static uint64_t g_traced;
-/* Memory budget (LINEUP_MEMORY bytes): the counts written may take 1/64 of it at full
- * resolution, then private lines are summarized per code site, and past 1/32 everything
- * is; lineup reads them into about eight times their size. */
+/* Memory budget (LINEUP_MEMORY bytes): counts and trace written may take 1/64 of it at
+ * full resolution, then lines that are not contended (private, or shared and only read
+ * since) are summarized per code site, and past 1/16 everything is and the trace stops;
+ * lineup reads them into about eight times their size. */
 static uint64_t g_memory = 512ull << 20;
 static volatile uint64_t g_agg_bytes;
 static volatile uint32_t g_level;
@@ -373,11 +374,23 @@ static void read_name(struct tstate *t, char name[16]) {
         name[r - 1] = 0;
 }
 
+/* Bytes of counts and trace written so far, against the budget's thresholds. */
+static void account(uint64_t bytes) {
+    uint64_t total = __atomic_add_fetch(&g_agg_bytes, bytes, __ATOMIC_RELAXED);
+    uint32_t want = total >= g_memory / 16 ? 2 : total >= g_memory / 64 ? 1 : 0;
+    if (want > g_level) {
+        g_level = want;
+        if (want == 2)
+            g_decim = ~(uint64_t)0; /* the trace stops: only window 0 */
+    }
+}
+
 static void flush_trace(struct tstate *t) {
     size_t n = (size_t)(t->tpos - t->tbuf);
     if (!n)
         return;
     emit(CH_TRACE, t->index, (uint32_t)n, t->tbuf, n * sizeof(struct trace_ev));
+    account(n * sizeof(struct trace_ev));
     t->tpos = t->tbuf;
     uint64_t total = __atomic_add_fetch(&g_traced, n, __ATOMIC_RELAXED);
     uint64_t level = total / g_budget;
@@ -450,10 +463,13 @@ static __attribute__((noinline)) void site_count(struct tstate *t, uint64_t key,
     t->slow &= ~SLOW_BUSY;
 }
 
-static int line_shared(uint64_t addr) {
+/* Contended: touched by a second thread and written since (the trace's eligibility). Lines
+ * only one thread touched, and lines main filled in that the workers then only read, are
+ * not: their per-address counts matter little, and they are most of a streaming program's. */
+static int line_contended(uint64_t addr) {
     uint32_t v = __atomic_load_n(&g_lines[(addr >> g_block_shift) & ((1u << LINE_TABLE_BITS) - 1)],
                                  __ATOMIC_RELAXED);
-    return (v & F_SHARED) != 0;
+    return (v & F_SHARED) && (v & F_WRITTEN);
 }
 
 static void flush_agg(struct tstate *t) {
@@ -466,7 +482,7 @@ static void flush_agg(struct tstate *t) {
         if (t->agg[i].key) {
             t->accesses += t->agg[i].count;
             uint64_t addr = t->agg[i].key & (((uint64_t)1 << 48) - 1);
-            if (level >= 2 || (level == 1 && !line_shared(addr))) {
+            if (level >= 2 || (level == 1 && !line_contended(addr))) {
                 summarize(t, &t->agg[i]);
                 continue;
             }
@@ -476,14 +492,7 @@ static void flush_agg(struct tstate *t) {
         }
     if (n) {
         emit(CH_AGG, t->index, n, t->agg, n * sizeof(struct agg_entry));
-        uint64_t total =
-            __atomic_add_fetch(&g_agg_bytes, (uint64_t)n * sizeof(struct agg_entry), __ATOMIC_RELAXED);
-        uint32_t want = total >= g_memory / 32 ? 2 : total >= g_memory / 64 ? 1 : 0;
-        if (want > g_level) {
-            g_level = want;
-            if (want == 2)
-                g_decim = ~(uint64_t)0; /* the trace stops: only window 0 */
-        }
+        account((uint64_t)n * sizeof(struct agg_entry));
     }
     zero(t->agg, (size_t)(t->agg_mask + 1) * sizeof(struct agg_entry));
     t->agg_used = 0;
@@ -858,10 +867,12 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
         if (__atomic_compare_exchange_n(slot, &v, want, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
             v = want;
     }
-    if (UNLIKELY(g_level) && (v & ~F_WRITTEN) == t->tag) {
-        /* Past the budget's first threshold, a line only this thread has touched is
-         * counted straight into its code site's summary: streaming over a large array
-         * then costs a small, cache-resident table instead of one entry per address. */
+    if (UNLIKELY(g_level) && ((v & ~F_WRITTEN) == t->tag ||
+                              (kind == K_LOAD && (v & (F_SHARED | F_WRITTEN)) == F_SHARED))) {
+        /* Past the budget's first threshold, a line only this thread has touched, or a
+         * load from a line shared but not written since, is counted straight into its code
+         * site's summary: streaming over a large array then costs a small, cache-resident
+         * table instead of one entry per address. */
         if (wbit & ~v)
             __atomic_fetch_or(slot, F_WRITTEN, __ATOMIC_RELAXED);
         struct agg_entry *last = t->last_sum;

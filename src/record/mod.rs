@@ -545,7 +545,7 @@ pub fn build(
             if budget_level >= 2 {
                 "every place summarized and the ordered trace stopped from then on"
             } else {
-                "lines only one thread touched summarized"
+                "places on lines not contended (one thread's, or only read since shared) summarized"
             }
         ));
     }
