@@ -106,7 +106,7 @@ struct rt_end {
     uint64_t traced, decimation;
     /* The memory budget: the level reached (0: full resolution; 1: entries of lines only
      * one thread touched summarized per code site; 2: every entry summarized, trace
-     * stopped), entries summarized, bytes of counts written, chunks lost. */
+     * stopped), accesses summarized, bytes of counts written, chunks lost. */
     uint64_t level, summarized, agg_bytes, lost;
 };
 /* key = address | info << 48; info = size | kind << 8 */
@@ -153,6 +153,8 @@ struct tstate {
     struct alloc_ev *abuf;
     struct agg_entry *sum;
     uint32_t sum_used;
+    uint64_t summarized; /* accesses counted into summaries, not yet added to g_summarized */
+    struct agg_entry *last_sum; /* the summary entry counted last, for a loop's next access */
     uint32_t an, index, tid;
     uint64_t tsc_start, accesses, dropped;
     struct tstate *next;
@@ -171,9 +173,10 @@ static uint32_t g_block_shift = 6; /* sharing filter granularity: the simulated 
 static uint64_t g_budget = 1u << 16; /* trace events per decimation level */
 static volatile uint64_t g_decim;    /* window mask: trace windows w with (w & g_decim) == 0 */
 static uint64_t g_traced;
-/* Memory budget (LINEUP_MEMORY bytes): the counts written may take 1/32 of it at full
- * resolution, then private lines are summarized per code site, and past 1/16 everything
- * is; lineup reads them into about six times their size. */
+/* Memory budget (LINEUP_MEMORY bytes): counts and trace written may take 1/64 of it at
+ * full resolution, then lines that are not contended (private, or shared and only read
+ * since) are summarized per code site, and past 1/16 everything is and the trace stops;
+ * lineup reads them into about eight times their size. */
 static uint64_t g_memory = 512ull << 20;
 static volatile uint64_t g_agg_bytes;
 static volatile uint32_t g_level;
@@ -371,11 +374,23 @@ static void read_name(struct tstate *t, char name[16]) {
         name[r - 1] = 0;
 }
 
+/* Bytes of counts and trace written so far, against the budget's thresholds. */
+static void account(uint64_t bytes) {
+    uint64_t total = __atomic_add_fetch(&g_agg_bytes, bytes, __ATOMIC_RELAXED);
+    uint32_t want = total >= g_memory / 16 ? 2 : total >= g_memory / 64 ? 1 : 0;
+    if (want > g_level) {
+        g_level = want;
+        if (want == 2)
+            g_decim = ~(uint64_t)0; /* the trace stops: only window 0 */
+    }
+}
+
 static void flush_trace(struct tstate *t) {
     size_t n = (size_t)(t->tpos - t->tbuf);
     if (!n)
         return;
     emit(CH_TRACE, t->index, (uint32_t)n, t->tbuf, n * sizeof(struct trace_ev));
+    account(n * sizeof(struct trace_ev));
     t->tpos = t->tbuf;
     uint64_t total = __atomic_add_fetch(&g_traced, n, __ATOMIC_RELAXED);
     uint64_t level = total / g_budget;
@@ -405,6 +420,9 @@ static void flush_sum(struct tstate *t) {
         emit(CH_AGG, t->index, n, t->sum, n * sizeof(struct agg_entry));
     zero(t->sum, ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry));
     t->sum_used = 0;
+    t->last_sum = 0;
+    __atomic_add_fetch(&g_summarized, t->summarized, __ATOMIC_RELAXED);
+    t->summarized = 0;
 }
 
 /* Folds an entry into its code site's summary: the address is dropped (written as 0), the
@@ -418,6 +436,7 @@ static void summarize(struct tstate *t, const struct agg_entry *e) {
         if (s->key == key && s->pc == e->pc) {
             s->count += e->count;
             s->eligible += e->eligible;
+            t->last_sum = s;
             break;
         }
         if (!s->key) {
@@ -429,17 +448,28 @@ static void summarize(struct tstate *t, const struct agg_entry *e) {
             *s = *e;
             s->key = key;
             t->sum_used++;
+            t->last_sum = s;
             break;
         }
         i = (i + 1) & mask;
     }
-    __atomic_add_fetch(&g_summarized, 1, __ATOMIC_RELAXED);
+    t->summarized += e->count;
 }
 
-static int line_shared(uint64_t addr) {
+static __attribute__((noinline)) void site_count(struct tstate *t, uint64_t key, uintptr_t pc) {
+    struct agg_entry e = {key, pc, 1, 0};
+    t->slow |= SLOW_BUSY;
+    summarize(t, &e);
+    t->slow &= ~SLOW_BUSY;
+}
+
+/* Contended: touched by a second thread and written since (the trace's eligibility). Lines
+ * only one thread touched, and lines main filled in that the workers then only read, are
+ * not: their per-address counts matter little, and they are most of a streaming program's. */
+static int line_contended(uint64_t addr) {
     uint32_t v = __atomic_load_n(&g_lines[(addr >> g_block_shift) & ((1u << LINE_TABLE_BITS) - 1)],
                                  __ATOMIC_RELAXED);
-    return (v & F_SHARED) != 0;
+    return (v & F_SHARED) && (v & F_WRITTEN);
 }
 
 static void flush_agg(struct tstate *t) {
@@ -452,7 +482,7 @@ static void flush_agg(struct tstate *t) {
         if (t->agg[i].key) {
             t->accesses += t->agg[i].count;
             uint64_t addr = t->agg[i].key & (((uint64_t)1 << 48) - 1);
-            if (level >= 2 || (level == 1 && !line_shared(addr))) {
+            if (level >= 2 || (level == 1 && !line_contended(addr))) {
                 summarize(t, &t->agg[i]);
                 continue;
             }
@@ -462,14 +492,7 @@ static void flush_agg(struct tstate *t) {
         }
     if (n) {
         emit(CH_AGG, t->index, n, t->agg, n * sizeof(struct agg_entry));
-        uint64_t total =
-            __atomic_add_fetch(&g_agg_bytes, (uint64_t)n * sizeof(struct agg_entry), __ATOMIC_RELAXED);
-        uint32_t want = total >= g_memory / 16 ? 2 : total >= g_memory / 32 ? 1 : 0;
-        if (want > g_level) {
-            g_level = want;
-            if (want == 2)
-                g_decim = ~(uint64_t)0; /* the trace stops: only window 0 */
-        }
+        account((uint64_t)n * sizeof(struct agg_entry));
     }
     zero(t->agg, (size_t)(t->agg_mask + 1) * sizeof(struct agg_entry));
     t->agg_used = 0;
@@ -713,6 +736,8 @@ static void fork_child(void) {
         keep->agg_used = 0;
         zero(keep->sum, ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry));
         keep->sum_used = 0;
+        keep->summarized = 0;
+        keep->last_sum = 0;
         keep->tpos = keep->tbuf;
         keep->an = 0;
         keep->accesses = keep->dropped = 0;
@@ -833,6 +858,32 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
             return;
     }
     uint64_t key = (uint64_t)a | ((uint64_t)(size | kind << 8) << 48);
+    uint32_t *slot = &t->lines[(a >> t->shift) & ((1u << LINE_TABLE_BITS) - 1)];
+    uint32_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    uint32_t wbit = kind != K_LOAD ? F_WRITTEN : 0;
+    if (UNLIKELY(g_level) && v == 0) {
+        /* First touch: the line becomes this thread's, as below. */
+        uint32_t want = t->tag | wbit;
+        if (__atomic_compare_exchange_n(slot, &v, want, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            v = want;
+    }
+    if (UNLIKELY(g_level) && ((v & ~F_WRITTEN) == t->tag ||
+                              (kind == K_LOAD && (v & (F_SHARED | F_WRITTEN)) == F_SHARED))) {
+        /* Past the budget's first threshold, a line only this thread has touched, or a
+         * load from a line shared but not written since, is counted straight into its code
+         * site's summary: streaming over a large array then costs a small, cache-resident
+         * table instead of one entry per address. */
+        if (wbit & ~v)
+            __atomic_fetch_or(slot, F_WRITTEN, __ATOMIC_RELAXED);
+        struct agg_entry *last = t->last_sum;
+        if (LIKELY(last && last->pc == pc && last->key == (key & ~(((uint64_t)1 << 48) - 1)))) {
+            last->count++;
+            t->summarized++;
+            return;
+        }
+        site_count(t, key, pc);
+        return;
+    }
     uint64_t h = (key ^ (pc * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
     uint32_t i = (uint32_t)(h >> 40) & t->agg_mask;
     struct agg_entry *e;
@@ -856,9 +907,6 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
     e->count++;
 
     /* Is the block (cache line) shared by threads and written by someone? */
-    uint32_t *slot = &t->lines[(a >> t->shift) & ((1u << LINE_TABLE_BITS) - 1)];
-    uint32_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
-    uint32_t wbit = kind != K_LOAD ? F_WRITTEN : 0;
     if (LIKELY((v & ~F_WRITTEN) == t->tag)) {
         /* Private to this thread so far. */
         if (UNLIKELY(wbit & ~v))

@@ -541,11 +541,11 @@ pub fn build(
     if budget_level > 0 {
         s.insert("budget_level".into(), budget_level.to_string());
         note.push_str(&format!(
-            "; MEMORY BUDGET reached: {} ({summarized} places summarized per code site: their counts are in the totals, not attributed to fields)",
+            "; MEMORY BUDGET reached: {} ({summarized} accesses counted per code site only: in the totals, not attributed to fields)",
             if budget_level >= 2 {
                 "every place summarized and the ordered trace stopped from then on"
             } else {
-                "lines only one thread touched summarized"
+                "places on lines not contended (one thread's, or only read since shared) summarized"
             }
         ));
     }
@@ -633,7 +633,7 @@ pub fn build(
     let decimation = processes.iter().map(|p| p.decimation).max().unwrap_or(0);
     sum.insert("trace_decimation".to_string(), (decimation + 1) as f64);
     sum.insert("budget_level".to_string(), budget_level as f64);
-    sum.insert("summarized_places".to_string(), summarized as f64);
+    sum.insert("summarized_accesses".to_string(), summarized as f64);
     sum.insert("lost_chunks".to_string(), lost as f64);
     let ns: u64 = processes
         .iter()

@@ -101,7 +101,7 @@ pub struct Process {
     /// The memory budget's level at the end: 0 full resolution, 1 lines only one thread
     /// touched summarized per code site (address 0), 2 everything summarized.
     pub budget_level: u64,
-    /// Entries the runtime folded into per-site summaries.
+    /// Accesses the runtime counted into per-site summaries (address dropped).
     pub summarized: u64,
     /// Chunks the runtime could not write.
     pub lost: u64,

@@ -1,5 +1,5 @@
 /* A streaming program (the pattern of Phoenix histogram / linear_regression: each thread
- * walks its own part of one big array) for the memory budget test (tests/record_memory.rs):
+ * walks its own part of one big array), also the memory budget test (tests/record_memory.rs):
  *   stream MIB PASSES
  * allocates MIB MiB of longs, and each of 2 threads stores every element of its half once
  * and then loads it PASSES times: exactly (1 + PASSES) * MIB * 2^20 / 8 accesses to the

@@ -1,0 +1,81 @@
+/* Replica of the pattern of PARSEC streamcluster's pgain(): the data structures and access
+ * pattern, not its code. Points { weight, coord pointer, assign, cost } in one array; each
+ * thread takes a contiguous range, computes every point's distance to a candidate centre
+ * and, where it is cheaper, writes the point's cost and assignment; per-thread partial
+ * costs go into one shared `double *work_mem` array, one slot per thread: neighbouring
+ * threads' slots share a line. Its false sharing survives at -O2 (the slot is written in
+ * the loop through a pointer the compiler cannot keep in a register across the calls).
+ *   streamcluster THREADS THOUSAND_POINTS ROUNDS */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define DIM 8
+
+typedef struct {
+    float weight;
+    float *coord;
+    long assign;
+    float cost;
+} Point;
+
+static Point *points;
+static long npoints;
+static int nthreads, rounds;
+static double *work_mem;
+
+static float dist(const float *a, const float *b) {
+    float s = 0;
+    for (int i = 0; i < DIM; i++)
+        s += (a[i] - b[i]) * (a[i] - b[i]);
+    return s;
+}
+
+static void *pgain(void *arg) {
+    long pid = (long)arg;
+    long k1 = npoints / nthreads * pid;
+    long k2 = pid == nthreads - 1 ? npoints : k1 + npoints / nthreads;
+    for (int r = 0; r < rounds; r++) {
+        const float *centre = points[(r * 7919) % npoints].coord;
+        for (long i = k1; i < k2; i++) {
+            float d = dist(points[i].coord, centre) * points[i].weight;
+            if (d < points[i].cost) {
+                points[i].cost = d;
+                points[i].assign = r;
+            }
+            work_mem[pid] += d;
+        }
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    nthreads = argc > 1 ? atoi(argv[1]) : 2;
+    npoints = (argc > 2 ? atol(argv[2]) : 200) * 1000L;
+    rounds = argc > 3 ? atoi(argv[3]) : 20;
+    points = malloc(npoints * sizeof(Point));
+    float *coords = malloc(npoints * DIM * sizeof(float));
+    for (long i = 0; i < npoints; i++) {
+        points[i].coord = coords + i * DIM;
+        for (int j = 0; j < DIM; j++)
+            points[i].coord[j] = (float)((i * 31 + j * 17) % 1000) / 10.0f;
+        points[i].weight = 1.0f;
+        points[i].assign = 0;
+        points[i].cost = 1e30f;
+    }
+    work_mem = calloc(nthreads, sizeof(double));
+    pthread_t *t = malloc(nthreads * sizeof(pthread_t));
+    for (long i = 0; i < nthreads; i++)
+        pthread_create(&t[i], NULL, pgain, (void *)i);
+    double total = 0;
+    for (int i = 0; i < nthreads; i++) {
+        pthread_join(t[i], NULL);
+        total += work_mem[i];
+    }
+    printf("%.0f\n", total);
+    free(t);
+    free(work_mem);
+    free(coords);
+    free(points);
+    return 0;
+}
