@@ -87,7 +87,14 @@ pub fn types_to_text(types: &Types<'_>, max: usize) -> TextRun {
         layouts.push(l);
     }
     let mut json = Vec::new();
-    if emit::json::write_layouts(&mut json, "fuzz", 64, &layouts).is_ok() {
+    let source = crate::readers::LayoutSource {
+        file: "fuzz".into(),
+        format: "btf",
+        base: None,
+        running_kernel: false,
+        bundled_fallback: false,
+    };
+    if emit::json::write_layouts(&mut json, &source, 64, &layouts).is_ok() {
         run.json_bytes = json.len();
     }
     run.layouts = layouts.len();

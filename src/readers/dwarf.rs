@@ -1844,7 +1844,7 @@ fn pointee_name<'a>(
         _ => return None,
     };
     let mut through_pointer = false;
-    for _ in 0..MAX_DEPTH {
+    for _ in 0..walk::MAX_DEPTH {
         let e = unit.entry(off).ok()?;
         match e.tag() {
             dw::DW_TAG_pointer_type if !through_pointer => through_pointer = true,
