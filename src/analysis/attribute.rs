@@ -71,36 +71,10 @@ pub fn candidates(
     accesses: &[LineAccess],
     cacheline_size: u64,
 ) -> Vec<Candidate> {
-    let size = types.size_of(id);
-    if size == 0 || accesses.is_empty() {
+    if types.size_of(id) == 0 || accesses.is_empty() {
         return Vec::new();
     }
-    let leaves = leaves(types, id);
-    let embedded = embedded(types, id);
-    let align = struct_align(types, id).clamp(1, cacheline_size);
-    let cls = cacheline_size as i64;
-    let mut out = Vec::new();
-    // The struct starts `shift` bytes into some line.
-    let mut shift = 0;
-    while shift < cls {
-        let mut line_start = -shift;
-        while line_start < size as i64 {
-            if let Some(c) = score(types, id, &leaves, &embedded, accesses, line_start, size) {
-                out.push(Candidate {
-                    line_index: line_start.div_euclid(cls),
-                    ..c
-                });
-            }
-            line_start += cls;
-        }
-        shift += align as i64;
-    }
-    out.sort_by(|a, b| {
-        b.score()
-            .total_cmp(&a.score())
-            .then(a.line_start.cmp(&b.line_start))
-    });
-    out
+    Scorer::new(types, id).candidates(types, accesses, cacheline_size)
 }
 
 /// Best placement for each struct of `types` that the accesses fit, best first: for when the
@@ -142,23 +116,10 @@ pub fn placement(
     line_start: i64,
     cacheline_size: u64,
 ) -> Option<Candidate> {
-    let size = types.size_of(id);
-    if size == 0 || accesses.is_empty() {
+    if types.size_of(id) == 0 || accesses.is_empty() {
         return None;
     }
-    let c = score(
-        types,
-        id,
-        &leaves(types, id),
-        &embedded(types, id),
-        accesses,
-        line_start,
-        size,
-    )?;
-    Some(Candidate {
-        line_index: line_start.div_euclid(cacheline_size.max(1) as i64),
-        ..c
-    })
+    Scorer::new(types, id).at(types, accesses, line_start, cacheline_size)
 }
 
 /// What scoring placements over one struct needs, computed once.
@@ -167,6 +128,9 @@ pub struct Scorer {
     pub size: u64,
     leaves: Vec<Leaf>,
     embedded: Vec<Embedded>,
+    align: u64,
+    /// The largest leaf's size: how far before an offset a leaf holding it can start.
+    widest: u64,
 }
 
 impl Scorer {
@@ -174,9 +138,62 @@ impl Scorer {
         Scorer {
             id,
             size: types.size_of(id),
+            widest: 1,
             leaves: leaves(types, id),
             embedded: embedded(types, id),
+            align: struct_align(types, id),
         }
+        .with_widest()
+    }
+
+    fn with_widest(mut self) -> Self {
+        self.widest = self.leaves.iter().map(|l| l.size.max(1)).max().unwrap_or(1);
+        self
+    }
+
+    /// Every placement of `accesses` over the struct, best first ([`candidates`]).
+    pub fn candidates(
+        &self,
+        types: &Types<'_>,
+        accesses: &[LineAccess],
+        cacheline_size: u64,
+    ) -> Vec<Candidate> {
+        let size = self.size;
+        if size == 0 || accesses.is_empty() {
+            return Vec::new();
+        }
+        let align = self.align.clamp(1, cacheline_size);
+        let cls = cacheline_size as i64;
+        let mut out = Vec::new();
+        // The struct starts `shift` bytes into some line.
+        let mut shift = 0;
+        while shift < cls {
+            let mut line_start = -shift;
+            while line_start < size as i64 {
+                if let Some(c) = score(
+                    types,
+                    self.id,
+                    (&self.leaves, self.widest),
+                    &self.embedded,
+                    accesses,
+                    line_start,
+                    size,
+                ) {
+                    out.push(Candidate {
+                        line_index: line_start.div_euclid(cls),
+                        ..c
+                    });
+                }
+                line_start += cls;
+            }
+            shift += align as i64;
+        }
+        out.sort_by(|a, b| {
+            b.score()
+                .total_cmp(&a.score())
+                .then(a.line_start.cmp(&b.line_start))
+        });
+        out
     }
 
     /// Like [`placement`], without recomputing the struct's leaves.
@@ -193,7 +210,7 @@ impl Scorer {
         let c = score(
             types,
             self.id,
-            &self.leaves,
+            (&self.leaves, self.widest),
             &self.embedded,
             accesses,
             line_start,
@@ -310,7 +327,7 @@ fn struct_align(types: &Types<'_>, id: TypeId) -> u64 {
 fn score(
     types: &Types<'_>,
     id: TypeId,
-    leaves: &[Leaf],
+    (leaves, widest): (&[Leaf], u64),
     embedded: &[Embedded],
     accesses: &[LineAccess],
     line_start: i64,
@@ -348,7 +365,7 @@ fn score(
         {
             contained += w;
         }
-        match leaf_at(leaves, x) {
+        match leaf_near(leaves, widest, x) {
             Some(leaf) => {
                 let fits_size = a
                     .size
@@ -381,6 +398,14 @@ fn score(
         shallowness: shallow,
         fields,
     })
+}
+
+/// [`leaf_at`] on leaves sorted by offset, looking only at those that can hold `x`: every
+/// leaf that does starts at most the largest leaf's size before it.
+fn leaf_near(leaves: &[Leaf], widest: u64, x: u64) -> Option<&Leaf> {
+    let hi = leaves.partition_point(|l| l.offset <= x);
+    let lo = leaves[..hi].partition_point(|l| l.offset + widest <= x);
+    leaf_at(&leaves[lo..hi], x)
 }
 
 /// Words too common in kernel function names to say anything about a field.

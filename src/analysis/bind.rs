@@ -212,6 +212,7 @@ enum Reach {
 struct Relations<'t, 'a> {
     types: &'t Types<'a>,
     related: HashMap<TypeId, BTreeSet<String>>,
+    embeds: HashMap<TypeId, BTreeSet<String>>,
 }
 
 impl<'t, 'a> Relations<'t, 'a> {
@@ -219,6 +220,7 @@ impl<'t, 'a> Relations<'t, 'a> {
         Relations {
             types,
             related: HashMap::new(),
+            embeds: HashMap::new(),
         }
     }
 
@@ -284,11 +286,14 @@ impl<'t, 'a> Relations<'t, 'a> {
         Reach::None
     }
 
-    fn of_embedded(&mut self, id: TypeId) -> BTreeSet<String> {
-        embedded(self.types, id)
-            .into_iter()
-            .flat_map(|e| e.names)
-            .collect()
+    fn of_embedded(&mut self, id: TypeId) -> &BTreeSet<String> {
+        let types = self.types;
+        self.embeds.entry(id).or_insert_with(|| {
+            embedded(types, id)
+                .into_iter()
+                .flat_map(|e| e.names)
+                .collect()
+        })
     }
 }
 
@@ -673,7 +678,7 @@ pub fn bind_type(
                 j += 1;
             }
             let group = &fitting[i..j];
-            let placed = bind_group(&scorer, types, id, cls, group, &input.decoded);
+            let placed = bind_group(&scorer, types, cls, group, &input.decoded);
             let mut any = false;
             for (k, p) in placed.into_iter().enumerate() {
                 let (address, _, _, proto) = &group[k];
@@ -720,7 +725,6 @@ type GroupLine = (u64, Vec<(usize, LineAccess)>, f64, PrototypeEvidence);
 fn bind_group(
     scorer: &Scorer,
     types: &Types<'_>,
-    id: TypeId,
     cls: u64,
     group: &[GroupLine],
     decoded: &Decoded,
@@ -734,7 +738,7 @@ fn bind_group(
     for (k, (address, accesses, _, _)) in group.iter().enumerate() {
         let shift = (*address - first) as i64;
         let only: Vec<LineAccess> = accesses.iter().map(|(_, a)| a.clone()).collect();
-        for c in attribute::candidates(types, id, &only, cls) {
+        for c in scorer.candidates(types, &only, cls) {
             bases.entry(c.line_start - shift).or_default();
         }
         for (start, why) in decoded_start(scorer, decoded, *address, accesses) {
@@ -917,13 +921,33 @@ pub fn overview(
     selection: &Selection,
     structural: bool,
 ) -> Vec<LineOverview> {
+    overview_with_progress(profile, types, input, selection, structural, &mut |_| {})
+}
+
+/// [`overview`], calling `progress(lines done)` after each line of the report.
+pub fn overview_with_progress(
+    profile: &Profile,
+    types: &Types<'_>,
+    input: &BindInput,
+    selection: &Selection,
+    structural: bool,
+    progress: &mut dyn FnMut(usize),
+) -> Vec<LineOverview> {
     let cls = profile.cacheline_size.max(1);
+    let mut by_address: Vec<(u64, usize)> = profile
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.address, i))
+        .collect();
+    by_address.sort_unstable();
     let mut protos = Prototypes::new(types);
     protos.add_named(types, &input.prototypes);
     let mut rel = Relations::new(types);
     let mut scorers: HashMap<TypeId, Scorer> = HashMap::new();
     let mut out = Vec::new();
     for (pos, line) in profile.lines.iter().enumerate() {
+        progress(pos + 1);
         if !selection.selects(pos, line, cls) {
             continue;
         }
@@ -1002,7 +1026,17 @@ pub fn overview(
             let proto = prototype_evidence(&mut rel, &protos, line, &accesses, id, &names);
             let scorer = scorers.entry(id).or_insert_with(|| Scorer::new(types, id));
             if let Some(c) = rank_one(
-                profile, types, id, &name, scorer, line, &accesses, proto, input, cls,
+                profile,
+                types,
+                id,
+                &name,
+                scorer,
+                line,
+                &accesses,
+                proto,
+                input,
+                cls,
+                &by_address,
             ) {
                 cands.push(c);
             }
@@ -1056,6 +1090,7 @@ fn rank_one(
     proto: PrototypeEvidence,
     input: &BindInput,
     cls: u64,
+    by_address: &[(u64, usize)],
 ) -> Option<TypeCandidate> {
     let only: Vec<LineAccess> = accesses.iter().map(|(_, a)| a.clone()).collect();
     let exact = decoded_start(scorer, &input.decoded, line.address, accesses);
@@ -1077,7 +1112,7 @@ fn rank_one(
     let pool: Vec<attribute::Candidate> = match best {
         Some(b) => vec![b],
         None => {
-            let all = attribute::candidates(types, id, &only, cls);
+            let all = scorer.candidates(types, &only, cls);
             let top = all.first()?.score();
             all.into_iter()
                 .take_while(|c| top - c.score() < 0.05)
@@ -1088,10 +1123,18 @@ fn rank_one(
     let size = types.size_of(id) as i64;
     let protos_none = Prototypes::default();
     let mut chosen: Option<(attribute::Candidate, Vec<u64>, usize)> = None;
+    // Only lines within the struct's size of this one can be the same object.
+    let reach = size as u64 + cls;
+    let lo = by_address.partition_point(|&(a, _)| a < line.address.saturating_sub(reach));
+    let hi = by_address.partition_point(|&(a, _)| a <= line.address.saturating_add(reach));
+    let nearby: Vec<&LineProfile> = by_address[lo..hi]
+        .iter()
+        .map(|&(_, i)| &profile.lines[i])
+        .collect();
     for c in pool {
         let mut neighbours = Vec::new();
         let mut near_lines = 0;
-        for other in &profile.lines {
+        for other in nearby.iter().copied() {
             if other.address == line.address {
                 continue;
             }

@@ -195,7 +195,34 @@ pub fn run(args: Args) -> Result<()> {
         } else {
             true
         };
-        let lines = bind::overview(&profile, &types, &input, &selection, few);
+        // A full report takes seconds: show progress on a terminal.
+        let total = profile.lines.len() as u64;
+        let bar = if total > 2000 {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(total),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} lines")
+            {
+                bar.set_style(style);
+            }
+            bar.set_message("ranking types");
+            Some(bar)
+        } else {
+            None
+        };
+        let lines =
+            bind::overview_with_progress(&profile, &types, &input, &selection, few, &mut |done| {
+                if let Some(b) = &bar
+                    && done % 256 == 0
+                {
+                    b.set_position(done as u64);
+                }
+            });
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
         if lines.is_empty() {
             bail!(
                 "{}: no line matches --line/--address (the report has {} line(s))",

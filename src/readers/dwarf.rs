@@ -1714,61 +1714,6 @@ fn apply_remap(types: &mut Types<'_>, remap: &[TypeId]) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn relocation_values_round_trip_in_both_byte_orders() {
-        for big in [false, true] {
-            let mut b = [0u8; 4];
-            write_uint(&mut b, 0x1234_5678, big);
-            assert_eq!(read_uint(&b, big), 0x1234_5678);
-        }
-        let mut b = [0u8; 4];
-        write_uint(&mut b, 0x1234_5678, false);
-        assert_eq!(b, [0x78, 0x56, 0x34, 0x12]);
-    }
-
-    #[test]
-    fn minus_one_upper_bound_is_an_empty_array() {
-        let a = Attrs {
-            upper_bound: Some(AttributeValue::Data8(u64::MAX)),
-            ..Attrs::default()
-        };
-        assert_eq!(subrange_count(&a, 0), 0);
-        let a = Attrs {
-            upper_bound: Some(AttributeValue::Data1(7)),
-            ..Attrs::default()
-        };
-        assert_eq!(subrange_count(&a, 0), 8);
-        let a = Attrs {
-            upper_bound: Some(AttributeValue::Data1(0xff)),
-            ..Attrs::default()
-        };
-        assert_eq!(subrange_count(&a, 0), 256);
-        let a = Attrs {
-            count: Some(AttributeValue::Data1(0xff)),
-            ..Attrs::default()
-        };
-        assert_eq!(subrange_count(&a, 0), 255);
-        let a = Attrs {
-            upper_bound: Some(AttributeValue::Data1(7)),
-            lower_bound: Some(AttributeValue::Data1(3)),
-            ..Attrs::default()
-        };
-        assert_eq!(subrange_count(&a, 0), 5);
-        assert_eq!(subrange_count(&Attrs::default(), 0), 0);
-    }
-
-    #[test]
-    fn garbage_is_an_error() {
-        let arena = typed_arena::Arena::new();
-        let err = parse(b"\x7fELF garbage", &arena).unwrap_err();
-        assert!(matches!(err, DwarfError::NotElf(_)), "{err}");
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Function prototypes
 
@@ -1864,4 +1809,59 @@ fn pointee_name<'a>(
         };
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relocation_values_round_trip_in_both_byte_orders() {
+        for big in [false, true] {
+            let mut b = [0u8; 4];
+            write_uint(&mut b, 0x1234_5678, big);
+            assert_eq!(read_uint(&b, big), 0x1234_5678);
+        }
+        let mut b = [0u8; 4];
+        write_uint(&mut b, 0x1234_5678, false);
+        assert_eq!(b, [0x78, 0x56, 0x34, 0x12]);
+    }
+
+    #[test]
+    fn minus_one_upper_bound_is_an_empty_array() {
+        let a = Attrs {
+            upper_bound: Some(AttributeValue::Data8(u64::MAX)),
+            ..Attrs::default()
+        };
+        assert_eq!(subrange_count(&a, 0), 0);
+        let a = Attrs {
+            upper_bound: Some(AttributeValue::Data1(7)),
+            ..Attrs::default()
+        };
+        assert_eq!(subrange_count(&a, 0), 8);
+        let a = Attrs {
+            upper_bound: Some(AttributeValue::Data1(0xff)),
+            ..Attrs::default()
+        };
+        assert_eq!(subrange_count(&a, 0), 256);
+        let a = Attrs {
+            count: Some(AttributeValue::Data1(0xff)),
+            ..Attrs::default()
+        };
+        assert_eq!(subrange_count(&a, 0), 255);
+        let a = Attrs {
+            upper_bound: Some(AttributeValue::Data1(7)),
+            lower_bound: Some(AttributeValue::Data1(3)),
+            ..Attrs::default()
+        };
+        assert_eq!(subrange_count(&a, 0), 5);
+        assert_eq!(subrange_count(&Attrs::default(), 0), 0);
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        let arena = typed_arena::Arena::new();
+        let err = parse(b"\x7fELF garbage", &arena).unwrap_err();
+        assert!(matches!(err, DwarfError::NotElf(_)), "{err}");
+    }
 }
