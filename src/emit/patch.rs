@@ -112,11 +112,12 @@ pub fn rearrange_source(
             _ => merged.push((first, last, key)),
         }
     }
+    // Lines between chunks that belong to no declaration (a `#pragma`, a directive the
+    // reader does not know) travel with the chunk after them: no line may be lost.
     let mut covered_to = body_start;
-    for (first, last, key) in merged {
-        let first = first.max(covered_to);
+    for (_, last, key) in merged {
         chunks.push(Chunk {
-            lines: lines[first..=last].to_vec(),
+            lines: lines[covered_to..=last].to_vec(),
             key,
         });
         covered_to = last + 1;

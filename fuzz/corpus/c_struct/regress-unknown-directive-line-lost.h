@@ -1,0 +1,5 @@
+struct s {
+	int x;
+#enifd
+	int y;
+};
