@@ -165,7 +165,8 @@ static struct tstate g_off = {.stk_lo = 0, .stk_size = ~(uintptr_t)0};
 static __thread struct tstate *tls;
 
 static volatile int g_enabled;   /* recording to a file */
-static volatile int g_finished;  /* final flush done: ignore everything */
+static volatile int g_finished;  /* final flush begun: ignore everything */
+static volatile int g_flushed;   /* final flush written */
 static int g_inited;
 static uint32_t g_sample = 1;     /* record a burst of BURST out of every g_sample*BURST */
 static uint32_t g_window_bits = 21;
@@ -623,6 +624,7 @@ static void final_flush(int crash_signal) {
                            g_level,   g_summarized, g_agg_bytes, g_lost};
         emit(CH_END, 0, 1, &e, sizeof e);
     }
+    g_flushed = 1;
     unlock();
     (void)self;
 }
@@ -639,6 +641,11 @@ static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SI
 static void on_crash(int sig) {
     int saved = errno;
     final_flush(sig);
+    /* The same signal sent twice (to the process group, and forwarded by lineup) can reach
+     * a second thread while the first is still flushing: wait for it (a few seconds at
+     * most) rather than end the process under it. */
+    for (int i = 0; g_finished && !g_flushed && i < 200000; i++)
+        sched_yield();
     signal(sig, SIG_DFL);
     sigset_t s;
     sigemptyset(&s);
@@ -793,7 +800,10 @@ static void global_init(void) {
             struct sigaction sa;
             zero(&sa, sizeof sa);
             sa.sa_handler = on_crash;
-            sa.sa_flags = SA_RESETHAND;
+            /* No SA_RESETHAND: it resets the disposition for the whole process on the
+             * first delivery, and a second SIGTERM reaching another thread would end the
+             * process in the middle of the flush. on_crash restores the default itself. */
+            sa.sa_flags = 0;
             sigemptyset(&sa.sa_mask);
             for (size_t j = 0; j < sizeof crash_signals / sizeof crash_signals[0]; j++)
                 sigaddset(&sa.sa_mask, crash_signals[j]);
