@@ -129,6 +129,8 @@ enum { K_LOAD = 0, K_STORE = 1, K_RMW = 2 };
 
 #define AGG_BITS 15
 #define SUM_BITS 12 /* per-site summaries: (size, kind, pc) -> count */
+#define SITE_CACHE 64
+#define SITE_SLOT(pc) ((uint32_t)((pc) ^ ((pc) >> 6)) & (SITE_CACHE - 1))
 #define TRACE_CAP 8192
 #define ALLOC_CAP 2048
 #define LINE_TABLE_BITS 22 /* 4M blocks: 64-byte blocks alias 256 MiB apart */
@@ -154,7 +156,8 @@ struct tstate {
     struct agg_entry *sum;
     uint32_t sum_used;
     uint64_t summarized; /* accesses counted into summaries, not yet added to g_summarized */
-    struct agg_entry *last_sum; /* the summary entry counted last, for a loop's next access */
+    /* Summary entries by code site, direct-mapped: a loop's accesses find theirs at once. */
+    struct agg_entry *site_cache[SITE_CACHE];
     uint32_t an, index, tid;
     uint64_t tsc_start, accesses, dropped;
     struct tstate *next;
@@ -421,7 +424,7 @@ static void flush_sum(struct tstate *t) {
         emit(CH_AGG, t->index, n, t->sum, n * sizeof(struct agg_entry));
     zero(t->sum, ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry));
     t->sum_used = 0;
-    t->last_sum = 0;
+    zero(t->site_cache, sizeof t->site_cache);
     __atomic_add_fetch(&g_summarized, t->summarized, __ATOMIC_RELAXED);
     t->summarized = 0;
 }
@@ -437,7 +440,7 @@ static void summarize(struct tstate *t, const struct agg_entry *e) {
         if (s->key == key && s->pc == e->pc) {
             s->count += e->count;
             s->eligible += e->eligible;
-            t->last_sum = s;
+            t->site_cache[SITE_SLOT(e->pc)] = s;
             break;
         }
         if (!s->key) {
@@ -449,7 +452,7 @@ static void summarize(struct tstate *t, const struct agg_entry *e) {
             *s = *e;
             s->key = key;
             t->sum_used++;
-            t->last_sum = s;
+            t->site_cache[SITE_SLOT(e->pc)] = s;
             break;
         }
         i = (i + 1) & mask;
@@ -744,7 +747,7 @@ static void fork_child(void) {
         zero(keep->sum, ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry));
         keep->sum_used = 0;
         keep->summarized = 0;
-        keep->last_sum = 0;
+        zero(keep->site_cache, sizeof keep->site_cache);
         keep->tpos = keep->tbuf;
         keep->an = 0;
         keep->accesses = keep->dropped = 0;
@@ -885,7 +888,7 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
          * table instead of one entry per address. */
         if (wbit & ~v)
             __atomic_fetch_or(slot, F_WRITTEN, __ATOMIC_RELAXED);
-        struct agg_entry *last = t->last_sum;
+        struct agg_entry *last = t->site_cache[SITE_SLOT(pc)];
         if (LIKELY(last && last->pc == pc && last->key == (key & ~(((uint64_t)1 << 48) - 1)))) {
             last->count++;
             t->summarized++;
