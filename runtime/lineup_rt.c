@@ -129,6 +129,8 @@ enum { K_LOAD = 0, K_STORE = 1, K_RMW = 2 };
 
 #define AGG_BITS 15
 #define SUM_BITS 12 /* per-site summaries: (size, kind, pc) -> count */
+#define SITE_CACHE 64
+#define SITE_SLOT(pc) ((uint32_t)((pc) ^ ((pc) >> 6)) & (SITE_CACHE - 1))
 #define TRACE_CAP 8192
 #define ALLOC_CAP 2048
 #define LINE_TABLE_BITS 22 /* 4M blocks: 64-byte blocks alias 256 MiB apart */
@@ -154,7 +156,8 @@ struct tstate {
     struct agg_entry *sum;
     uint32_t sum_used;
     uint64_t summarized; /* accesses counted into summaries, not yet added to g_summarized */
-    struct agg_entry *last_sum; /* the summary entry counted last, for a loop's next access */
+    /* Summary entries by code site, direct-mapped: a loop's accesses find theirs at once. */
+    struct agg_entry *site_cache[SITE_CACHE];
     uint32_t an, index, tid;
     uint64_t tsc_start, accesses, dropped;
     struct tstate *next;
@@ -165,7 +168,8 @@ static struct tstate g_off = {.stk_lo = 0, .stk_size = ~(uintptr_t)0};
 static __thread struct tstate *tls;
 
 static volatile int g_enabled;   /* recording to a file */
-static volatile int g_finished;  /* final flush done: ignore everything */
+static volatile int g_finished;  /* final flush begun: ignore everything */
+static volatile int g_flushed;   /* final flush written */
 static int g_inited;
 static uint32_t g_sample = 1;     /* record a burst of BURST out of every g_sample*BURST */
 static uint32_t g_window_bits = 21;
@@ -420,7 +424,7 @@ static void flush_sum(struct tstate *t) {
         emit(CH_AGG, t->index, n, t->sum, n * sizeof(struct agg_entry));
     zero(t->sum, ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry));
     t->sum_used = 0;
-    t->last_sum = 0;
+    zero(t->site_cache, sizeof t->site_cache);
     __atomic_add_fetch(&g_summarized, t->summarized, __ATOMIC_RELAXED);
     t->summarized = 0;
 }
@@ -436,7 +440,7 @@ static void summarize(struct tstate *t, const struct agg_entry *e) {
         if (s->key == key && s->pc == e->pc) {
             s->count += e->count;
             s->eligible += e->eligible;
-            t->last_sum = s;
+            t->site_cache[SITE_SLOT(e->pc)] = s;
             break;
         }
         if (!s->key) {
@@ -448,7 +452,7 @@ static void summarize(struct tstate *t, const struct agg_entry *e) {
             *s = *e;
             s->key = key;
             t->sum_used++;
-            t->last_sum = s;
+            t->site_cache[SITE_SLOT(e->pc)] = s;
             break;
         }
         i = (i + 1) & mask;
@@ -623,6 +627,7 @@ static void final_flush(int crash_signal) {
                            g_level,   g_summarized, g_agg_bytes, g_lost};
         emit(CH_END, 0, 1, &e, sizeof e);
     }
+    g_flushed = 1;
     unlock();
     (void)self;
 }
@@ -639,6 +644,11 @@ static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SI
 static void on_crash(int sig) {
     int saved = errno;
     final_flush(sig);
+    /* The same signal sent twice (to the process group, and forwarded by lineup) can reach
+     * a second thread while the first is still flushing: wait for it (a few seconds at
+     * most) rather than end the process under it. */
+    for (int i = 0; g_finished && !g_flushed && i < 200000; i++)
+        sched_yield();
     signal(sig, SIG_DFL);
     sigset_t s;
     sigemptyset(&s);
@@ -737,7 +747,7 @@ static void fork_child(void) {
         zero(keep->sum, ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry));
         keep->sum_used = 0;
         keep->summarized = 0;
-        keep->last_sum = 0;
+        zero(keep->site_cache, sizeof keep->site_cache);
         keep->tpos = keep->tbuf;
         keep->an = 0;
         keep->accesses = keep->dropped = 0;
@@ -793,7 +803,10 @@ static void global_init(void) {
             struct sigaction sa;
             zero(&sa, sizeof sa);
             sa.sa_handler = on_crash;
-            sa.sa_flags = SA_RESETHAND;
+            /* No SA_RESETHAND: it resets the disposition for the whole process on the
+             * first delivery, and a second SIGTERM reaching another thread would end the
+             * process in the middle of the flush. on_crash restores the default itself. */
+            sa.sa_flags = 0;
             sigemptyset(&sa.sa_mask);
             for (size_t j = 0; j < sizeof crash_signals / sizeof crash_signals[0]; j++)
                 sigaddset(&sa.sa_mask, crash_signals[j]);
@@ -875,7 +888,7 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
          * table instead of one entry per address. */
         if (wbit & ~v)
             __atomic_fetch_or(slot, F_WRITTEN, __ATOMIC_RELAXED);
-        struct agg_entry *last = t->last_sum;
+        struct agg_entry *last = t->site_cache[SITE_SLOT(pc)];
         if (LIKELY(last && last->pc == pc && last->key == (key & ~(((uint64_t)1 << 48) - 1)))) {
             last->count++;
             t->summarized++;

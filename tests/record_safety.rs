@@ -273,3 +273,44 @@ fn sigint_to_lineup_reaches_the_program() {
 fn sighup_to_lineup_reaches_the_program() {
     signal_reaches_the_program(libc::SIGHUP, "SIGHUP");
 }
+
+/// `timeout 2 lineup record -- ./forever`: timeout sends SIGTERM to lineup and to its whole
+/// process group, so the program gets it twice (directly, and forwarded). The runtime's
+/// flush must survive the second one: the profile holds what the workers did.
+#[test]
+fn timeout_signalling_the_whole_group_still_gives_the_profile() {
+    let prog = program();
+    let tmp = dir("timeout");
+    let profile = tmp.join("p.json");
+    let o = Command::new("timeout")
+        .args(["--preserve-status", "-s", "TERM", "2"])
+        .arg(env!("CARGO_BIN_EXE_lineup"))
+        .arg("record")
+        .arg("-o")
+        .arg(&profile)
+        .arg("--")
+        .arg(prog)
+        .arg("forever")
+        .env("LINEUP_CACHE_DIR", scratch().join("cache"))
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let out = text(&o.stdout);
+    let pid: i32 = out
+        .trim()
+        .strip_prefix("started ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{out:?} {}", text(&o.stderr)));
+    let _cleanup = KillOnDrop(pid);
+    assert_eq!(
+        o.status.code(),
+        Some(128 + libc::SIGTERM),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!alive(pid), "the program was left running");
+    assert!(leftovers(&tmp).is_empty(), "{:?}", leftovers(&tmp));
+    let p: Value = serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
+    assert_eq!(p["provenance"]["settings"]["partial"], "true");
+    assert!(pair_stores(&profile) > 0.0, "{}", p["summary"]["record"]);
+}

@@ -107,7 +107,8 @@ fn compile(cxx: bool, user: &[OsString]) -> Result<i32> {
                   lineup record -o counters.json -- ./counters 4\n  \
                   lineup diagnose --type counters --dwarf ./counters --profile counters.json\n  \
                   lineup record --type queue --sample 16 -o q.json -- ./server --port 8080\n  \
-                  lineup record --adjacent-line --line-size 64 -- ./prog"
+                  lineup record --adjacent-line --line-size 64 -- ./prog\n  \
+                  lineup record --memory 256M -o big.json -- ./stream input.dat"
 )]
 pub struct RecordArgs {
     /// Write the profile here
