@@ -217,7 +217,7 @@ fn perf_data_gets_a_hint_and_latin1_a_warning() {
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(&format!("line {line}:")) && err.contains("not UTF-8"),
+        err.contains(&format!("line {line} not UTF-8")) && err.contains("not UTF-8"),
         "{err}"
     );
     let p: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -229,7 +229,13 @@ fn the_recorded_replica_contends_on_levels_0_and_99() {
         .iter()
         .find(|l| holds(l, "pri_to_cpu[50]"))
         .expect("pri_to_cpu[50] is read");
-    assert_eq!(mid["verdict"], "read_shared", "{mid}");
+    // Read-shared, or (its share of the busiest line's accesses under the threshold) too rare
+    // to matter: never contention, and no cost.
+    assert!(
+        matches!(mid["verdict"].as_str(), Some("read_shared" | "not_shared")),
+        "{mid}"
+    );
+    assert_eq!(mid["cost"].as_f64(), Some(0.0), "{mid}");
 }
 
 // ---------------------------------------------------------------------------------------
