@@ -348,3 +348,77 @@ fn diff_two_dwarf_builds_names_added_members_lines_and_holes() {
     let out = lineup(&["diff", "-C", "stats", txt.to_str().unwrap(), &o("before")]);
     assert!(text(&out).0.contains("identical"), "{:?}", text(&out));
 }
+
+/// `optimize --contract` writes the guard for its own layout; the seed's merged fix keeps it
+/// and the kernel's current layout breaks it (seed 000's replica, compiled by gcc with the
+/// kernel's offsets for `task_group` and the seed's patch as `task_group_seed`).
+#[test]
+fn optimize_writes_a_contract_that_the_seed_fix_keeps_and_the_current_layout_breaks() {
+    let dir = tempdir("optc");
+    let contract = dir.join("tg.toml");
+    let out = lineup(&[
+        "optimize",
+        "--type",
+        "task_group",
+        "--btf",
+        "data/vmlinux-6.18.44.btf",
+        "--c2c",
+        "tests/data/c2c/seed000_paste.txt",
+        "--machine",
+        "icelake-2s",
+        "--contract",
+        contract.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let toml = std::fs::read_to_string(&contract).unwrap();
+    let c = lineup::analysis::contract::Contract::from_toml(&toml).expect("a valid contract");
+    assert_eq!(c.max_size, Some(704));
+    assert!(
+        c.separate
+            .iter()
+            .any(|r| r.members.contains(&"load_avg".to_string())
+                && r.members.contains(&"rt_se".to_string())),
+        "{toml}"
+    );
+    // The current layout breaks it, on the bundled BTF.
+    let out = lineup(&[
+        "check",
+        "--btf",
+        "data/vmlinux-6.18.44.btf",
+        contract.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{:?}", text(&out));
+    // The replica: current layout and the seed's fix, compiled.
+    let obj = dir.join("tg.o");
+    let cc = Command::new("cc")
+        .args(["-g", "-c", "-o"])
+        .arg(&obj)
+        .arg(repo().join("examples/seeds/000/task_group.c"))
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    for (ty, keeps) in [("task_group", false), ("task_group_seed", true)] {
+        let renamed = dir.join(format!("{ty}.toml"));
+        std::fs::write(
+            &renamed,
+            toml.replace("type = \"task_group\"", &format!("type = \"{ty}\"")),
+        )
+        .unwrap();
+        let out = lineup(&[
+            "check",
+            "--dwarf",
+            obj.to_str().unwrap(),
+            renamed.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(if keeps { 0 } else { 1 }),
+            "{ty}: {:?}",
+            text(&out)
+        );
+    }
+}

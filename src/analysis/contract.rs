@@ -341,6 +341,61 @@ fn why(w: &str) -> String {
     }
 }
 
+/// The contract that keeps a proposed layout's point: each write-hot group stays within the
+/// lines it got, every write-hot group stays off the lines of the other accessed members it
+/// was moved away from, and the struct grows no further. `write_groups` are the members that
+/// share a write line (by name); `accessed` are every member the evidence touches.
+pub fn derive(
+    layout: &Layout,
+    write_groups: &[Vec<String>],
+    accessed: &[String],
+    line: u64,
+    why: &str,
+) -> Contract {
+    let placed = placed_members(layout, line);
+    let find = |n: &str| placed.iter().find(|p| p.name == n);
+    let mut c = Contract {
+        schema: CONTRACT_SCHEMA,
+        type_name: layout.name.clone(),
+        cacheline_size: line,
+        max_size: Some(layout.size),
+        ..Contract::default()
+    };
+    for (i, g) in write_groups.iter().enumerate() {
+        let members: Vec<&Placed> = g.iter().filter_map(|n| find(n)).collect();
+        let Some(rep) = members.first() else { continue };
+        if members.len() > 1 {
+            let first = members.iter().map(|p| p.first_line).min().unwrap_or(0);
+            let last = members.iter().map(|p| p.last_line).max().unwrap_or(0);
+            c.group.push(Group {
+                name: format!("written_{}", i + 1),
+                members: members.iter().map(|p| p.name.clone()).collect(),
+                max_lines: last - first + 1,
+                why: format!("written together on one path ({why})"),
+            });
+        }
+        // Every accessed member the layout keeps off this group's lines stays off them.
+        for other in accessed {
+            if g.contains(other) {
+                continue;
+            }
+            let Some(o) = find(other) else { continue };
+            let apart = members.iter().all(|m| !m.shares_line_with(o));
+            let already = c.separate.iter().any(|r| {
+                r.members.contains(&rep.name) && r.members.contains(&o.name)
+                    || r.members.contains(&o.name) && g.iter().any(|n| r.members.contains(n))
+            });
+            if apart && !already {
+                c.separate.push(Separate {
+                    members: vec![rep.name.clone(), o.name.clone()],
+                    why: format!("{} is written; {why}", rep.name),
+                });
+            }
+        }
+    }
+    c
+}
+
 /// Which C dialect the static asserts are written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AssertFlavour {

@@ -61,6 +61,10 @@ pub struct Args {
     /// what else must change (default: from the evidence's addresses, else line-aligned)
     #[arg(long, value_name = "N")]
     instance_align: Option<u64>,
+    /// Write a layout contract (TOML) for the proposed layout, for `lineup check` in CI:
+    /// write-hot groups stay whole and off the other hot members' lines, and the size holds
+    #[arg(long, value_name = "FILE")]
+    contract: Option<PathBuf>,
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
@@ -191,6 +195,7 @@ fn positional_initializer(text: &str, name: &str) -> Option<usize> {
 pub fn run(args: Args) -> Result<()> {
     let patch_out = output::check_opt("--patch", args.patch.as_deref())?;
     let html_out = output::check_opt("--html", args.html.as_deref())?;
+    let contract_out = output::check_opt("--contract", args.contract.as_deref())?;
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
     let opened = args.subject.source.open()?;
     let mut types = opened.types()?;
@@ -557,8 +562,42 @@ pub fn run(args: Args) -> Result<()> {
         page.fill_type_names();
         html_text = Some(emit::html::render(&page));
     }
-    // Both files or neither.
+    let contract_text = contract_out.as_ref().map(|_| {
+        let first = |n: &String| {
+            model
+                .units
+                .iter()
+                .find(|u| &u.name == n)
+                .and_then(|u| u.members.first().cloned())
+                .unwrap_or_else(|| n.clone())
+        };
+        let groups: Vec<Vec<String>> = plan
+            .write_lines
+            .iter()
+            .map(|g| g.iter().map(first).collect())
+            .collect();
+        let mut accessed: Vec<String> = Vec::new();
+        for st in &model.streams {
+            if let Some(n) = model.units[st.unit].members.first()
+                && !accessed.contains(n)
+            {
+                accessed.push(n.clone());
+            }
+        }
+        lineup::analysis::contract::derive(
+            &new_layout,
+            &groups,
+            &accessed,
+            cls,
+            &format!("lineup optimize on {}", subject::evidence_label(&profile)),
+        )
+        .to_toml()
+    });
+    // All files or none.
     let mut files: Vec<(&output::Output, &[u8])> = Vec::new();
+    if let (Some(out), Some(c)) = (&contract_out, &contract_text) {
+        files.push((out, c.as_bytes()));
+    }
     if let (Some(out), Some(d)) = (&patch_out, &diff) {
         files.push((out, d.as_bytes()));
     }
