@@ -48,3 +48,21 @@ fn anonymous_struct_behind_a_typedef_is_found_by_the_typedef_name() {
     let out = lineup(&["layout", "--dwarf", o, "no_such_t"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn headers_declare_structs_as_cxx_classes_and_behind_typedefs() {
+    use lineup::readers::c_struct::find_struct;
+    let cxx =
+        "namespace q {\nclass Ring : public Base {\n public:\n  long head;\n  long tail;\n};\n}\n";
+    let s = find_struct(cxx, "Ring").expect("a C++ class");
+    let names: Vec<String> = s.members().into_iter().map(|(n, _)| n).collect();
+    assert!(
+        names.ends_with(&["head".to_string(), "tail".to_string()]),
+        "{names:?}"
+    );
+    let td = "/* args */\ntypedef struct {\n  long long SX;\n  int tid;\n} lreg_args;\n";
+    let s = find_struct(td, "lreg_args").expect("a typedef'd anonymous struct");
+    let names: Vec<String> = s.members().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["SX", "tid"]);
+    assert!(find_struct(td, "lreg").is_err());
+}

@@ -79,6 +79,60 @@ impl CStruct {
     }
 }
 
+/// The line of the `{` of `typedef struct [tag] { ... } NAME;` (or union), if `lines` hold one.
+fn typedef_body(lines: &[&str], name: &str) -> Option<usize> {
+    for (i, l) in lines.iter().enumerate() {
+        let code = strip_line_comment(l);
+        let Some(pos) = find_word(code, "typedef") else {
+            continue;
+        };
+        let rest = code[pos + "typedef".len()..].trim_start();
+        if !(rest.starts_with("struct") || rest.starts_with("union")) {
+            continue;
+        }
+        // The `{` on this line or the next; then the matching `}` and the name after it.
+        let open = if code.contains('{') {
+            i
+        } else if lines
+            .get(i + 1)
+            .is_some_and(|n| n.trim_start().starts_with('{'))
+        {
+            i + 1
+        } else {
+            continue;
+        };
+        let mut depth = 0i32;
+        for (j, l) in lines.iter().enumerate().skip(open) {
+            let code = strip_line_comment(l);
+            for (k, c) in code.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            let tail = code[k + 1..].trim_start();
+                            let after =
+                                tail.trim_start_matches(|c: char| c == '*' || c.is_whitespace());
+                            let named = after.starts_with(name)
+                                && !after[name.len()..]
+                                    .starts_with(|c: char| c.is_alphanumeric() || c == '_');
+                            if named {
+                                return Some(open);
+                            }
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if depth <= 0 && j > open {
+                break;
+            }
+        }
+    }
+    None
+}
+
 /// Finds `struct NAME {` (or `union NAME {`) in `text` and reads its body.
 pub fn find_struct(text: &str, name: &str) -> Result<CStruct, String> {
     let lines: Vec<&str> = text.lines().collect();
@@ -86,7 +140,8 @@ pub fn find_struct(text: &str, name: &str) -> Result<CStruct, String> {
     let mut open = None;
     for (i, l) in lines.iter().enumerate() {
         let code = strip_line_comment(l);
-        for kw in ["struct", "union"] {
+        // C++ declares the same thing with `class` (and may name bases after a `:`).
+        for kw in ["struct", "union", "class"] {
             if let Some(pos) = find_word(code, kw) {
                 let rest = code[pos + kw.len()..].trim_start();
                 if rest.starts_with(name)
@@ -94,6 +149,10 @@ pub fn find_struct(text: &str, name: &str) -> Result<CStruct, String> {
                 {
                     let after = rest[name.len()..].trim_start();
                     if after.starts_with('{')
+                        || (after.starts_with(':')
+                            && !after.starts_with("::")
+                            && after.contains('{'))
+                        || (after.starts_with("final") && after.contains('{'))
                         || (after.is_empty()
                             && lines
                                 .get(i + 1)
@@ -109,6 +168,8 @@ pub fn find_struct(text: &str, name: &str) -> Result<CStruct, String> {
             break;
         }
     }
+    // `typedef struct [tag] { ... } NAME;`: the name comes after the body.
+    let open = open.or_else(|| typedef_body(&lines, name));
     let Some(open_line) = open else {
         return Err(format!("no definition of struct {name}"));
     };
@@ -338,6 +399,19 @@ fn parse_decl(
     block: Option<usize>,
 ) -> Result<Decl, String> {
     let mut s = stmt.trim().to_string();
+    // C++ access labels (`public:`) belong to no member.
+    loop {
+        let t = s.trim_start();
+        let label = ["public", "private", "protected"].into_iter().find(|kw| {
+            t.strip_prefix(kw).is_some_and(|r| {
+                let r = r.trim_start();
+                r.starts_with(':') && !r.starts_with("::")
+            })
+        });
+        let Some(kw) = label else { break };
+        let r = t[kw.len()..].trim_start();
+        s = r[1..].to_string();
+    }
     let mut align = None;
     let mut marker = false;
     for m in [
