@@ -188,3 +188,30 @@ fn help_has_an_example() {
         "{text}"
     );
 }
+
+/// pahole's `-C TYPE` (and its comma-separated list) and the other commands' `--type` name the
+/// same types as the positional names, with the same output.
+#[test]
+fn layout_takes_pahole_dash_c_and_type() {
+    let positional = lineup(&["layout", "--btf", &btf(), "task_group", "cfs_rq"]);
+    assert!(positional.status.success());
+    let text = String::from_utf8_lossy(&positional.stdout).into_owned();
+    assert!(text.contains("struct task_group {") && text.contains("struct cfs_rq {"));
+    for args in [
+        &["-C", "task_group,cfs_rq"][..],
+        &["-C", "task_group", "-C", "cfs_rq"][..],
+        &["--type", "task_group", "--type", "cfs_rq"][..],
+        &["task_group", "--type", "cfs_rq"][..],
+    ] {
+        let out = lineup(&[&["layout", "--btf", &btf()][..], args].concat());
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), text, "{args:?}");
+    }
+    let out = lineup(&["layout", "--btf", &btf(), "-C", "task_grup"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("task_grup"));
+}

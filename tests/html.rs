@@ -276,6 +276,75 @@ fn check_drawing(dom: &str, data: &Value) {
     }
 }
 
+/// Nothing is only drawn cut short: every cell carries its full text as a hover `title`, and the
+/// table below the lines gives every line's verdict, explanation and member names in full;
+/// members a layout moved are marked against the first (current) layout.
+fn check_full_text(dom: &str, data: &Value) {
+    let layouts = data["layouts"].as_array().unwrap();
+    let first: BTreeMap<String, u64> = layouts[0]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "field")
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["offset"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let table_start = dom
+        .find("<table id=\"line-table\"")
+        .expect("the line table");
+    let table = &dom[table_start..table_start + dom[table_start..].find("</table>").unwrap()];
+    let mut moved_seen = 0;
+    for (li, layout) in layouts.iter().enumerate() {
+        let part = panel(dom, li);
+        for s in elements(part, r#"<div class="cell [^"]*"[^>]*>"#) {
+            let title = s.get("title").expect("every cell has a title");
+            assert!(title.contains(&s["data-field"]), "{title}");
+            let moved = s["class"].split(' ').any(|c| c == "moved");
+            let want = li > 0
+                && s["data-kind"] == "field"
+                && first
+                    .get(&s["data-field"])
+                    .is_some_and(|o| o.to_string() != s["data-offset"]);
+            assert_eq!(moved, want, "layout {li}: {:?}", s["data-field"]);
+            if moved {
+                moved_seen += 1;
+                assert!(title.contains("moved: at offset"), "{title}");
+            }
+            if s["data-size"] == "0" {
+                assert!(title.contains("zero-size member"), "{title}");
+            }
+        }
+        for line in layout["lines"].as_array().unwrap() {
+            let open = format!(
+                "<tr data-table-layout=\"{li}\" data-table-line=\"{}\">",
+                line["index"]
+            );
+            let at = table.find(&open).unwrap_or_else(|| panic!("no row {open}"));
+            let row = &table[at..at + table[at..].find("</tr>").unwrap()];
+            let expl = line["explanation"].as_str().unwrap();
+            assert!(unescape(row).contains(expl), "{row}");
+        }
+        for c in layout["cells"].as_array().unwrap() {
+            if c["kind"] == "field" {
+                assert!(
+                    unescape(table).contains(c["name"].as_str().unwrap()),
+                    "{} not in the line table",
+                    c["name"]
+                );
+            }
+        }
+    }
+    assert!(moved_seen > 0, "lineup's layout moves load_avg: marked");
+    assert!(
+        dom.contains("zero-size member</span>"),
+        "the black bar is in the legend"
+    );
+}
+
 /// The tooltip shows `field` of layout `li` with the JSON's numbers.
 fn check_tooltip(dom: &str, data: &Value, li: usize, field: &str) {
     let tip = elements(dom, r#"<div id="tip"[^>]*>"#);
@@ -354,6 +423,11 @@ fn diagnose_page_draws_every_line_and_field() {
     let dom = dump_dom(&page, "#hover=load_avg");
     check_drawing(&dom, &data);
     check_tooltip(&dom, &data, 0, "load_avg");
+    // Contention is the default heat: the members the HITMs land on are the hot ones.
+    assert!(
+        dom.contains("<span>HITM: 0</span>"),
+        "default heat is HITM when the evidence has HITMs"
+    );
     // The diagnosed false sharing is on load_avg's line, drawn beside it.
     let line4 = &data["layouts"][0]["lines"][4];
     assert_eq!(line4["verdict"], "false_sharing");
@@ -388,10 +462,9 @@ fn diagnose_page_draws_every_line_and_field() {
     assert_eq!(down[0]["data-field"], first5[0]["data-field"]);
 
     // Heat switch and list view from the URL.
-    let dom = dump_dom(&page, "#heat=hitm&view=list");
-    assert!(dom.contains(">HITM: 0</span>") || dom.contains("<span>HITM: 0</span>"));
+    let dom = dump_dom(&page, "#heat=writes&view=list");
     assert!(
-        dom.contains("<span>HITM: 0</span>"),
+        dom.contains("<span>writes (stores + atomic RMW): 0</span>"),
         "legend follows the heat switch"
     );
     let lines_view = elements(&dom, r#"<section id="lines-view"[^>]*>"#);
@@ -506,6 +579,7 @@ fn predict_page_shows_every_candidate() {
     check_drawing(&dom, &data);
     check_cost_table(&dom, &data);
     check_tooltip(&dom, &data, 2, "load_avg");
+    check_full_text(&dom, &data);
     // No replay yet: no measured column.
     assert!(!dom.contains(">measured vs current</th>"));
     assert!(dom.contains(">vs current</th>"));

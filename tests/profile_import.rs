@@ -857,7 +857,7 @@ fn sketch_errors() {
 fn json_is_versioned_and_readable() {
     let p = c2c("tests/data/c2c/seed000_paste.txt").remove(0);
     let v: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema"], 1);
     assert_eq!(v["lines"][0]["address"], "0xff284d17b5c0fa00");
     assert_eq!(
         v["lines"][0]["accesses"][0]["code"]["address"],
@@ -866,7 +866,7 @@ fn json_is_versioned_and_readable() {
     assert_eq!(v["groups"][0]["members"][0]["place"]["kind"], "line");
 
     let mut newer = v.clone();
-    newer["schema_version"] = 2.into();
+    newer["schema"] = 2.into();
     assert!(matches!(
         Profile::from_json(&newer.to_string()),
         Err(ProfileError::Schema {

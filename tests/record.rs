@@ -448,7 +448,7 @@ fn an_unknown_type_name_is_one_line() {
     let err = text(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("--type nosuch: no struct or union of that name"),
+        err.contains("--heap-type nosuch: no struct or union of that name"),
         "{err}"
     );
     assert!(o.stdout.is_empty(), "checked before the program runs");

@@ -14,13 +14,18 @@ use super::source::SourceArgs;
 #[command(
     about = "Show struct layouts: offsets, sizes, holes, padding, cache lines",
     after_help = "Examples:\n  lineup layout task_group                      # running kernel's BTF (or the bundled copy)\n  \
+                  lineup layout -C task_group,cfs_rq            # pahole's spelling; --type works too\n  \
                   lineup layout --btf vmlinux.btf --all > all.txt\n  \
                   lineup layout --dwarf ./prog my_stats --cacheline-size 128 --json"
 )]
 pub struct Args {
     /// Struct or union names to show
-    #[arg(value_name = "TYPE", required_unless_present = "all")]
+    #[arg(value_name = "TYPE", required_unless_present_any = ["all", "named"])]
     types: Vec<String>,
+    /// The same, as pahole (`-C task_group`, comma-separated lists too) and the other commands
+    /// (`--type`) spell it
+    #[arg(short = 'C', long = "type", value_name = "TYPE", value_delimiter = ',')]
+    named: Vec<String>,
     /// Show every struct and union
     #[arg(long)]
     all: bool,
@@ -50,7 +55,7 @@ pub fn run(args: Args) -> Result<()> {
         layout::distinct_named(&types)
     } else {
         let mut ids: Vec<TypeId> = Vec::new();
-        for name in &args.types {
+        for name in args.types.iter().chain(&args.named) {
             let found = types.find_composites(name);
             if found.is_empty() {
                 let close = types.similar_composite_names(name, 5);

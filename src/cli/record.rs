@@ -106,8 +106,8 @@ fn compile(cxx: bool, user: &[OsString]) -> Result<i32> {
     after_help = "Examples:\n  lineup cc -O2 -pthread counters.c -o counters\n  \
                   lineup record -o counters.json -- ./counters 4\n  \
                   lineup diagnose --type counters --dwarf ./counters --profile counters.json\n  \
-                  lineup record --type queue --sample 16 -o q.json -- ./server --port 8080\n  \
-                  lineup record --adjacent-line --line-size 64 -- ./prog\n  \
+                  lineup record --heap-type queue --sample 16 -o q.json -- ./server --port 8080\n  \
+                  lineup record --adjacent-line --cacheline-size 64 -- ./prog\n  \
                   lineup record --memory 256M -o big.json -- ./stream input.dat"
 )]
 pub struct RecordArgs {
@@ -120,8 +120,9 @@ pub struct RecordArgs {
     )]
     output: PathBuf,
     /// Struct type of heap blocks whose size fits it (repeatable), when lineup cannot tell
-    /// from the allocating function
-    #[arg(long = "type", value_name = "TYPE")]
+    /// from the allocating function. (`--type` names the subject struct in every other command;
+    /// here the old spelling is kept as a hidden alias.)
+    #[arg(long = "heap-type", alias = "type", value_name = "TYPE")]
     types: Vec<String>,
     /// Count one burst of accesses in N per thread (scaled back up): for long runs
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -131,8 +132,9 @@ pub struct RecordArgs {
     /// profile and standard error say so
     #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = parse_size)]
     memory: u64,
-    /// Cache line size to simulate and report [default: this machine's]
-    #[arg(long, value_name = "BYTES", value_parser = parse_line_size)]
+    /// Cache line size to simulate and report [default: this machine's] (`--line-size`, the
+    /// old spelling, is a hidden alias)
+    #[arg(long = "cacheline-size", alias = "line-size", value_name = "BYTES", value_parser = parse_line_size)]
     line_size: Option<u64>,
     /// Also simulate pairs of lines, as the adjacent-line prefetcher moves them
     /// (counts in each access's details: pair_true_sharing, pair_false_sharing)
@@ -249,7 +251,7 @@ fn check_program(shown: &str, path: &Path, types: &[String]) -> Result<()> {
         let graph =
             lineup::readers::dwarf::parse(&bytes, &arena).map_err(|e| anyhow!("{shown}: {e}"))?;
         if let Some(t) = types.iter().find(|t| graph.find_composites(t).is_empty()) {
-            bail!("{shown}: --type {t}: no struct or union of that name in its DWARF");
+            bail!("{shown}: --heap-type {t}: no struct or union of that name in its DWARF");
         }
     }
     use std::os::unix::fs::PermissionsExt;
@@ -723,7 +725,7 @@ fn summary(p: &Profile, ambiguous: &[(u64, Vec<String>)]) -> String {
     for (size, names) in ambiguous.iter().take(5) {
         let _ = writeln!(
             s,
-            "  heap blocks of {size} bytes not attributed: could be {} (--type names one)",
+            "  heap blocks of {size} bytes not attributed: could be {} (--heap-type names one)",
             names.join(", ")
         );
     }

@@ -346,7 +346,7 @@ pub fn cost_table(rows: &[(String, &cost::Cost)]) -> String {
         "true cycles",
         "locality",
         "total cycles",
-        "vs 1st"
+        "vs current"
     );
     for (name, c) in rows {
         let total = c.total_cycles();

@@ -22,9 +22,7 @@ pub enum ProfileError {
     #[error("invalid option: {0}")]
     Option(String),
     /// A profile written by a newer (or unknown) lineup.
-    #[error(
-        "profile schema_version {found} is not supported (this lineup reads version {supported})"
-    )]
+    #[error("profile schema {found} is not supported (this lineup reads version {supported})")]
     Schema { found: u32, supported: u32 },
 }
 

@@ -29,6 +29,9 @@ pub const DEFAULT_CACHELINE_SIZE: u64 = 64;
 /// One access profile: one measurement (or one sketch) of one workload.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
+    /// Written as `schema`, the one version key of every lineup JSON output (docs/json.md);
+    /// profiles written before that used `schema_version`, which is still read.
+    #[serde(rename = "schema", alias = "schema_version")]
     pub schema_version: u32,
     /// Which table of a multi-table input this is ("Baseline", "With this change").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -476,9 +479,10 @@ impl Profile {
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| ProfileError::Json(e.to_string()))?;
         let version = value
-            .get("schema_version")
+            .get("schema")
+            .or_else(|| value.get("schema_version"))
             .and_then(|v| v.as_u64())
-            .ok_or_else(|| ProfileError::Json("no schema_version: not a lineup profile".into()))?;
+            .ok_or_else(|| ProfileError::Json("no schema: not a lineup profile".into()))?;
         if version != u64::from(SCHEMA_VERSION) {
             return Err(ProfileError::Schema {
                 found: u32::try_from(version).unwrap_or(u32::MAX),
@@ -1050,5 +1054,24 @@ mod tests {
         p.schema_version = 2;
         let err = Profile::from_json(&serde_json::to_string(&p).unwrap()).unwrap_err();
         assert!(matches!(err, ProfileError::Schema { found: 2, .. }));
+    }
+
+    #[test]
+    fn json_writes_schema_and_still_reads_schema_version() {
+        let p = Profile::new("test", Unit::Relative, 64);
+        let v: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
+        assert_eq!(v["schema"], 1);
+        assert!(v.get("schema_version").is_none(), "{v}");
+        // A profile written before the key was unified.
+        let mut old = v.clone();
+        let o = old.as_object_mut().unwrap();
+        let version = o.remove("schema").unwrap();
+        o.insert("schema_version".into(), version);
+        assert_eq!(Profile::from_json(&old.to_string()).unwrap(), p);
+        old["schema_version"] = 2.into();
+        assert!(matches!(
+            Profile::from_json(&old.to_string()),
+            Err(ProfileError::Schema { found: 2, .. })
+        ));
     }
 }

@@ -265,7 +265,7 @@ pub fn build(
             .unwrap_or_default();
         return Err(RecordError::Program {
             path: exe,
-            problem: format!("--type {missing}: no struct or union of that name in its DWARF"),
+            problem: format!("--heap-type {missing}: no struct or union of that name in its DWARF"),
         });
     }
 

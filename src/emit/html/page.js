@@ -4,6 +4,9 @@
   "use strict";
   var data = JSON.parse(document.getElementById("lineup-data").textContent);
   var cls = data.cacheline_size;
+  // Contention by default: HITM (for recordings, the simulated line transfers counted as HITM),
+  // so that the members other CPUs load a written line from are the hot ones; writes when the
+  // evidence has no HITM at all.
   var heat = "writes";
   var METRICS = { writes: "writes (stores + atomic RMW)", stores: "stores", loads: "loads",
     rmw: "atomic RMW", hitm: "HITM" };
@@ -55,6 +58,27 @@
     return c.name + ": offset " + c.offset + ", " + c.size + " bytes, " + num(c.loads) +
       " loads, " + num(c.stores) + " stores, " + num(c.rmw) + " atomic RMW, " + num(c.hitm) +
       " HITM, " + c.cpus + " CPUs";
+  }
+
+  heat = maxOf("hitm") > 0 ? "hitm" : "writes";
+  document.querySelectorAll('input[name="heat"]').forEach(function (r) { r.checked = r.value === heat; });
+
+  // Where each member is in the first (current) layout, to mark the members another layout moves.
+  var firstOffset = {};
+  data.layouts[0].cells.forEach(function (c) { if (c.kind === "field") { firstOffset[c.name] = c.offset; } });
+  function movedFrom(c, li) {
+    if (li === 0 || c.kind !== "field" || !(c.name in firstOffset)) { return null; }
+    return firstOffset[c.name] === c.offset ? null : firstOffset[c.name];
+  }
+  var ZERO_NOTE = "zero-size member (a flexible array or an empty struct): it takes no bytes, " +
+    "the black bar marks its offset";
+  // The full text of a cell, for its hover title and the table below the lines.
+  function fullText(c, li) {
+    var t = summary(c);
+    if (c.size === 0) { t += " — " + ZERO_NOTE; }
+    var from = movedFrom(c, li);
+    if (from !== null) { t += " — moved: at offset " + from + " in " + data.layouts[0].name; }
+    return t;
   }
 
   // Header notes.
@@ -130,8 +154,14 @@
             "data-field": c.name, "data-kind": c.kind, "data-offset": String(c.offset),
             "data-size": String(c.size), "data-bytes": String(e - s), "data-start": String(s),
             "data-line": String(line.index), tabindex: "0", role: "button",
-            "aria-label": summary(c) + (s > c.offset ? " (continued)" : "")
+            "aria-label": summary(c) + (s > c.offset ? " (continued)" : ""),
+            title: fullText(c, li)
           }, c.kind === "field" ? c.name : "");
+          var from = movedFrom(c, li);
+          if (from !== null) {
+            d.classList.add("moved");
+            d.setAttribute("data-moved-from", String(from));
+          }
           d.style.flex = zero ? "0 0 4px" : (e - s) + " 0 0";
           if (zero) { d.classList.add("zero"); }
           d._cell = c;
@@ -198,6 +228,48 @@
     lg.appendChild(el("span", null, "hole"));
     lg.appendChild(el("span", { class: "swatch cell padding" }));
     lg.appendChild(el("span", null, "padding"));
+    lg.appendChild(el("span", { class: "swatch zero-key", title: ZERO_NOTE }));
+    lg.appendChild(el("span", { title: ZERO_NOTE }, "zero-size member"));
+    if (data.layouts.length > 1) {
+      lg.appendChild(el("span", { class: "swatch moved-key" }));
+      lg.appendChild(el("span", null, "moved (vs " + data.layouts[0].name + ")"));
+    }
+  }
+
+  // Every line of every layout in full: what the drawing may have to cut short.
+  function drawLineTable() {
+    var box = document.getElementById("line-table-view");
+    box.appendChild(el("h2", null, "Every line in full"));
+    var t = el("table", { id: "line-table" });
+    t.appendChild(el("caption", { class: "sr-only" }, "Each cache line of each layout with its verdict and members"));
+    var tr = el("tr");
+    ["layout", "line", "bytes", "verdict", "explanation", "members"].forEach(function (h, i) {
+      tr.appendChild(el("th", { scope: "col", class: i === 1 || i === 2 ? "" : "name" }, h));
+    });
+    t.appendChild(tr);
+    data.layouts.forEach(function (l, li) {
+      l.lines.forEach(function (line) {
+        var r = el("tr", { "data-table-layout": String(li), "data-table-line": String(line.index) });
+        r.appendChild(el("td", { class: "name" }, l.name));
+        r.appendChild(el("td", null, String(line.index)));
+        r.appendChild(el("td", null, line.start + "\u2013" + line.end));
+        r.appendChild(el("td", { class: "name" }, line.label));
+        r.appendChild(el("td", { class: "name why" }, line.explanation));
+        var names = [];
+        l.cells.forEach(function (c) {
+          if (c.kind !== "field") { return; }
+          var inLine = c.size === 0 ? Math.floor(c.offset / cls) === line.index :
+            c.offset <= line.end && c.offset + c.size > line.start;
+          if (!inLine) { return; }
+          var from = movedFrom(c, li);
+          names.push(c.name + (c.size === 0 ? " (zero-size)" : "") +
+            (from !== null ? " (moved from " + from + ")" : ""));
+        });
+        r.appendChild(el("td", { class: "name" }, names.join(", ")));
+        t.appendChild(r);
+      });
+    });
+    box.appendChild(t);
   }
 
   // Tooltip and details.
@@ -351,6 +423,7 @@
 
   function setView(v) {
     document.getElementById("lines-view").hidden = v !== "lines";
+    document.getElementById("line-table-view").hidden = v !== "lines";
     document.getElementById("list-view").hidden = v !== "list";
     document.querySelectorAll('input[name="view"]').forEach(function (r) { r.checked = r.value === v; });
   }
@@ -369,6 +442,7 @@
 
   drawCosts();
   drawLines();
+  drawLineTable();
   drawList();
 
   // URL hash: #heat=hitm&view=list&sort=stores:desc&layout=1&hover=FIELD&keys=ArrowRight (the tests use it; handy for links).

@@ -1,0 +1,390 @@
+//! Every data command's `--json` output, run for real, validated against its documented JSON
+//! Schema in docs/schema/ (index: docs/json.md).
+//!
+//! The validator is the small subset of JSON Schema draft 2020-12 the schema files use (`type`,
+//! `const`, `enum`, `required`, `properties`, `additionalProperties`, `items`); it refuses any
+//! other keyword, so a schema cannot quietly say more than is checked.
+
+mod common;
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+const BTF: &str = "data/vmlinux-6.18.44.btf";
+const C2C: &str = "tests/data/c2c/seed000_paste.txt";
+
+fn scratch() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("json-schema-tests");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn schema(name: &str) -> Value {
+    let path = common::repo().join(format!("docs/schema/{name}.schema.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let s: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        s["$schema"], "https://json-schema.org/draft/2020-12/schema",
+        "{name}"
+    );
+    s
+}
+
+fn type_ok(want: &str, v: &Value) -> bool {
+    match want {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "boolean" => v.is_boolean(),
+        "null" => v.is_null(),
+        "number" => v.is_number(),
+        "integer" => v.is_u64() || v.is_i64(),
+        other => panic!("unknown type {other:?} in a schema"),
+    }
+}
+
+/// Every way `v` breaks schema `s`, as "path: what".
+fn validate(s: &Value, v: &Value, path: &str, errs: &mut Vec<String>) {
+    let s = s.as_object().expect("a schema is an object");
+    for key in s.keys() {
+        assert!(
+            matches!(
+                key.as_str(),
+                "$schema"
+                    | "$id"
+                    | "title"
+                    | "description"
+                    | "type"
+                    | "const"
+                    | "enum"
+                    | "required"
+                    | "properties"
+                    | "additionalProperties"
+                    | "items"
+            ),
+            "{path}: keyword {key:?} is not checked by this validator"
+        );
+    }
+    if let Some(t) = s.get("type") {
+        let ok = match t {
+            Value::String(t) => type_ok(t, v),
+            Value::Array(ts) => ts.iter().any(|t| type_ok(t.as_str().unwrap(), v)),
+            _ => panic!("{path}: bad type"),
+        };
+        if !ok {
+            errs.push(format!("{path}: {v} is not of type {t}"));
+            return;
+        }
+    }
+    if let Some(c) = s.get("const") {
+        if c != v {
+            errs.push(format!("{path}: {v} is not {c}"));
+        }
+    }
+    if let Some(e) = s.get("enum") {
+        if !e.as_array().unwrap().contains(v) {
+            errs.push(format!("{path}: {v} is not one of {e}"));
+        }
+    }
+    if let Some(o) = v.as_object() {
+        for r in s
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let r = r.as_str().unwrap();
+            if !o.contains_key(r) {
+                errs.push(format!("{path}: required field {r:?} is missing"));
+            }
+        }
+        let props = s.get("properties").and_then(Value::as_object);
+        for (k, x) in o {
+            let sub = format!("{path}.{k}");
+            match props.and_then(|p| p.get(k)) {
+                Some(ps) => validate(ps, x, &sub, errs),
+                None => {
+                    if let Some(ap) = s.get("additionalProperties") {
+                        validate(ap, x, &sub, errs);
+                    }
+                }
+            }
+        }
+    }
+    if let (Some(items), Some(a)) = (s.get("items"), v.as_array()) {
+        for (i, x) in a.iter().enumerate() {
+            validate(items, x, &format!("{path}[{i}]"), errs);
+        }
+    }
+}
+
+fn errors(name: &str, v: &Value) -> Vec<String> {
+    let mut errs = Vec::new();
+    validate(&schema(name), v, "$", &mut errs);
+    errs
+}
+
+fn assert_valid(name: &str, v: &Value) {
+    let errs = errors(name, v);
+    assert!(errs.is_empty(), "{name}: {errs:#?}");
+    assert_eq!(v["schema"], 1, "{name}: the one version key");
+}
+
+/// Runs lineup (exit status `code`) and parses its standard output.
+fn run_json(args: &[&str], code: i32) -> Value {
+    let out = common::lineup(args);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "lineup {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("lineup {args:?}: not JSON: {e}"))
+}
+
+fn read_json(path: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn layout_matches_its_schema() {
+    let v = run_json(&["layout", "--btf", BTF, "task_group", "--json"], 0);
+    assert_valid("layout", &v);
+}
+
+#[test]
+fn import_profile_matches_its_schema() {
+    let out = scratch().join("import.json");
+    let o = out.to_str().unwrap();
+    let r = common::lineup(&["import", "--c2c", C2C, "-o", o]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v = read_json(&out);
+    assert_valid("profile", &v);
+    assert!(v.get("schema_version").is_none(), "{v}");
+}
+
+#[test]
+fn record_profile_matches_its_schema() {
+    let dir = scratch();
+    let src = dir.join("tiny.c");
+    std::fs::write(
+        &src,
+        "struct s { long a; long b; } g;\n\
+         int main(void) { for (int i = 0; i < 100; i++) { g.a += i; g.b = g.a; } return 0; }\n",
+    )
+    .unwrap();
+    let prog = dir.join("tiny");
+    let profile = dir.join("tiny.json");
+    let r = common::lineup(&[
+        "cc",
+        "-O1",
+        src.to_str().unwrap(),
+        "-o",
+        prog.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let r = common::lineup(&[
+        "record",
+        "-o",
+        profile.to_str().unwrap(),
+        "--",
+        prog.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v = read_json(&profile);
+    assert_valid("profile", &v);
+    assert_eq!(v["types"][0]["type_name"], "s");
+}
+
+#[test]
+fn diagnose_matches_its_schema() {
+    let v = run_json(
+        &[
+            "diagnose",
+            "--btf",
+            BTF,
+            "--type",
+            "task_group",
+            "--c2c",
+            C2C,
+            "--json",
+        ],
+        0,
+    );
+    assert_valid("diagnose", &v);
+}
+
+#[test]
+fn optimize_matches_its_schema() {
+    let v = run_json(
+        &[
+            "optimize",
+            "--type",
+            "task_group",
+            "--btf",
+            BTF,
+            "--c2c",
+            C2C,
+            "--machine",
+            "icelake-2s",
+            "--json",
+        ],
+        0,
+    );
+    assert_valid("optimize", &v);
+}
+
+#[test]
+fn predict_matches_its_schema() {
+    let v = run_json(
+        &[
+            "predict",
+            "--type",
+            "task_group",
+            "--btf",
+            BTF,
+            "--c2c",
+            C2C,
+            "--machine",
+            "icelake-2s",
+            "--layout",
+            "examples/seeds/000/seed_fix.h",
+            "--json",
+        ],
+        0,
+    );
+    assert_valid("predict", &v);
+}
+
+#[test]
+fn replay_compile_only_matches_its_schema() {
+    let v = run_json(
+        &[
+            "replay",
+            "--type",
+            "task_group",
+            "--btf",
+            BTF,
+            "--c2c",
+            C2C,
+            "--machine",
+            "icelake-2s",
+            "--runs",
+            "0",
+            "--json",
+        ],
+        0,
+    );
+    assert_valid("replay", &v);
+}
+
+#[test]
+fn bench_matches_its_schema() {
+    let v = run_json(
+        &[
+            "bench", "--a", "true", "--b", "true", "--runs", "2", "--warmup", "0", "--json",
+        ],
+        0,
+    );
+    assert_valid("bench", &v);
+}
+
+#[test]
+fn check_matches_its_schema_with_and_without_violations() {
+    let dir = scratch();
+    // load_avg and rt_se share line 4 in the 6.18 task_group (seed 000's complaint).
+    let broken = dir.join("broken.toml");
+    std::fs::write(
+        &broken,
+        "schema = 1\ntype = \"task_group\"\n[[separate]]\nmembers = [\"load_avg\", \"rt_se\"]\n",
+    )
+    .unwrap();
+    let v = run_json(
+        &["check", "--btf", BTF, broken.to_str().unwrap(), "--json"],
+        1,
+    );
+    assert_valid("check", &v);
+    assert_eq!(v["ok"], false);
+    let kept = dir.join("kept.toml");
+    std::fs::write(&kept, "schema = 1\ntype = \"task_group\"\nmax_size = 704\n").unwrap();
+    let v = run_json(
+        &["check", "--btf", BTF, kept.to_str().unwrap(), "--json"],
+        0,
+    );
+    assert_valid("check", &v);
+    assert_eq!(v["ok"], true);
+}
+
+#[test]
+fn diff_matches_its_schema() {
+    let v = run_json(
+        &[
+            "diff",
+            "--type",
+            "task_group",
+            BTF,
+            "examples/seeds/000/seed_fix.h",
+            "--json",
+        ],
+        0,
+    );
+    assert_valid("diff", &v);
+}
+
+/// The schemas are strict enough to notice a documented field that disappears or changes type.
+#[test]
+fn a_mutated_document_fails_its_schema() {
+    let v = run_json(
+        &[
+            "diagnose",
+            "--btf",
+            BTF,
+            "--type",
+            "task_group",
+            "--c2c",
+            C2C,
+            "--json",
+        ],
+        0,
+    );
+    assert!(errors("diagnose", &v).is_empty());
+
+    let mut gone = v.clone();
+    gone["lines"][0].as_object_mut().unwrap().remove("verdict");
+    let e = errors("diagnose", &gone);
+    assert!(
+        e.iter()
+            .any(|e| e.contains("$.lines[0]") && e.contains("\"verdict\"")),
+        "{e:?}"
+    );
+
+    let mut retyped = v.clone();
+    retyped["size"] = "704".into();
+    let e = errors("diagnose", &retyped);
+    assert!(e.iter().any(|e| e.starts_with("$.size:")), "{e:?}");
+
+    let mut nested = v.clone();
+    nested["members"][0]["counts"]["loads"] = Value::Bool(true);
+    assert!(!errors("diagnose", &nested).is_empty());
+
+    let mut unknown = v.clone();
+    unknown["lines"][0]["verdict"] = "sharing".into();
+    assert!(!errors("diagnose", &unknown).is_empty());
+
+    // The old profile key is not the documented one.
+    let mut old = serde_json::json!({"schema_version": 1, "provenance": {"tool": "x"},
+        "unit": "count", "cacheline_size": 64});
+    assert!(
+        errors("profile", &old)
+            .iter()
+            .any(|e| e.contains("\"schema\""))
+    );
+    old.as_object_mut().unwrap().remove("schema_version");
+    old["schema"] = 1.into();
+    assert!(
+        errors("profile", &old).is_empty(),
+        "{:?}",
+        errors("profile", &old)
+    );
+}
