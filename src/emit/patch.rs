@@ -26,7 +26,9 @@ pub fn rearrange_source(
     cacheline_size: u64,
     cplusplus: bool,
 ) -> Result<String, String> {
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    // Split at '\n' only: a CRLF header keeps its '\r's, so the diff touches only the lines
+    // that move.
+    let mut lines: Vec<String> = text.split_terminator('\n').map(str::to_string).collect();
     check_line_structure(cs, lines.len())?;
     // Alignment first, in place, on the declarations' own lines.
     for name in line_aligned {

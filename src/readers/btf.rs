@@ -191,7 +191,7 @@ fn refuse_value_cycles(types: &Types<'_>) -> Result<(), BtfError> {
             Err(BtfError::Corrupt(format!(
                 "type [{id}]{}{} contains itself by value, which no C type can",
                 if name.is_empty() { "" } else { " " },
-                name
+                name.escape_debug()
             )))
         }
     }
@@ -444,7 +444,9 @@ fn validate_refs(types: &Types<'_>, first_new: u64) -> Result<(), BtfError> {
                     if m.bit_offset / 8 > c.size && c.size > 0 {
                         return Err(BtfError::Corrupt(format!(
                             "type [{id}] member '{}' at bit {} lies outside its {}-byte struct",
-                            m.name, m.bit_offset, c.size
+                            m.name.escape_debug(),
+                            m.bit_offset,
+                            c.size
                         )));
                     }
                 }

@@ -862,7 +862,8 @@ impl<'a, 'd> TypeReader<'a, 'd> {
                 let size = byte_size(&a).unwrap_or(0);
                 if size > MAX_SIZE {
                     return Err(Problem::Layout(format!(
-                        "struct or union '{name}' claims {size} bytes"
+                        "struct or union '{}' claims {size} bytes",
+                        name.escape_debug()
                     )));
                 }
                 let comp = Composite {
@@ -968,7 +969,8 @@ impl<'a, 'd> TypeReader<'a, 'd> {
         if let Some(c) = self.composite_mut(parent) {
             if c.size > 0 && bit_offset / 8 > c.size {
                 return Err(Problem::Layout(format!(
-                    "member '{name}' at bit {bit_offset} lies outside its {}-byte struct",
+                    "member '{}' at bit {bit_offset} lies outside its {}-byte struct",
+                    name.escape_debug(),
                     c.size
                 )));
             }
@@ -1247,7 +1249,11 @@ impl<'a, 'd> TypeReader<'a, 'd> {
                 if size > MAX_SIZE {
                     return Err(DwarfError::CorruptSection {
                         section: ".debug_info",
-                        problem: format!("member '{}' of '{}' claims {size} bytes", m.name, t.name),
+                        problem: format!(
+                            "member '{}' of '{}' claims {size} bytes",
+                            m.name.escape_debug(),
+                            t.name.escape_debug()
+                        ),
                     });
                 }
             }
