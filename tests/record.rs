@@ -162,6 +162,22 @@ fn per_thread_counters_falsely_share_line_0() {
         .filter_map(|a| a["code"]["source"].as_str())
         .any(|s| s.starts_with("counters.c:"));
     assert!(src, "no counters.c:N source line in the profile");
+    // Without --dwarf, the profile's own program holds the types (not the running kernel's
+    // BTF, which has no `counters`).
+    let o = lineup()
+        .args(["diagnose", "--json", "--type", "counters", "--profile"])
+        .arg(&profile)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "diagnose: {}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("types from the recorded program"));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["layout_source"]["format"], "dwarf",
+        "{}",
+        v["layout_source"]
+    );
+    assert_eq!(line(&v, 0)["verdict"], "false_sharing");
 }
 
 #[test]

@@ -150,7 +150,7 @@ fn overview_text(lines: &[bind::LineOverview], label: &str, evidence: &str) -> S
 pub fn run(args: Args) -> Result<()> {
     let html_out = super::output::check_opt("--html", args.html.as_deref())?;
     let mut profile = args.evidence.load(&args.pick)?;
-    let opened = args.source.open()?;
+    let opened = args.source.for_profile(&profile).open()?;
     let types = opened.types()?;
     let decoded = args.code.decode(&profile)?;
     let source_path = args

@@ -197,7 +197,7 @@ pub fn run(args: Args) -> Result<()> {
     let html_out = output::check_opt("--html", args.html.as_deref())?;
     let contract_out = output::check_opt("--contract", args.contract.as_deref())?;
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
-    let opened = args.subject.source.open()?;
+    let opened = args.subject.source.for_profile(&profile).open()?;
     let mut types = opened.types()?;
     let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);

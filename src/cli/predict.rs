@@ -84,7 +84,7 @@ pub fn candidate_name(path: &std::path::Path) -> String {
 pub fn run(args: Args) -> Result<()> {
     let html_out = super::output::check_opt("--html", args.html.as_deref())?;
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
-    let opened = args.subject.source.open()?;
+    let opened = args.subject.source.for_profile(&profile).open()?;
     let types = opened.types()?;
     let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);

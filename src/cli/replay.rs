@@ -143,7 +143,7 @@ pub fn run(args: Args) -> Result<i32> {
     let emit_c = super::output::check_opt("--emit-c", args.emit_c.as_deref())?;
     args.files.check()?;
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
-    let opened = args.subject.source.open()?;
+    let opened = args.subject.source.for_profile(&profile).open()?;
     let types = opened.types()?;
     let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);

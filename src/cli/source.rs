@@ -44,6 +44,23 @@ pub struct Opened {
 }
 
 impl SourceArgs {
+    /// With neither --btf nor --dwarf, a profile that lineup recorded names its program: its
+    /// DWARF holds the types, not the running kernel's BTF. Said on stderr.
+    pub fn for_profile(&self, profile: &lineup::profile::Profile) -> SourceArgs {
+        let mut s = self.clone();
+        if s.btf.is_none()
+            && s.dwarf.is_none()
+            && let Some(program) = profile.provenance.settings.get("program")
+            && Path::new(program).exists()
+        {
+            eprintln!(
+                "lineup: types from the recorded program {program} (give --dwarf or --btf for others)"
+            );
+            s.dwarf = Some(PathBuf::from(program));
+        }
+        s
+    }
+
     pub fn open(&self) -> Result<Opened> {
         let base = match &self.base_btf {
             Some(b) => Some(InputFile::open(b)?),

@@ -494,6 +494,13 @@ pub fn build(
     let mut profile = Profile::new(TOOL, Unit::Count, line);
     profile.provenance.tool_version = Some(env!("CARGO_PKG_VERSION").to_string());
     profile.provenance.command = opts.command.clone();
+    // The recorded binary: where `diagnose --profile` finds the types when given no --dwarf.
+    if let Some(p) = processes.first() {
+        let exe = std::fs::canonicalize(&p.exe)
+            .map(|e| e.display().to_string())
+            .unwrap_or_else(|_| p.exe.clone());
+        profile.provenance.settings.insert("program".into(), exe);
+    }
     profile.provenance.machine = Machine {
         cpus: opts.machine_cpus,
         numa_nodes: None,
