@@ -72,6 +72,10 @@ pub struct MemberUse {
     /// Simulated transfers split into (true, false) sharing, when the evidence has them.
     #[serde(skip)]
     pub sim_split: (f64, f64),
+    /// Writes to its element while another thread writes another element on the same
+    /// physical line (recordings: `element_line_writes`).
+    #[serde(skip)]
+    pub element_writes: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -249,6 +253,7 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
                         cpu_set: Some(Default::default()),
                         per_cpu: Some(Default::default()),
                         sim_split: (0.0, 0.0),
+                        element_writes: 0.0,
                     },
                 ));
                 uses.len() - 1
@@ -281,6 +286,7 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
         }
         u.sim_split.0 += a.details.get("sim_true_sharing").copied().unwrap_or(0.0);
         u.sim_split.1 += a.details.get("sim_false_sharing").copied().unwrap_or(0.0);
+        u.element_writes += a.details.get("element_line_writes").copied().unwrap_or(0.0);
         let listed = a
             .cpus
             .as_ref()
@@ -385,6 +391,7 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
                 }
                 m.sim_split.0 += u.sim_split.0;
                 m.sim_split.1 += u.sim_split.1;
+                m.element_writes += u.element_writes;
                 for f in u.functions {
                     match m.functions.iter_mut().find(|x| x.name == f.name) {
                         Some(x) => {
@@ -655,6 +662,20 @@ fn judge(index: u64, cls: u64, members: Vec<MemberUse>, rare: f64) -> LineDiagno
 /// members is not worth a move.
 const FALSE_SHARE_NEGLIGIBLE: f64 = 0.2;
 
+/// Recorded evidence numbers threads per object (per array element), so one thread per
+/// element reads as one CPU. When no two members of the struct explain the line's simulated
+/// transfers yet most of them are false sharing, and they are not rare next to the line's
+/// writes, the line is shared between elements or neighbouring instances: distinct objects.
+fn between_objects(sim_true: f64, sim_false: f64, members: &[MemberUse]) -> bool {
+    let writes: f64 = members.iter().map(|m| m.counts.writes()).sum();
+    // Deterministic evidence first: threads writing distinct elements of one physical line.
+    let elements: f64 = members.iter().map(|m| m.element_writes).sum();
+    (elements > 0.0 && elements >= 0.5 * writes)
+        || (sim_false > 0.0
+            && sim_true < FALSE_SHARE_NEGLIGIBLE * (sim_true + sim_false)
+            && sim_false >= 0.01 * writes)
+}
+
 fn judge_exact(
     index: u64,
     cls: u64,
@@ -809,6 +830,14 @@ fn judge_exact(
             }
             (Verdict::FalseSharing, text)
         }
+    } else if between_objects(sim_true, sim_false, members) {
+        (
+            Verdict::FalseSharing,
+            format!(
+                "{}{split}: false sharing between elements (or neighbouring instances): each is written by its own thread, but several sit on one line. Pad or align the element to the line (alignas({cls}) on the struct) and allocate the array line-aligned: aligned_alloc({cls}, n * size) or posix_memalign at the allocation site, alignas({cls}) on a global array; malloc and calloc return 16-byte aligned blocks, so the struct's alignment alone cannot separate the elements",
+                writes_text(&written)
+            ),
+        )
     } else if !truly.is_empty() {
         (
             Verdict::TrueSharing,

@@ -94,7 +94,31 @@ struct InstanceAlignment {
     /// offsets above.
     cycles_aligned: f64,
     cycles_as_allocated: f64,
+    /// The current layout's modeled cycles, averaged over the same offsets.
+    current_as_allocated: f64,
     advice: String,
+}
+
+/// Why lineup's layout is no fix, when the model prices it above the current one (on aligned
+/// instances, or as allocated): a patch must never make things worse than doing nothing.
+fn worse_than_current(
+    current: f64,
+    lineup: f64,
+    as_allocated: Option<(f64, f64)>,
+) -> Option<String> {
+    // Rounding noise in the model is not a verdict.
+    let worse = |cur: f64, new: f64| new > cur + 1e-6 * cur.abs().max(1.0);
+    if worse(current, lineup) {
+        return Some(format!(
+            "lineup's layout costs {lineup:.0} cycles in the model, more than the current layout's {current:.0}"
+        ));
+    }
+    match as_allocated {
+        Some((cur, new)) if worse(cur, new) => Some(format!(
+            "as the instances are allocated, lineup's layout costs {new:.0} cycles in the model, more than the current layout's {cur:.0}"
+        )),
+        _ => None,
+    }
 }
 
 /// Instance offsets within a line: every multiple of `--instance-align` below the line size,
@@ -154,6 +178,10 @@ struct Report<'a> {
     splits: &'a [Split<'a>],
     /// Locks kept on one line with the data written under them (members, in order).
     kept_together: &'a [Vec<String>],
+    /// Why lineup's layout is no fix (the model prices it above the current one): then
+    /// no patch is written and `declaration` is not advice.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rejected: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     diff: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -414,17 +442,21 @@ pub fn run(args: Args) -> Result<()> {
     let instance = match instance_offsets(args.instance_align, &ev.bindings, cls)? {
         Some((offsets, source)) => {
             let aligned = plan.cost.total_cycles();
-            let shifted: f64 = offsets
-                .iter()
-                .map(|&m| {
-                    let p = lineup::analysis::cost::Placement {
-                        offsets: plan.placement.offsets.iter().map(|o| o + m).collect(),
-                        size: plan.placement.size + m,
-                    };
-                    model.evaluate(&p).total_cycles()
-                })
-                .sum::<f64>()
-                / offsets.len() as f64;
+            let as_allocated = |placement: &lineup::analysis::cost::Placement| {
+                offsets
+                    .iter()
+                    .map(|&m| {
+                        let p = lineup::analysis::cost::Placement {
+                            offsets: placement.offsets.iter().map(|o| o + m).collect(),
+                            size: placement.size + m,
+                        };
+                        model.evaluate(&p).total_cycles()
+                    })
+                    .sum::<f64>()
+                    / offsets.len() as f64
+            };
+            let shifted = as_allocated(&plan.placement);
+            let current_shifted = as_allocated(&model.current);
             let advice = match flavour {
                 Flavour::Kernel => format!(
                     "member alignment places members within the instance, not within a cache line: the layout's lines hold only where instances are {cls}-byte aligned. Create the slab cache with SLAB_HWCACHE_ALIGN (kmem_cache_create), align the member that embeds the struct in its parent ({} on it), or allocate it from a cache of that alignment; kmalloc aligns only power-of-two size classes",
@@ -439,14 +471,24 @@ pub fn run(args: Args) -> Result<()> {
                 source,
                 cycles_aligned: aligned,
                 cycles_as_allocated: shifted,
+                current_as_allocated: current_shifted,
                 advice,
             })
         }
         None => None,
     };
 
-    // The diff against the header.
+    let rejected = worse_than_current(
+        current.total_cycles(),
+        plan.cost.total_cycles(),
+        instance
+            .as_ref()
+            .map(|ia| (ia.current_as_allocated, ia.cycles_as_allocated)),
+    );
+
+    // The diff against the header (none when the new layout is no fix).
     let diff = match &header {
+        Some(_) if rejected.is_some() => None,
         Some((path, text, cs)) => {
             let rank = |name: &str| -> Option<usize> {
                 let u = model
@@ -625,6 +667,7 @@ pub fn run(args: Args) -> Result<()> {
             declaration: &declaration,
             splits: &splits,
             kept_together: &kept_together,
+            rejected: rejected.as_deref(),
             diff: if args.patch.is_some() {
                 None
             } else {
@@ -709,19 +752,31 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     s.push('\n');
-    let mut buf = Vec::new();
-    emit::pahole::write_layout(&mut buf, &types, &new_layout);
-    s.push_str(&String::from_utf8_lossy(&buf));
-    let _ = writeln!(
-        s,
-        "\nC declaration ({}):\n",
-        if flavour == Flavour::Kernel {
-            "kernel"
-        } else {
-            "userspace"
-        }
-    );
-    s.push_str(&declaration);
+    if let Some(why) = &rejected {
+        let _ = writeln!(
+            s,
+            "no fix: {why}; keep the current layout{}",
+            if args.patch.is_some() {
+                " (no patch written)"
+            } else {
+                ""
+            }
+        );
+    } else {
+        let mut buf = Vec::new();
+        emit::pahole::write_layout(&mut buf, &types, &new_layout);
+        s.push_str(&String::from_utf8_lossy(&buf));
+        let _ = writeln!(
+            s,
+            "\nC declaration ({}):\n",
+            if flavour == Flavour::Kernel {
+                "kernel"
+            } else {
+                "userspace"
+            }
+        );
+        s.push_str(&declaration);
+    }
     for sp in &splits {
         let before = sp
             .readers_sum_copies
@@ -766,7 +821,7 @@ pub fn run(args: Args) -> Result<()> {
             ia.source, ia.cycles_aligned, ia.cycles_as_allocated, ia.advice
         );
     }
-    if let (Some((path, _, _)), None) = (&header, &diff) {
+    if let (Some((path, _, _)), None, None) = (&header, &diff, &rejected) {
         let _ = writeln!(
             s,
             "\n{} already declares this order: no patch{}",
@@ -798,7 +853,21 @@ pub fn run(args: Args) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::positional_initializer;
+    use super::{positional_initializer, worse_than_current};
+
+    #[test]
+    fn a_layout_priced_above_the_current_one_is_no_fix() {
+        // Cheaper on aligned instances and as allocated: a fix.
+        assert_eq!(worse_than_current(100.0, 60.0, Some((120.0, 90.0))), None);
+        // Equal (nothing moves) is no regression.
+        assert_eq!(worse_than_current(100.0, 100.0, None), None);
+        // Dearer on aligned instances (issue 16 saw one priced 72 % above the original).
+        let why = worse_than_current(100.0, 172.0, None).expect("rejected");
+        assert!(why.contains("172") && why.contains("100"), "{why}");
+        // Cheaper when aligned but dearer where the instances really sit.
+        let why = worse_than_current(100.0, 80.0, Some((90.0, 150.0))).expect("rejected");
+        assert!(why.contains("as the instances are allocated"), "{why}");
+    }
 
     #[test]
     fn positional_initializers_are_found_and_designated_ones_are_not() {

@@ -494,6 +494,7 @@ mod tests {
             cpu_set: None,
             per_cpu: None,
             sim_split: (0.0, 0.0),
+            element_writes: 0.0,
         };
         let d = Diagnosis {
             type_name: "s".into(),

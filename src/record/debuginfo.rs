@@ -405,17 +405,24 @@ fn composite(
                 }
             }
             dw::DW_TAG_array_type => {
+                // The dimensions are the array's children: step onto the array, then into
+                // its first child, then along the children (`next_sibling` from the array
+                // itself would walk the array's siblings, and every array had one element).
                 let mut children = unit.entries_at_offset(t).ok()?;
                 children.next_entry().ok()?;
                 let mut n = 1u64;
-                while let Ok(Some(c)) = children.next_sibling() {
-                    if c.tag() != dw::DW_TAG_subrange_type {
-                        continue;
+                if e.has_children() && children.next_entry().ok()? {
+                    while let Some(c) = children.current() {
+                        if c.tag() == dw::DW_TAG_subrange_type {
+                            let dim = attr_u64(c, dw::DW_AT_count)
+                                .or_else(|| attr_u64(c, dw::DW_AT_upper_bound).map(|u| u + 1))
+                                .unwrap_or(0);
+                            n = n.saturating_mul(dim);
+                        }
+                        if children.next_sibling().is_err() {
+                            break;
+                        }
                     }
-                    let dim = attr_u64(c, dw::DW_AT_count)
-                        .or_else(|| attr_u64(c, dw::DW_AT_upper_bound).map(|u| u + 1))
-                        .unwrap_or(0);
-                    n = n.saturating_mul(dim);
                 }
                 count = count.saturating_mul(n);
                 match e.attr_value(dw::DW_AT_type) {

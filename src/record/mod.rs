@@ -153,6 +153,8 @@ struct AccessVal {
     invalidations: f64,
     pair_true: f64,
     pair_false: f64,
+    /// Writes to an element whose physical line another thread writes in another element.
+    element_writes: f64,
     threads: BTreeSet<(u32, u32)>,
     comms: BTreeSet<String>,
     resolved: debuginfo::Resolved,
@@ -374,6 +376,10 @@ pub fn build(
         // object apart from several threads on one object.
         let mut hits: Vec<(&SiteKey, &Tally, &attribute::Object)> = Vec::new();
         let mut per_object: HashMap<(u64, u64), HashMap<u32, u64>, FastHash> = HashMap::default();
+        // Who writes which element on each physical line: threads writing their own
+        // elements of one line share it though each element has one writer (issue 16).
+        let mut line_writers: HashMap<(u64, u64), BTreeSet<(u64, u32)>, FastHash> =
+            HashMap::default();
         for (k, t) in &tally {
             let n = t.count as f64 * scale;
             total += n;
@@ -389,6 +395,12 @@ pub fn build(
                 .or_default()
                 .entry(k.thread)
                 .or_default() += t.count;
+            if !matches!(k.kind, Kind::Load) {
+                line_writers
+                    .entry((k.addr / line, obj.born))
+                    .or_default()
+                    .insert((element, k.thread));
+            }
             hits.push((k, t, obj));
         }
         let numbering: HashMap<(u64, u64), HashMap<u32, u32>> = per_object
@@ -452,6 +464,13 @@ pub fn build(
             v.invalidations += inv;
             v.pair_true += pt;
             v.pair_false += pf;
+            if !matches!(k.kind, Kind::Load)
+                && line_writers
+                    .get(&(k.addr / line, obj.born))
+                    .is_some_and(|w| w.iter().any(|&(e, th)| e != element && th != k.thread))
+            {
+                v.element_writes += n;
+            }
             v.threads.insert((p.pid, tid));
             if let Some(name) = p.thread_name(k.thread) {
                 v.comms.insert(name.to_string());
@@ -577,6 +596,7 @@ pub fn build(
         put("sim_invalidations", v.invalidations);
         put("pair_true_sharing", v.pair_true);
         put("pair_false_sharing", v.pair_false);
+        put("element_line_writes", v.element_writes);
         let mut counts = v.counts;
         counts.lcl_hitm = counts.lcl_hitm.round();
         let access = Access {
