@@ -296,6 +296,24 @@ pub struct Latency {
     pub range: Option<(f64, f64)>,
 }
 
+impl Latency {
+    /// From per-kind weight sums and counts of sampled loads (`load`, `lcl_hitm`, `rmt_hitm`,
+    /// `lcl_peer`, `rmt_peer` → (sum of weights, samples)), as the sample importers gather
+    /// them; None without any weighed sample.
+    pub fn from_weight_sums(sums: &BTreeMap<&'static str, (f64, f64)>) -> Option<Latency> {
+        let mean = |k: &str| sums.get(k).map(|(sum, n)| sum / n);
+        (!sums.is_empty()).then(|| Latency {
+            mean_load: mean("load"),
+            mean_lcl_hitm: mean("lcl_hitm"),
+            mean_rmt_hitm: mean("rmt_hitm"),
+            mean_lcl_peer: mean("lcl_peer"),
+            mean_rmt_peer: mean("rmt_peer"),
+            total_cycles: Some(sums.values().map(|(sum, _)| sum).sum()),
+            range: None,
+        })
+    }
+}
+
 /// Which CPUs made the accesses.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuUse {
@@ -350,6 +368,23 @@ pub struct ThreadUse {
     pub tids: Vec<i64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub comms: Vec<String>,
+}
+
+impl ThreadUse {
+    /// From the distinct processes, threads and command names samples named; None when the
+    /// samples named no process or thread.
+    pub fn from_sets(
+        pids: BTreeSet<i64>,
+        tids: BTreeSet<i64>,
+        comms: BTreeSet<String>,
+    ) -> Option<ThreadUse> {
+        (!tids.is_empty() || !pids.is_empty()).then(|| ThreadUse {
+            count: (!tids.is_empty()).then_some(tids.len() as u32),
+            pids: pids.into_iter().collect(),
+            tids: tids.into_iter().collect(),
+            comms: comms.into_iter().collect(),
+        })
+    }
 }
 
 /// The code that made an access.

@@ -1873,22 +1873,8 @@ impl Acc {
     }
 
     fn into_access(self, offset: u64) -> Access {
-        let mean = |k: &str| self.cycles.get(k).map(|(sum, n)| sum / n);
-        let latency = (!self.cycles.is_empty()).then(|| Latency {
-            mean_load: mean("load"),
-            mean_lcl_hitm: mean("lcl_hitm"),
-            mean_rmt_hitm: mean("rmt_hitm"),
-            mean_lcl_peer: mean("lcl_peer"),
-            mean_rmt_peer: mean("rmt_peer"),
-            total_cycles: Some(self.cycles.values().map(|(sum, _)| sum).sum()),
-            range: None,
-        });
-        let threads = (!self.tids.is_empty() || !self.pids.is_empty()).then(|| ThreadUse {
-            count: (!self.tids.is_empty()).then_some(self.tids.len() as u32),
-            pids: self.pids.into_iter().collect(),
-            tids: self.tids.into_iter().collect(),
-            comms: self.comms.into_iter().collect(),
-        });
+        let latency = Latency::from_weight_sums(&self.cycles);
+        let threads = ThreadUse::from_sets(self.pids, self.tids, self.comms);
         Access {
             offset: Some(offset),
             counts: self.counts,
