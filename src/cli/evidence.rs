@@ -200,13 +200,9 @@ pub fn run_import(args: ImportArgs) -> Result<()> {
     let output = super::output::check_opt("-o", args.output.as_deref())?;
     let p = args.evidence.load(&args.pick)?;
     match &output {
-        // Files go through the output module (atomic replace, devices written through); the
-        // JSON is serialized to bytes first.
-        Some(out) => {
-            let mut buf = Vec::new();
-            p.write_json(&mut buf)?;
-            out.write(&buf)?;
-        }
+        // Files go through the output module (atomic replace, devices written through),
+        // streamed: a large report's JSON is as big as its profile.
+        Some(out) => out.write_streamed(|w| p.write_json(w))?,
         // Streamed, not built as one string: a large report's JSON is as big as its profile.
         None => {
             let mut w = std::io::BufWriter::new(std::io::stdout().lock());

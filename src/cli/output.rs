@@ -125,6 +125,21 @@ impl Output {
         commit(&[(self, bytes)])
     }
 
+    /// Writes this output's content as `fill` produces it, without holding it all in memory
+    /// (a large profile's JSON), with the same guarantees as [`Output::write`].
+    pub fn write_streamed(
+        &self,
+        mut fill: impl FnMut(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<()> {
+        match &self.target {
+            Target::Replace(real) => Staged::write(real, &mut fill)
+                .and_then(|s| s.rename_to(real))
+                .map_err(|e| self.error(e)),
+            Target::Through(p) => write_through(p, &mut fill).map_err(|e| self.error(e)),
+            Target::Descriptor(fd) => write_descriptor(*fd, &mut fill).map_err(|e| self.error(e)),
+        }
+    }
+
     fn error(&self, what: impl std::fmt::Display) -> anyhow::Error {
         anyhow!(
             "{}: cannot write: {what} ({})",
@@ -167,16 +182,17 @@ pub fn commit(items: &[(&Output, &[u8])]) -> Result<()> {
     let mut staged: Vec<Staged> = Vec::new();
     for (out, bytes) in items {
         if let Target::Replace(real) = &out.target {
-            staged.push(Staged::write(real, bytes).map_err(|e| out.error(e))?);
+            staged
+                .push(Staged::write(real, &mut |w| w.write_all(bytes)).map_err(|e| out.error(e))?);
         }
     }
     for (out, bytes) in items {
         match &out.target {
             Target::Through(p) => {
-                write_through(p, bytes).map_err(|e| out.error(e))?;
+                write_through(p, &mut |w| w.write_all(bytes)).map_err(|e| out.error(e))?;
             }
             Target::Descriptor(fd) => {
-                write_descriptor(*fd, bytes).map_err(|e| out.error(e))?;
+                write_descriptor(*fd, &mut |w| w.write_all(bytes)).map_err(|e| out.error(e))?;
             }
             Target::Replace(_) => {}
         }
@@ -191,13 +207,16 @@ pub fn commit(items: &[(&Output, &[u8])]) -> Result<()> {
     Ok(())
 }
 
+/// What produces an output's bytes, written straight to where they go.
+type Fill<'a> = dyn FnMut(&mut dyn Write) -> std::io::Result<()> + 'a;
+
 /// A temporary file beside its target, removed unless renamed into place.
 struct Staged {
     path: Option<PathBuf>,
 }
 
 impl Staged {
-    fn write(target: &Path, bytes: &[u8]) -> std::io::Result<Staged> {
+    fn write(target: &Path, fill: &mut Fill<'_>) -> std::io::Result<Staged> {
         let dir = parent_dir(target);
         let base = target
             .file_name()
@@ -226,7 +245,11 @@ impl Staged {
             };
             // From here on, dropping `staged` on an error removes the file.
             let staged = Staged { path: Some(path) };
-            file.write_all(bytes)?;
+            {
+                let mut w = std::io::BufWriter::new(&mut file);
+                fill(&mut w)?;
+                w.flush()?;
+            }
             file.sync_all()?;
             // A replaced file keeps its permission bits (a user's 0600 stays 0600) and, where
             // we may (root), its owner: lineup run as root must not take a user's file.
@@ -268,22 +291,27 @@ fn nonce() -> u64 {
 
 /// Opens a device or FIFO by name, or connects to a Unix socket, and writes to it; never
 /// truncates or renames.
-fn write_through(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+fn write_through(path: &Path, fill: &mut Fill<'_>) -> std::io::Result<()> {
     let is_socket = std::fs::metadata(path)
         .map(|m| m.file_type().is_socket())
         .unwrap_or(false);
     if is_socket {
         let mut s = std::os::unix::net::UnixStream::connect(path)?;
-        s.write_all(bytes)?;
+        {
+            let mut w = std::io::BufWriter::new(&mut s);
+            fill(&mut w)?;
+            w.flush()?;
+        }
         return s.shutdown(std::net::Shutdown::Write);
     }
-    let mut f = OpenOptions::new().write(true).open(path)?;
-    f.write_all(bytes)?;
-    f.flush()
+    let f = OpenOptions::new().write(true).open(path)?;
+    let mut w = std::io::BufWriter::new(f);
+    fill(&mut w)?;
+    w.flush()
 }
 
 /// Writes through a duplicate of one of lineup's own descriptors.
-fn write_descriptor(fd: i32, bytes: &[u8]) -> std::io::Result<()> {
+fn write_descriptor(fd: i32, fill: &mut Fill<'_>) -> std::io::Result<()> {
     use std::os::fd::FromRawFd;
     // Flush what Rust buffered for our own stdout before writing beside it.
     if fd == 1 {
@@ -294,9 +322,10 @@ fn write_descriptor(fd: i32, bytes: &[u8]) -> std::io::Result<()> {
     if dup < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    let mut f = unsafe { File::from_raw_fd(dup) };
-    f.write_all(bytes)?;
-    f.flush()
+    let f = unsafe { File::from_raw_fd(dup) };
+    let mut w = std::io::BufWriter::new(f);
+    fill(&mut w)?;
+    w.flush()
 }
 
 /// `/dev/stdout`, `/dev/stderr`, `/dev/stdin`, `/dev/fd/N` and `/proc/self/fd/N` name one of

@@ -622,7 +622,7 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
         sum.insert("peak_rss_recorder".into(), recorder_rss as f64);
         sum.insert("memory_budget".into(), args.memory as f64);
     }
-    output.write(built.profile.to_json().as_bytes())?;
+    output.write_streamed(|w| built.profile.write_json(w))?;
     if built.budget_level > 0 {
         eprintln!(
             "lineup: {shown}: the recording reached its memory budget ({} MiB, --memory): {}; counts stay exact, see the profile's note",
