@@ -175,3 +175,58 @@ fn a_profile_for_another_struct_is_refused() {
         "no access to struct list_head (16 bytes); it describes cpupri_vec",
     );
 }
+
+/// `--cacheline-size 128` draws and judges the struct in 128-byte lines (adjacent-line
+/// prefetch); the c2c paste's own 64-byte data line keeps its size.
+#[test]
+fn diagnose_takes_a_line_size() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lineup"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "diagnose",
+            "--type",
+            "task_group",
+            "--c2c",
+            "tests/data/c2c/seed000_paste.txt",
+            "--btf",
+            "data/vmlinux-6.18.44.btf",
+            "--cacheline-size",
+            "128",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("704 bytes, 6 cache lines of 128 bytes"),
+        "{text}"
+    );
+    assert!(text.contains("is bytes 256..319 of the struct"), "{text}");
+    assert!(
+        text.contains("cache line 2 (bytes 256-383): false sharing"),
+        "{text}"
+    );
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_lineup"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "diagnose",
+            "--type",
+            "task_group",
+            "--c2c",
+            "tests/data/c2c/seed000_paste.txt",
+        ])
+        .args([
+            "--btf",
+            "data/vmlinux-6.18.44.btf",
+            "--cacheline-size",
+            "96",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not a power of two"));
+}

@@ -53,7 +53,9 @@ fn shared_flags_are_where_they_apply() {
     let subject = [
         "layout", "diagnose", "optimize", "predict", "replay", "diff",
     ];
-    let line_size = ["layout", "optimize", "predict", "replay", "diff", "record"];
+    let line_size = [
+        "layout", "diagnose", "optimize", "predict", "replay", "diff", "record",
+    ];
     let json = [
         "layout", "diagnose", "optimize", "predict", "replay", "bench", "check", "diff",
     ];

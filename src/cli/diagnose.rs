@@ -30,6 +30,10 @@ pub struct Args {
     /// contended line, candidate types ranked with their reasons
     #[arg(long = "type", value_name = "TYPE")]
     type_name: Option<String>,
+    /// Draw and judge the struct in lines of this many bytes (128 for adjacent-line
+    /// prefetch or POWER); the evidence's own lines keep the size they were taken with
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(8..=4096))]
+    cacheline_size: Option<u64>,
     #[command(flatten)]
     evidence: super::evidence::EvidenceArgs,
     #[command(flatten)]
@@ -249,7 +253,15 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     };
     let id = subject::find_type(&types, &opened.label, &type_name)?;
-    let cls = profile.cacheline_size.max(1);
+    if let Some(n) = args.cacheline_size
+        && !n.is_power_of_two()
+    {
+        bail!("--cacheline-size {n} is not a power of two");
+    }
+    // The evidence's data lines have the size it was taken with; the layout is drawn and
+    // judged in the lines asked for.
+    let data_line = profile.cacheline_size.max(1);
+    let cls = args.cacheline_size.unwrap_or(data_line);
     let layout = layout::layout(&types, id, cls).expect("a defined struct has a layout");
     let subject::Evidence {
         bindings,
@@ -283,7 +295,7 @@ pub fn run(args: Args) -> Result<()> {
                 "data line {:#x} is bytes {}..{} of the struct ({})",
                 b.address,
                 b.line_start,
-                b.line_start + cls as i64 - 1,
+                b.line_start + data_line as i64 - 1,
                 b.binding.label()
             ));
         }
@@ -358,7 +370,7 @@ pub fn run(args: Args) -> Result<()> {
             "data line {:#x} is bytes {}..{} of the struct ({how}{})",
             b.address,
             b.line_start,
-            b.line_start + cls as i64 - 1,
+            b.line_start + data_line as i64 - 1,
             if bindings.iter().any(|x| x.object != b.object) {
                 format!(", object {}", b.object + 1)
             } else {
