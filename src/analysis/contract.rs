@@ -77,16 +77,8 @@ pub struct Alone {
 impl Contract {
     /// Reads a contract; the error says what is wrong, without the file name (callers add it).
     pub fn from_toml(text: &str) -> Result<Contract, String> {
-        let c: Contract = toml::from_str(text).map_err(|e| {
-            let msg = e.message().to_string();
-            match e.span() {
-                Some(span) => {
-                    let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                    format!("line {line}: {msg}")
-                }
-                None => msg,
-            }
-        })?;
+        let c: Contract =
+            toml::from_str(text).map_err(|e| crate::profile::text::toml_error(text, &e))?;
         c.validate()?;
         Ok(c)
     }

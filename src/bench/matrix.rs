@@ -79,16 +79,8 @@ pub struct Matrix {
 /// Reads a matrix file's text. `default_parser` is the command line's `--parser`/`--regex`,
 /// used by cases for which the file names none. Errors are one line, without the file name.
 pub fn parse(text: &str, default_parser: Option<&Parser>) -> Result<Matrix, String> {
-    let file: File = toml::from_str(text).map_err(|e| {
-        let msg = e.message().to_string();
-        match e.span() {
-            Some(span) => {
-                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                format!("line {line}: {msg}")
-            }
-            None => msg,
-        }
-    })?;
+    let file: File =
+        toml::from_str(text).map_err(|e| crate::profile::text::toml_error(text, &e))?;
     if file.cases.is_empty() {
         return Err("no [[case]] (each case needs a name, loads and commands a and b)".into());
     }

@@ -49,13 +49,8 @@ const MAX_BYTES: u64 = 1 << 32;
 /// Reads a TOML access sketch into a profile with one [`super::TypeProfile`] per `[[type]]`.
 /// Accesses are named by field (resolved against a layout later) or by explicit offset.
 pub fn import_sketch(text: &str) -> Result<Profile, ProfileError> {
-    let raw: RawSketch = toml::from_str(text).map_err(|e| {
-        let at = e
-            .span()
-            .map(|s| format!("line {}: ", line_of(text, s.start)))
-            .unwrap_or_default();
-        ProfileError::Sketch(format!("{at}{}", one_line(e.message())))
-    })?;
+    let raw: RawSketch = toml::from_str(text)
+        .map_err(|e| ProfileError::Sketch(super::text::toml_error(text, &e)))?;
     convert(text, raw)
 }
 
@@ -162,7 +157,10 @@ struct RawGroup {
 
 fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
     let err = |span: std::ops::Range<usize>, msg: String| {
-        ProfileError::Sketch(format!("line {}: {msg}", line_of(text, span.start)))
+        ProfileError::Sketch(format!(
+            "line {}: {msg}",
+            super::text::line_of(text, span.start)
+        ))
     };
     let cls = raw.machine.cacheline_size.unwrap_or(DEFAULT_CACHELINE_SIZE);
     for (what, v) in [
@@ -446,18 +444,6 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
 }
 
 /// 1-based line of byte `offset` in `text`.
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
-}
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

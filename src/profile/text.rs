@@ -32,6 +32,25 @@ pub fn lossy_warning(file: &str, bad: &[usize]) -> Option<String> {
     ))
 }
 
+/// The 1-based line of byte `offset` of `text`.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// A TOML parse error as one line, `line N: what` where the parser says where (sketches,
+/// bench matrices and layout contracts are TOML), without the file name: callers add it.
+pub fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let msg = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+    match e.span() {
+        Some(span) => format!("line {}: {msg}", line_of(text, span.start)),
+        None => msg,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
