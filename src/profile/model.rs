@@ -121,6 +121,29 @@ impl Machine {
     }
 }
 
+/// Lines as the sample importers hand them over, most contended first, as `perf c2c` ranks
+/// them: cache-to-cache transfers, then writes, then samples (the `records` detail, where an
+/// importer counts it), then address; each gets its rank.
+pub fn rank_lines(lines: impl IntoIterator<Item = LineProfile>) -> Vec<LineProfile> {
+    let mut lines: Vec<LineProfile> = lines.into_iter().collect();
+    let key = |l: &LineProfile| {
+        let t = l.totals.unwrap_or_default();
+        let n = l.details.get("records").copied().unwrap_or(0.0);
+        (t.transfers(), t.writes(), n)
+    };
+    lines.sort_by(|a, b| {
+        let (ka, kb) = (key(a), key(b));
+        kb.0.total_cmp(&ka.0)
+            .then(kb.1.total_cmp(&ka.1))
+            .then(kb.2.total_cmp(&ka.2))
+            .then(a.address.cmp(&b.address))
+    });
+    for (rank, l) in lines.iter_mut().enumerate() {
+        l.rank = Some(rank as u32);
+    }
+    lines
+}
+
 /// One cache line by address, with accesses at offsets within it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LineProfile {

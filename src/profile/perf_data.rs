@@ -1676,24 +1676,7 @@ pub fn import_perf_data(
         }
         l.accesses.push(access);
     }
-    // Most contended first, as c2c ranks them; then by samples.
-    let mut lines: Vec<LineProfile> = lines.into_values().collect();
-    lines.sort_by(|a, b| {
-        let key = |l: &LineProfile| {
-            let t = l.totals.unwrap_or_default();
-            let n = l.details.get("records").copied().unwrap_or(0.0);
-            (t.transfers(), t.writes(), n)
-        };
-        let (ka, kb) = (key(a), key(b));
-        kb.0.total_cmp(&ka.0)
-            .then(kb.1.total_cmp(&ka.1))
-            .then(kb.2.total_cmp(&ka.2))
-            .then(a.address.cmp(&b.address))
-    });
-    for (rank, l) in lines.iter_mut().enumerate() {
-        l.rank = Some(rank as u32);
-    }
-    profile.lines = lines;
+    profile.lines = super::model::rank_lines(lines.into_values());
     profile.derive_function_groups();
     Ok(profile)
 }

@@ -94,22 +94,7 @@ pub fn import_perf_script(text: &str, opts: &PerfScriptOptions) -> Result<Profil
         }
         l.accesses.push(access);
     }
-    // Most contended first, as c2c ranks them: cache-to-cache transfers, then writes.
-    let mut lines: Vec<LineProfile> = lines.into_values().collect();
-    lines.sort_by(|a, b| {
-        let key = |l: &LineProfile| {
-            let t = l.totals.unwrap_or_default();
-            (t.transfers(), t.writes())
-        };
-        let (ka, kb) = (key(a), key(b));
-        kb.0.total_cmp(&ka.0)
-            .then(kb.1.total_cmp(&ka.1))
-            .then(a.address.cmp(&b.address))
-    });
-    for (rank, l) in lines.iter_mut().enumerate() {
-        l.rank = Some(rank as u32);
-    }
-    profile.lines = lines;
+    profile.lines = super::model::rank_lines(lines.into_values());
     profile.derive_function_groups();
     Ok(profile)
 }
