@@ -60,10 +60,8 @@ fn read(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|e| open_error(path, e))?;
     // perf.data is refused with the flag that reads it; bytes that are not UTF-8 (a mail's
     // Latin-1) are replaced, with a warning naming the lines.
-    if let Some(hint) = profile::perf_data::text_importer_hint(&bytes) {
-        bail!("{}: {hint}", path.display());
-    }
-    let (text, bad) = profile::text::decode_lossy(&bytes);
+    let (text, bad) = profile::table::decode_text(&bytes)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     if let Some(w) = profile::text::lossy_warning(&path.display().to_string(), &bad) {
         eprintln!("lineup: {w}");
     }
