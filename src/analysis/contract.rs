@@ -140,6 +140,18 @@ pub struct Placed {
 }
 
 impl Placed {
+    /// `size` bytes at `offset`, on `line`-byte cache lines (a zero-size member sits on the
+    /// line of its offset).
+    pub fn new(name: String, offset: u64, size: u64, line: u64) -> Placed {
+        Placed {
+            name,
+            offset,
+            size,
+            first_line: offset / line,
+            last_line: (offset + size.max(1) - 1) / line,
+        }
+    }
+
     fn lines(&self) -> String {
         if self.first_line == self.last_line {
             format!("line {}", self.first_line)
@@ -174,13 +186,7 @@ pub fn placed_members(layout: &Layout, line: u64) -> Vec<Placed> {
             if let Some(name) = &name
                 && f.size > 0
             {
-                out.push(Placed {
-                    name: name.clone(),
-                    offset: f.offset,
-                    size: f.size,
-                    first_line: f.offset / line,
-                    last_line: (f.offset + f.size - 1) / line,
-                });
+                out.push(Placed::new(name.clone(), f.offset, f.size, line));
             }
             if f.inline.is_some() {
                 let inner = match &name {

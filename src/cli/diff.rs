@@ -167,16 +167,6 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-fn placed(name: String, offset: u64, size: u64, line: u64) -> Placed {
-    Placed {
-        name,
-        offset,
-        size,
-        first_line: offset / line,
-        last_line: (offset + size.max(1) - 1) / line,
-    }
-}
-
 fn from_pahole(text: &str, name: &str, line: u64, path: &Path) -> Result<Side> {
     let facts = pahole_text::parse(text)
         .map_err(|e| anyhow!("{}: {e}", path.display()))?
@@ -191,7 +181,7 @@ fn from_pahole(text: &str, name: &str, line: u64, path: &Path) -> Result<Side> {
         prefix.truncate(m.depth);
         let full = format!("{}{}", prefix.concat(), m.name);
         if !m.name.is_empty() && m.size > 0 {
-            out.push(placed(full.clone(), m.offset, m.size, line));
+            out.push(Placed::new(full.clone(), m.offset, m.size, line));
         }
         // Whatever follows at depth + 1 is inside this member.
         prefix.push(if m.name.is_empty() {
@@ -270,7 +260,7 @@ fn from_header(
                 .any(|n| p.name == *n || p.name.starts_with(&format!("{n}.")));
             if ours {
                 let o = (p.offset as i128 + delta) as u64;
-                out.push(placed(p.name.clone(), o, p.size, line));
+                out.push(Placed::new(p.name.clone(), o, p.size, line));
             }
         }
         cur = off + f.size;
