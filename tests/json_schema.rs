@@ -165,6 +165,31 @@ fn import_profile_matches_its_schema() {
 }
 
 #[test]
+fn import_profile_with_nan_totals_matches_its_schema() {
+    // Real perf 6.1 output whose Trace Event shares read `-nan%` (no LLC misses): the keys
+    // are kept with null values, and the summary sections other than `record` validate.
+    let out = scratch().join("import-nan.json");
+    let o = out.to_str().unwrap();
+    let r = common::lineup(&[
+        "import",
+        "--c2c",
+        "tests/data/perf/page_faults.c2c.txt",
+        "-o",
+        o,
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v = read_json(&out);
+    assert_valid("profile", &v);
+    let te = &v["summary"]["trace_events"];
+    assert!(te["llc_misses_to_local_dram_pct"].is_null(), "{te}");
+    assert_eq!(te["unable_to_parse_data_source"], 239.0);
+    // The schema is not silent about what a summary value may be.
+    let mut bad = v.clone();
+    bad["summary"]["trace_events"]["total_records"] = "239".into();
+    assert!(!errors("profile", &bad).is_empty());
+}
+
+#[test]
 fn record_profile_matches_its_schema() {
     let dir = scratch();
     let src = dir.join("tiny.c");

@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 
 use super::error::ProfileError;
 use super::model::{
-    Access, CodeLocation, Counts, CpuUse, DEFAULT_CACHELINE_SIZE, Latency, LineProfile, Privilege,
-    Profile, ThreadUse, Unit, parse_hex,
+    Access, CodeLocation, Counts, CpuUse, DEFAULT_CACHELINE_SIZE, Details, Latency, LineProfile,
+    Privilege, Profile, ThreadUse, Unit, parse_hex,
 };
 use super::table;
 
@@ -342,7 +342,10 @@ impl Parser {
             Some(v) => (v.trim(), true),
             None => (value, false),
         };
-        let Some(v) = parse_number(number) else {
+        // perf prints its shares with `%10.1f%%`: a share of nothing (no LLC misses) is
+        // printf's `-nan%`, which is a value, not the end of the block.
+        let Some(v) = parse_number(number).or_else(|| is_not_a_number(number).then_some(f64::NAN))
+        else {
             // Prose with a colon ends the block; a damaged count is an error.
             if value.contains(|c: char| c.is_ascii_digit()) {
                 return Err(ProfileError::parse(
@@ -635,7 +638,7 @@ impl Report {
         let snoop = self.snoop.unwrap_or(Snoop::Hitm);
         let h = parse_cl_header(no, tokens, &self.pct_cols(), snoop)?;
         let cls = self.profile.cacheline_size;
-        let mut details = BTreeMap::new();
+        let mut details = Details::new();
         let address = match h.address {
             Some(a) if a % cls != 0 => {
                 return Err(ProfileError::parse(
@@ -648,7 +651,7 @@ impl Report {
                 // Edited out: lines are told apart by their index, which stands in for the
                 // address (marked, so nothing reads it as one).
                 self.no_address = true;
-                details.insert("address_unknown".to_string(), 1.0);
+                details.insert("address_unknown", 1.0);
                 let n = h.index.map_or(self.profile.lines.len() as u64, u64::from);
                 n * cls
             }
@@ -672,8 +675,9 @@ impl Report {
                 Col::PctPeer => "peer",
                 _ => continue,
             };
-            details.insert(key.to_string(), *v);
+            details.insert(key, *v);
         }
+        self.end_line();
         let i = self.merge_line(LineProfile {
             address,
             rank: h.index,
@@ -722,7 +726,16 @@ impl Report {
         Ok(())
     }
 
+    /// The Pareto line being read has all its rows: its accesses keep no spare capacity (a
+    /// growing vector's slack is a third of a large report's profile).
+    fn end_line(&mut self) {
+        if let Some((i, _)) = self.current.take() {
+            self.profile.lines[i].accesses.shrink_to_fit();
+        }
+    }
+
     fn finish(mut self) -> Profile {
+        self.end_line();
         let mut notes: Vec<&str> = Vec::new();
         if self.no_offsets {
             notes.push(
@@ -1314,12 +1327,12 @@ impl Row {
             None => transfers,
         };
         let latency = self.latency(&counts);
-        let mut details = BTreeMap::new();
+        let mut details = Details::new();
         if let Some(r) = self.records {
-            details.insert("records".to_string(), r);
+            details.insert("records", r);
         }
         if let Some(pa) = self.pa_count {
-            details.insert("pa_count".to_string(), pa);
+            details.insert("pa_count", pa);
         }
         let mut cpus = self.cpu_count.map(CpuUse::count);
         let mut nodes = None;
@@ -1892,6 +1905,13 @@ fn parse_node_list(tok: &str) -> Option<Vec<u32>> {
 fn parse_number(tok: &str) -> Option<f64> {
     let t = tok.strip_suffix('%').unwrap_or(tok);
     t.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// printf's spellings of a value that is not a finite number: `nan`, `-nan`, `inf`, `-inf`
+/// (any case; C libraries differ), `infinity`.
+fn is_not_a_number(tok: &str) -> bool {
+    let t = tok.trim_start_matches(['-', '+']).to_ascii_lowercase();
+    matches!(t.as_str(), "nan" | "inf" | "infinity") || t.starts_with("nan(")
 }
 
 fn is_uint(tok: &str) -> bool {

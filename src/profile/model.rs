@@ -15,6 +15,7 @@
 //!
 //! The JSON form is versioned by [`SCHEMA_VERSION`] and documented in `docs/profile.md`.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
@@ -43,8 +44,13 @@ pub struct Profile {
     pub cacheline_size: u64,
     /// Tool-wide totals, by section then key (c2c's "Trace Event Information":
     /// `trace_events.load_local_hitm`). Keys are the tool's labels in snake_case; values given
-    /// as percentages get a `_pct` suffix.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// as percentages get a `_pct` suffix. A value the tool printed as not a number (c2c's
+    /// `-nan%` for a share of zero LLC misses) is NaN here and `null` in JSON.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "summary_nan"
+    )]
     pub summary: BTreeMap<String, BTreeMap<String, f64>>,
     /// Raw cache lines, before attribution to a type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -165,8 +171,8 @@ pub struct LineProfile {
     pub totals: Option<Counts>,
     /// Other per-line numbers the tool reported, by snake_case name (`records`,
     /// `st_l1miss`, `ld_l2hit`, `pa_count`, `percent_costly_snoop`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub details: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Details::is_empty")]
+    pub details: Details,
     /// Which type the line was attributed to, once analysis decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binding: Option<Binding>,
@@ -229,10 +235,160 @@ pub struct Access {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
     /// Tool-specific extras by name (c2c's `pa_count`, `records`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub details: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Details::is_empty")]
+    pub details: Details,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+/// Tool-specific numbers by name, kept sorted by name (a JSON object, as a map would write
+/// it). A sorted vector rather than a map: a large report holds one per access, most with one
+/// or two entries, and a map's node costs ~370 bytes where this costs 32 per entry. Names
+/// importers use are static strings, not allocated per access.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Details(Vec<(Cow<'static, str>, f64)>);
+
+impl Details {
+    pub fn new() -> Self {
+        Details(Vec::new())
+    }
+    fn find(&self, key: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(k, _)| k.as_ref().cmp(key))
+    }
+    pub fn get(&self, key: &str) -> Option<&f64> {
+        self.find(key).ok().map(|i| &self.0[i].1)
+    }
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.find(key).is_ok()
+    }
+    /// The value under `key`, inserted as `default` first when missing.
+    pub fn get_or_insert(&mut self, key: impl Into<Cow<'static, str>>, default: f64) -> &mut f64 {
+        let key = key.into();
+        let i = match self.find(&key) {
+            Ok(i) => i,
+            Err(i) => {
+                // Exact growth: these stay small and there are many of them.
+                self.0.reserve_exact(1);
+                self.0.insert(i, (key, default));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+    /// Sets `key`, returning the value it replaced.
+    pub fn insert(&mut self, key: impl Into<Cow<'static, str>>, value: f64) -> Option<f64> {
+        let key = key.into();
+        match self.find(&key) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
+            Err(_) => {
+                *self.get_or_insert(key, value) = value;
+                None
+            }
+        }
+    }
+    /// Adds `value` to `key` (from 0 when missing).
+    pub fn add(&mut self, key: impl Into<Cow<'static, str>>, value: f64) {
+        *self.get_or_insert(key, 0.0) += value;
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.0.iter().map(|(k, v)| (k.as_ref(), *v))
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::ops::Index<&str> for Details {
+    type Output = f64;
+    fn index(&self, key: &str) -> &f64 {
+        self.get(key)
+            .unwrap_or_else(|| panic!("no detail {key:?} in {self:?}"))
+    }
+}
+
+impl<K: Into<Cow<'static, str>>> Extend<(K, f64)> for Details {
+    fn extend<I: IntoIterator<Item = (K, f64)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k, v);
+        }
+    }
+}
+
+impl<K: Into<Cow<'static, str>>> FromIterator<(K, f64)> for Details {
+    fn from_iter<I: IntoIterator<Item = (K, f64)>>(iter: I) -> Self {
+        let mut d = Details::new();
+        d.extend(iter);
+        d
+    }
+}
+
+impl<K: Into<Cow<'static, str>>, const N: usize> From<[(K, f64); N]> for Details {
+    fn from(entries: [(K, f64); N]) -> Self {
+        entries.into_iter().collect()
+    }
+}
+
+impl IntoIterator for Details {
+    type Item = (Cow<'static, str>, f64);
+    type IntoIter = std::vec::IntoIter<(Cow<'static, str>, f64)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+/// Detail names the importers write: a saved profile read back shares these instead of
+/// allocating each name per access.
+const KNOWN_DETAILS: &[&str] = &[
+    "address_unknown",
+    "pa_count",
+    "period",
+    "phys_addr",
+    "records",
+    "samples",
+    "st_l1hit",
+    "st_l1miss",
+    "st_na",
+];
+
+impl Serialize for Details {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k.as_ref(), v)?;
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Details {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Details;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of numbers")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Details, A::Error> {
+                let mut d = Details::new();
+                while let Some((k, v)) = m.next_entry::<Cow<'de, str>, f64>()? {
+                    let key: Cow<'static, str> = match KNOWN_DETAILS.iter().find(|n| **n == k) {
+                        Some(n) => Cow::Borrowed(n),
+                        None => Cow::Owned(k.into_owned()),
+                    };
+                    d.insert(key, v);
+                }
+                Ok(d)
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 /// Event counts, in the profile's [`Unit`]. `loads`, `stores` and `rmw` are disjoint: a locked
@@ -507,6 +663,23 @@ pub enum Place {
     Type {
         name: String,
     },
+}
+
+/// Reads [`Profile::summary`], a `null` value as NaN (serde writes NaN as `null`).
+fn summary_nan<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, BTreeMap<String, f64>>, D::Error> {
+    let raw: BTreeMap<String, BTreeMap<String, Option<f64>>> = Deserialize::deserialize(d)?;
+    Ok(raw
+        .into_iter()
+        .map(|(section, values)| {
+            let values = values
+                .into_iter()
+                .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
+                .collect();
+            (section, values)
+        })
+        .collect())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1060,6 +1233,29 @@ mod tests {
             }),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn details_write_and_read_as_a_sorted_object() {
+        let mut d = Details::from([("records", 5.0), ("pa_count", 1.0)]);
+        d.add("records", 2.0);
+        d.add("zeta", 1.5);
+        assert_eq!(d.insert(String::from("alpha"), 3.0), None);
+        assert_eq!(d.insert("alpha", 4.0), Some(3.0));
+        *d.get_or_insert("pa_count", 9.0) += 1.0;
+        assert_eq!(d["records"], 7.0);
+        assert_eq!(d.get("missing"), None);
+        let names: Vec<&str> = d.iter().map(|(k, _)| k).collect();
+        assert_eq!(names, ["alpha", "pa_count", "records", "zeta"]);
+        // The JSON a BTreeMap<String, f64> wrote, in the same order.
+        let map: BTreeMap<String, f64> = d.iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let json = serde_json::to_string(&d).unwrap();
+        assert_eq!(json, serde_json::to_string(&map).unwrap());
+        let back: Details = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, d);
+        // Read in any order, kept sorted.
+        let back: Details = serde_json::from_str(r#"{"z": 1, "a": 2}"#).unwrap();
+        assert_eq!(back.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["a", "z"]);
     }
 
     #[test]

@@ -33,8 +33,8 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 
 use super::error::ProfileError;
 use super::model::{
-    Access, CodeLocation, Counts, CpuUse, DEFAULT_CACHELINE_SIZE, Latency, LineProfile, Privilege,
-    Profile, ThreadUse, Unit,
+    Access, CodeLocation, Counts, CpuUse, DEFAULT_CACHELINE_SIZE, Details, Latency, LineProfile,
+    Privilege, Profile, ThreadUse, Unit,
 };
 
 /// `PERFILE2` as a little-endian file starts; a big-endian one starts byte-swapped.
@@ -1665,10 +1665,10 @@ pub fn import_perf_data(
             ..Default::default()
         });
         for (k, v) in &acc.line_details {
-            *l.details.entry(k.to_string()).or_default() += v;
+            l.details.add(*k, *v);
         }
         if let Some(pa) = acc.phys_line(cls) {
-            l.details.entry("phys_addr".into()).or_insert(pa as f64);
+            l.details.get_or_insert("phys_addr", pa as f64);
         }
         let access = acc.into_access(offset);
         if let Some(t) = &mut l.totals {
@@ -1865,7 +1865,7 @@ impl Acc {
             cpus: (!self.cpus.is_empty()).then(|| CpuUse::list(self.cpus)),
             threads,
             code: self.code,
-            details: BTreeMap::from([("samples".to_string(), self.samples as f64)]),
+            details: Details::from([("samples", self.samples as f64)]),
             ..Default::default()
         }
     }

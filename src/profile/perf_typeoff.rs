@@ -1695,7 +1695,7 @@ fn build_profile(p: Parser) -> Result<Profile, ProfileError> {
         });
         a.counts.add(&counts);
         if e.nums.period.is_some() {
-            *a.details.entry("period".into()).or_insert(0.0) += period;
+            a.details.add("period", period);
         }
         if let Some(cpu) = e.cells.cpu {
             let mut list = a.cpus.take().map(|c| c.list).unwrap_or_default();

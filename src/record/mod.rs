@@ -585,10 +585,10 @@ pub fn build(
     for (k, v) in accesses {
         let threads: Vec<(u32, u32)> = v.threads.iter().copied().collect();
         let pids: BTreeSet<i64> = threads.iter().map(|&(p, _)| i64::from(p)).collect();
-        let mut details = BTreeMap::new();
-        let mut put = |name: &str, x: f64| {
+        let mut details = crate::profile::Details::new();
+        let mut put = |name: &'static str, x: f64| {
             if x > 0.0 {
-                details.insert(name.to_string(), x.round());
+                details.insert(name, x.round());
             }
         };
         put("sim_true_sharing", v.sim_true);
