@@ -36,7 +36,7 @@ fn row(offset: u64, function: &str, loads: f64, stores: f64) -> Access {
             ..Default::default()
         },
         code: Some(CodeLocation {
-            symbol: Some(function.to_string()),
+            symbol: Some(function.into()),
             object: Some("[kernel.kallsyms]".into()),
             ..Default::default()
         }),
@@ -383,7 +383,7 @@ fn decoded_rows_bind_exactly() {
             ..Default::default()
         },
         code: Some(CodeLocation {
-            symbol: Some(f.to_string()),
+            symbol: Some(f.into()),
             symbol_offset: Some(at(f)),
             object: Some("s.o".into()),
             ..Default::default()

@@ -272,7 +272,7 @@ fn live_round_trip_against_perf() {
                 .unwrap()
                 .to_string_lossy()
                 .to_string();
-            *ours.entry((obj, sym.clone())).or_default() += a.details["samples"] as u64;
+            *ours.entry((obj, sym.to_string())).or_default() += a.details["samples"] as u64;
         }
     }
     // The test program's own functions are named and counted exactly as perf does.

@@ -72,6 +72,79 @@ fn read(path: &Path) -> Result<String> {
     })
 }
 
+/// A progress bar that stays hidden until `started` is 2 s old (then on stderr): counts bytes.
+fn late_bar(what: String) -> (indicatif::ProgressBar, std::time::Instant) {
+    let bar = indicatif::ProgressBar::hidden();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(what);
+    (bar, std::time::Instant::now())
+}
+
+fn show_late(bar: &indicatif::ProgressBar, started: std::time::Instant) {
+    if bar.is_hidden() && started.elapsed() > std::time::Duration::from_secs(2) {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    }
+}
+
+/// Reads c2c text line by line as the file gives it: a large report is never held whole
+/// beside its profile. perf.data is refused with the flag that reads it; bytes that are not
+/// UTF-8 are replaced, with a warning naming the lines, as [`read`] does.
+fn load_c2c(path: &Path) -> Result<Vec<Profile>> {
+    use std::io::BufRead;
+    let with_path = |e: profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
+    let file = std::fs::File::open(path).map_err(|e| open_error(path, e))?;
+    let total = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut input = std::io::BufReader::with_capacity(1 << 16, file);
+    let head = input.fill_buf().map_err(|e| open_error(path, e))?;
+    if let Some(hint) = profile::perf_data::text_importer_hint(head) {
+        bail!("{}: {hint}", path.display());
+    }
+    let mut reader = profile::C2cReader::new(&profile::C2cOptions::default()).map_err(with_path)?;
+    let (bar, started) = late_bar(format!("reading {}", path.display()));
+    bar.set_length(total);
+    let mut bad = Vec::new();
+    let mut read_all = || -> Result<()> {
+        let mut buf = Vec::new();
+        let (mut no, mut done) = (0usize, 0u64);
+        loop {
+            buf.clear();
+            let n = input
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| open_error(path, e))?;
+            if n == 0 {
+                return Ok(());
+            }
+            no += 1;
+            done += n as u64;
+            // Line ends as `str::lines` takes them: `\n` or `\r\n`.
+            let line = match buf.strip_suffix(b"\n") {
+                Some(l) => l.strip_suffix(b"\r").unwrap_or(l),
+                None => &buf[..],
+            };
+            let text = String::from_utf8_lossy(line);
+            if matches!(text, std::borrow::Cow::Owned(_)) {
+                bad.push(no);
+            }
+            reader.line(&text).map_err(with_path)?;
+            if no % 4096 == 0 {
+                show_late(&bar, started);
+                bar.set_position(done);
+            }
+        }
+    };
+    let read = read_all();
+    bar.finish_and_clear();
+    if let Some(w) = profile::text::lossy_warning(&path.display().to_string(), &bad) {
+        eprintln!("lineup: {w}");
+    }
+    read?;
+    reader.finish().map_err(with_path)
+}
+
 /// Maps the file (bounded memory for any size), reads it with the kallsyms of this machine
 /// when the file was recorded on this kernel, and shows a progress bar once it runs past 2 s.
 fn load_perf_data(path: &Path, kallsyms_file: Option<&Path>) -> Result<Profile> {
@@ -98,18 +171,9 @@ fn load_perf_data(path: &Path, kallsyms_file: Option<&Path>) -> Result<Profile> 
         kallsyms,
         ..Default::default()
     };
-    let started = std::time::Instant::now();
-    let bar = indicatif::ProgressBar::hidden();
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_message(format!("reading {}", path.display()));
+    let (bar, started) = late_bar(format!("reading {}", path.display()));
     let mut progress = |done: u64, total: u64| {
-        if bar.is_hidden() && started.elapsed() > std::time::Duration::from_secs(2) {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-        }
+        show_late(&bar, started);
         bar.set_length(total);
         bar.set_position(done);
     };
@@ -142,10 +206,9 @@ impl EvidenceArgs {
             p.provenance.input = Some(path.display().to_string());
             return Ok(p);
         }
-        let text = read(path)?;
         let with_path = |e: profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
         let mut p = if self.c2c.is_some() {
-            let mut all = profile::import_c2c(&text).map_err(with_path)?;
+            let mut all = load_c2c(path)?;
             let n = all.len();
             if pick.report == 0 || pick.report > n {
                 bail!(
@@ -157,14 +220,15 @@ impl EvidenceArgs {
             }
             all.swap_remove(pick.report - 1)
         } else if self.perf_script.is_some() {
+            let text = read(path)?;
             profile::import_perf_script(&text, &profile::PerfScriptOptions::default())
                 .map_err(with_path)?
         } else if self.perf_typeoff.is_some() {
-            profile::import_perf_typeoff(&text).map_err(with_path)?
+            profile::import_perf_typeoff(&read(path)?).map_err(with_path)?
         } else if self.sketch.is_some() {
-            profile::import_sketch(&text).map_err(with_path)?
+            profile::import_sketch(&read(path)?).map_err(with_path)?
         } else {
-            Profile::from_json(&text).map_err(with_path)?
+            Profile::from_json(&read(path)?).map_err(with_path)?
         };
         if p.provenance.input.is_none() {
             p.provenance.input = Some(path.display().to_string());

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use super::error::ProfileError;
 use super::model::{
     Access, CodeLocation, Counts, CpuUse, DEFAULT_CACHELINE_SIZE, Details, Latency, LineProfile,
-    Privilege, Profile, ThreadUse, Unit, parse_hex,
+    Names, Privilege, Profile, ThreadUse, Unit, parse_hex,
 };
 use super::table;
 
@@ -47,17 +47,44 @@ pub fn import_c2c(text: &str) -> Result<Vec<Profile>, ProfileError> {
 }
 
 pub fn import_c2c_with(text: &str, opts: &C2cOptions) -> Result<Vec<Profile>, ProfileError> {
-    if !opts.cacheline_size.is_power_of_two() {
-        return Err(ProfileError::Option(format!(
-            "cache line size {} is not a power of two",
-            opts.cacheline_size
-        )));
+    let mut reader = C2cReader::new(opts)?;
+    for raw in text.lines() {
+        reader.line(raw)?;
     }
-    let mut parser = Parser::new(opts);
-    for (i, raw) in text.lines().enumerate() {
-        parser.line(i + 1, raw)?;
+    reader.finish()
+}
+
+/// The c2c importer fed one line at a time, for text read as it comes: a 200k-line report
+/// need not be held whole beside its profile. [`import_c2c_with`] is this over a string.
+pub struct C2cReader {
+    parser: Parser,
+    no: usize,
+}
+
+impl C2cReader {
+    pub fn new(opts: &C2cOptions) -> Result<Self, ProfileError> {
+        if !opts.cacheline_size.is_power_of_two() {
+            return Err(ProfileError::Option(format!(
+                "cache line size {} is not a power of two",
+                opts.cacheline_size
+            )));
+        }
+        Ok(C2cReader {
+            parser: Parser::new(opts),
+            no: 0,
+        })
     }
-    parser.finish()
+
+    /// The next line of the text, without its line end; errors name its 1-based number.
+    pub fn line(&mut self, raw: &str) -> Result<(), ProfileError> {
+        self.no += 1;
+        self.parser.line(self.no, raw)
+    }
+
+    /// One profile per report read, or an error when the text held none.
+    pub fn finish(self) -> Result<Vec<Profile>, ProfileError> {
+        self.parser.finish()
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -146,6 +173,8 @@ struct Report {
     current: Option<(usize, ClHeader)>,
     /// Events are continued on lines with an empty key.
     in_events: bool,
+    /// One copy of each symbol, object and source line.
+    names: Names,
 }
 
 impl Parser {
@@ -537,6 +566,7 @@ impl Report {
             prev_hash: None,
             current: None,
             in_events: false,
+            names: Names::default(),
         }
     }
 
@@ -721,7 +751,7 @@ impl Report {
             // A table "edited to fit" without the offset column: what is there is imported.
             None => self.no_offsets = true,
         }
-        let access = row.into_access(&totals);
+        let access = row.into_access(&totals, &mut self.names);
         self.profile.lines[line_idx].accesses.push(access);
         Ok(())
     }
@@ -1305,7 +1335,7 @@ fn col_name(c: Col) -> &'static str {
 impl Row {
     /// Percentages of the line's totals become counts; loads are the records that are not
     /// stores; cycle means times their counts give total load cycles.
-    fn into_access(self, h: &ClHeader) -> Access {
+    fn into_access(self, h: &ClHeader, names: &mut Names) -> Access {
         let share = |col: Col| {
             self.pct
                 .get(col_name(col))
@@ -1365,6 +1395,7 @@ impl Row {
                 self.object,
                 self.source,
                 self.privilege,
+                names,
             )),
             details,
             ..Default::default()
@@ -1404,13 +1435,14 @@ fn code_location(
     object: Option<String>,
     source: Option<String>,
     privilege: Option<Privilege>,
+    names: &mut Names,
 ) -> CodeLocation {
     // perf prints the address where it has no symbol.
     let symbol = symbol.filter(|s| !s.is_empty() && parse_hex(s).is_none());
     let mut loc = CodeLocation {
-        symbol,
+        symbol: symbol.map(|s| names.get(&s)),
         address,
-        object,
+        object: object.map(|o| names.get(&o)),
         privilege,
         ..Default::default()
     };
@@ -1422,7 +1454,7 @@ fn code_location(
         });
         match sym_off {
             Some(off) => loc.symbol_offset = Some(off),
-            None if src != "??:0" && !src.is_empty() => loc.source = Some(src),
+            None if src != "??:0" && !src.is_empty() => loc.source = Some(names.get(&src)),
             None => {}
         }
     }
@@ -2027,6 +2059,7 @@ mod tests {
             None,
             Some("update_cfs_group+78".into()),
             None,
+            &mut Names::default(),
         );
         assert_eq!(loc.symbol_offset, Some(78));
         assert_eq!(loc.source, None);

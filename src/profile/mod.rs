@@ -21,7 +21,7 @@ pub mod sketch;
 pub mod table;
 pub mod text;
 
-pub use c2c::{C2cOptions, import_c2c, import_c2c_with};
+pub use c2c::{C2cOptions, C2cReader, import_c2c, import_c2c_with};
 pub use error::ProfileError;
 pub use model::*;
 pub use perf_data::{PerfDataOptions, import_perf_data};

@@ -17,6 +17,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -566,12 +567,14 @@ impl ThreadUse {
     }
 }
 
-/// The code that made an access.
+/// The code that made an access. Its names are shared ([`Arc<str>`]): a large report
+/// repeats a few symbols, objects and source lines over hundreds of thousands of rows, and
+/// importers hand out one copy of each (see [`Names`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CodeLocation {
     /// Function (`update_load_avg`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub symbol: Option<String>,
+    pub symbol: Option<Arc<str>>,
     /// Byte offset of the instruction in the function (`update_load_avg+940` → 940).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub symbol_offset: Option<u64>,
@@ -580,12 +583,27 @@ pub struct CodeLocation {
     pub address: Option<u64>,
     /// Binary or module (`[kernel.kallsyms]`, `libc.so.6`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub object: Option<String>,
+    pub object: Option<Arc<str>>,
     /// Source file and line (`fair.c:4021`), when debug info gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
+    pub source: Option<Arc<str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub privilege: Option<Privilege>,
+}
+
+/// One shared copy of each name an importer meets (symbols, objects, source lines).
+#[derive(Debug, Default)]
+pub struct Names(std::collections::HashSet<Arc<str>>);
+
+impl Names {
+    pub fn get(&mut self, name: &str) -> Arc<str> {
+        if let Some(n) = self.0.get(name) {
+            return n.clone();
+        }
+        let n: Arc<str> = Arc::from(name);
+        self.0.insert(n.clone());
+        n
+    }
 }
 
 /// perf's `[k]`, `[.]`, `[g]`, `[u]`, `[H]` markers.
@@ -616,7 +634,7 @@ impl CodeLocation {
     /// A function name to rank and print: the symbol, else the address, else `?`.
     pub fn function(&self) -> String {
         match (&self.symbol, self.address) {
-            (Some(s), _) => s.clone(),
+            (Some(s), _) => s.to_string(),
             (None, Some(a)) => format!("{a:#x}"),
             (None, None) => "?".to_string(),
         }

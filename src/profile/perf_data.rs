@@ -1348,7 +1348,7 @@ impl Symbolizer {
         let kernel = s.cpumode == 1;
         let map = spaces.find(s.pid, ip, kernel);
         if let Some(m) = map {
-            code.object = Some(display_object(&m.path));
+            code.object = Some(display_object(&m.path).into());
         }
         if !self.enabled {
             return code;
@@ -1356,7 +1356,7 @@ impl Symbolizer {
         if kernel {
             // Modules too: kallsyms lists their symbols with the kernel's.
             if let Some((name, off)) = self.kallsyms.as_ref().and_then(|k| k.lookup(ip)) {
-                code.symbol = Some(name.to_string());
+                code.symbol = Some(name.into());
                 code.symbol_offset = Some(off);
             }
             return code;
@@ -1379,7 +1379,7 @@ impl Symbolizer {
             }
         });
         if let Some((name, off)) = elf.as_ref().and_then(|e| e.lookup(ip - m.start + m.pgoff)) {
-            code.symbol = Some(name.to_string());
+            code.symbol = Some(name.into());
             code.symbol_offset = Some(off);
         }
         code

@@ -504,10 +504,10 @@ impl Acc {
         self.comms.extend(s.comm.clone());
         if self.code.address.is_none() && self.code.symbol.is_none() {
             self.code = CodeLocation {
-                symbol: s.symbol.clone(),
+                symbol: s.symbol.as_deref().map(Into::into),
                 symbol_offset: s.symbol_offset,
                 address: s.ip,
-                object: s.object.clone(),
+                object: s.object.as_deref().map(Into::into),
                 ..Default::default()
             };
         }

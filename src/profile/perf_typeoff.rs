@@ -444,7 +444,7 @@ impl Cells {
             Key::Symbol => self.code = Some(parse_symbol(value, self.code.take())),
             Key::Object => {
                 let mut code = self.code.take().unwrap_or_default();
-                code.object = Some(value.to_string());
+                code.object = Some(value.into());
                 self.code = Some(code);
             }
             Key::MemAccess => self.remote |= value.contains("Remote"),
@@ -585,14 +585,14 @@ fn parse_symbol(value: &str, code: Option<CodeLocation>) -> CodeLocation {
         .and_then(|(n, off)| Some((n, parse_hex(off)?)))
     {
         Some((n, off)) if !n.is_empty() => {
-            code.symbol = Some(n.to_string());
+            code.symbol = Some(n.into());
             code.symbol_offset = Some(off);
         }
         _ => {
             if let Some(addr) = parse_hex(&name) {
                 code.address = Some(addr);
             } else {
-                code.symbol = Some(name);
+                code.symbol = Some(name.into());
             }
         }
     }

@@ -358,7 +358,7 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
                     ..Default::default()
                 }),
                 code: a.by.as_ref().map(|f| CodeLocation {
-                    symbol: Some(f.clone()),
+                    symbol: Some(f.as_str().into()),
                     ..Default::default()
                 }),
                 groups: a.groups.clone(),
