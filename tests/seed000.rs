@@ -416,3 +416,48 @@ fn lineups_layout_and_the_current_one_run_under_bench() {
     common::assert_ab_reads(c, 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Per-node copies of `task_group.load_avg` (written on every wake-up and migration, summed by
+/// update_cfs_group) were measured as a gain where they were tried; on the seed's own evidence
+/// the advice agrees: per node, readers that sum both copies pay less than the one contended
+/// line (issue 15 item 5; +40% when every read of a copy was priced a transfer), and a copy
+/// per CPU, which every sum must read, costs far more than per node.
+#[test]
+fn a_per_node_load_avg_summed_by_its_readers_comes_out_as_a_gain() {
+    let _serial = common::serial();
+    let o = lineup_json(&[
+        "optimize",
+        "--type",
+        "task_group",
+        "--btf",
+        BTF,
+        "--c2c",
+        C2C,
+        "--machine",
+        "icelake-2s",
+        "--json",
+    ]);
+    let sp = o["splits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["member"] == "load_avg")
+        .unwrap_or_else(|| panic!("no split advice for load_avg: {o}"));
+    let by = |how: &str| -> (f64, f64) {
+        let x = sp["readers_sum_copies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["how"] == how)
+            .unwrap_or_else(|| panic!("no {how}: {sp}"));
+        (
+            x["cycles"].as_f64().unwrap(),
+            x["cycles_before"].as_f64().unwrap(),
+        )
+    };
+    let (node, before) = by("per NUMA node");
+    assert!(node < 0.9 * before, "per node {node} vs {before}");
+    let (per_cpu, _) = by("per CPU");
+    assert!(per_cpu > 2.0 * node, "per CPU {per_cpu} vs per node {node}");
+    assert!(sp["why"][0].as_str().unwrap().contains("best "), "{sp}");
+}

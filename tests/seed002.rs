@@ -46,10 +46,83 @@ fn json(text: &str) -> Value {
 }
 
 fn scratch() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("seed002");
+    scratch_named("seed002")
+}
+
+fn scratch_named(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// The seed's own load, modeled: the sketch written from the thread (112 CPUs of one LLC
+/// pushing and pulling), on spr-1s, with 56 tasks waiting at most (hackbench 2 groups, the
+/// load that regressed). A pull whose own shard is empty probes the others and migrates a
+/// task, so the best shard count is neither 1 nor per CPU, and the advice says why; with no
+/// queue depth given, more shards always win (nothing prices finding work).
+#[test]
+fn the_shard_sweep_has_an_optimum_under_the_seeds_load() {
+    let dir = scratch_named("seed002-sweep");
+    let obj = dir.join("shared_runq.o");
+    run(Command::new("cc")
+        .args(["-g", "-c"])
+        .arg(root().join("examples/seeds/002/shared_runq.c"))
+        .arg("-o")
+        .arg(&obj));
+    let sketch = root().join("examples/sketches/seed002_shared_runq.toml");
+    let advice = |queued: Option<&str>| -> Value {
+        let mut c = lineup(&dir);
+        c.args(["optimize", "--type", "shared_runq_shard", "--dwarf"])
+            .arg(&obj)
+            .arg("--sketch")
+            .arg(&sketch)
+            .args(["--machine", "spr-1s", "--json"]);
+        if let Some(q) = queued {
+            c.args(["--queued", q]);
+        }
+        let o = json(&run(&mut c));
+        o["splits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["member"] == "lock")
+            .unwrap_or_else(|| panic!("no split advice for lock: {o}"))
+            .clone()
+    };
+    let best = |sp: &Value| -> u64 {
+        sp["readers_own_copy"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .min_by(|a, b| {
+                a["cycles"]
+                    .as_f64()
+                    .unwrap()
+                    .total_cmp(&b["cycles"].as_f64().unwrap())
+            })
+            .unwrap()["copies"]
+            .as_u64()
+            .unwrap()
+    };
+    let unpriced = advice(None);
+    assert_eq!(best(&unpriced), 112, "{unpriced}");
+    let sp = advice(Some("56"));
+    let k = best(&sp);
+    assert!(k > 1 && k < 112, "best {k}: {sp}");
+    let per_cpu = sp["readers_own_copy"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["how"] == "per CPU")
+        .unwrap();
+    assert!(per_cpu["scan_cycles"].as_f64().unwrap() > 0.0, "{per_cpu}");
+    assert!(per_cpu["own_empty"].as_f64().unwrap() > 0.5, "{per_cpu}");
+    let why = sp["why"][1].as_str().unwrap();
+    assert!(
+        why.contains(&format!("best {k} shards")) && why.contains("empty"),
+        "{why}"
+    );
 }
 
 #[test]
@@ -150,6 +223,25 @@ fn shared_runq_is_true_sharing_only_shards_help_and_both_run_under_bench() {
         .arg(&src)
         .args(["-o", "shared_runq"])
         .current_dir(&dir));
+    // What sharding costs: with fewer tasks than threads, a thread's own shard runs empty and
+    // its pull takes a task from another shard. Thread 1 of 2 owns no task at the start, so
+    // its first pull does, whatever the interleaving; with two tasks per thread no shard ever
+    // runs empty (a thread only takes from another shard when its own is empty).
+    let counters = |args: &[&str]| -> (u64, u64) {
+        let out = run(Command::new(dir.join("shared_runq")).args(args));
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("own-shard-empty:"))
+            .unwrap_or_else(|| panic!("no own-shard-empty line: {out}"));
+        let nums: Vec<u64> = line
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        (nums[0], nums[1])
+    };
+    let (empty, migrated) = counters(&["2", "2", "1000", "8", "1"]);
+    assert!(empty >= 1 && migrated >= 1, "{empty} {migrated}");
+    assert_eq!(counters(&["2", "2", "1000"]), (0, 0));
     let report = run(lineup(&dir).args([
         "bench",
         "--a",

@@ -890,6 +890,36 @@ pub struct SplitOption {
     pub cycles_before: f64,
     /// Extra bytes: one line per copy beyond the first.
     pub extra_bytes: u64,
+    /// Of `cycles`, what finding work across copies costs: a pull whose own copy is empty
+    /// probes the others (a lock attempt on each, a transfer) and takes an item another CPU
+    /// pushed (a migration: the item's line moves). Zero unless the queue depth is known.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub scan_cycles: f64,
+    /// Probability that a pull finds its own copy empty (a queue of `queued` items spread
+    /// evenly over the copies).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub own_empty: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+/// What finding work costs a sharded queue, per pull, in transfers: (probes of other copies,
+/// migrations, the probability the own copy is empty). `queued` items wait in the queue on
+/// average, spread over `k` copies as a Poisson count each (mean `queued / k`), so a copy is
+/// empty with probability `e = exp(-queued / k)`. A pull takes from its own copy first; when
+/// that is empty it probes the next ones in order until one is not: `e + e^2 + .. + e^(k-1)`
+/// probes of other copies expected. It comes back with an item from another copy (a
+/// migration) with probability `e (1 - e^(k-1))`.
+pub fn scan_per_pull(queued: f64, k: u32) -> (f64, f64, f64) {
+    if k <= 1 || queued.is_nan() {
+        return (0.0, 0.0, 0.0);
+    }
+    let e = (-queued.max(0.0) / f64::from(k)).exp();
+    let probes: f64 = (1..k).map(|j| e.powi(j as i32)).sum();
+    let migrations = e * (1.0 - e.powi(k as i32 - 1));
+    (probes, migrations, e)
 }
 
 /// Whether readers need every copy (a total: `rto_count`) or only their own (a queue shard).
@@ -902,12 +932,17 @@ pub enum ReadScope {
 /// Split advice for the truly shared unit `unit`: per CPU, per LLC, per node and a few shard
 /// counts, each with its modeled cost. Each copy sits on its own line; writers spread evenly
 /// over copies; readers read all copies or their own, as `scope` says.
+///
+/// `queued` is the mean number of items waiting in a queue (all copies together), when the
+/// member guards one: readers of their own copy then pay for finding work across copies
+/// ([`scan_per_pull`]), so that more copies stop paying once their shards run empty.
 pub fn split_options(
     unit: usize,
     streams: &[Stream],
     machine: &MachineModel,
     q: &Queueing,
     scope: ReadScope,
+    queued: Option<f64>,
 ) -> Vec<SplitOption> {
     let mine: Vec<&Stream> = streams.iter().filter(|s| s.unit == unit).collect();
     if mine.is_empty() {
@@ -969,17 +1004,79 @@ pub fn split_options(
     ways.retain(|(_, k)| *k > 1);
     ways.sort_by_key(|w| w.1);
     ways.dedup_by_key(|w| w.1);
+    // Pulls: a queue takes out what it puts in, so half its write operations (each push or
+    // pull writes the member once: a lock's acquisition, a list head's store) are pulls.
+    let pulls = listed.iter().map(|s| s.writes).sum::<f64>() / 2.0;
+    // A probe of another copy, or a migrated item, is a line another CPU wrote: a transfer
+    // between CPUs spread as the member's writers are.
+    let widest = listed.iter().map(|s| s.cpus).max().unwrap_or(1);
+    let price = machine.transfer_cycles(widest);
     let mut out = Vec::new();
     for (how, k) in ways {
+        let (scan_cycles, own_empty) = match (scope, queued) {
+            (ReadScope::OwnCopy, Some(depth)) => {
+                let (probes, migrations, e) = scan_per_pull(depth, k);
+                (pulls * (probes + migrations) * price, e)
+            }
+            _ => (0.0, 0.0),
+        };
         out.push(SplitOption {
             how,
             copies: k,
-            cycles: cost_of(&copy_of(k)) * f64::from(k),
+            cycles: cost_of(&copy_of(k)) * f64::from(k) + scan_cycles,
             cycles_before: before,
             extra_bytes: u64::from(k - 1) * machine.cacheline_size,
+            scan_cycles,
+            own_empty,
         });
     }
     out
+}
+
+/// One line on where a split's optimum lies and why, for `options` of one [`ReadScope`].
+pub fn split_verdict(options: &[SplitOption], scope: ReadScope, queued: Option<f64>) -> String {
+    let Some(best) = options.iter().min_by(|a, b| a.cycles.total_cmp(&b.cycles)) else {
+        return String::new();
+    };
+    let before = best.cycles_before;
+    let pct = |o: &SplitOption| {
+        if before > 0.0 {
+            (o.cycles - before) / before * 100.0
+        } else {
+            0.0
+        }
+    };
+    let most = options.iter().max_by_key(|o| o.copies).unwrap_or(best);
+    match scope {
+        ReadScope::AllCopies if best.cycles >= before => "readers that sum every copy: no split pays; each sum reads every copy, a transfer for each one written since the reader last read it, and the readers read more often than a copy is written".to_string(),
+        ReadScope::AllCopies => format!(
+            "readers that sum every copy: best {} ({:+.1}%); each copy is written from its own CPUs only (shorter queues, nearer transfers), while each more copy costs every sum one more line, a transfer whenever that copy was written since",
+            best.how,
+            pct(best)
+        ),
+        ReadScope::OwnCopy => match queued {
+            Some(q) if best.copies < most.copies => format!(
+                "readers of their own copy ({q} items queued): best {} ({:+.1}%); fewer copies queue more CPUs on each line, more leave a pull's own copy empty ({:.0}% at {}), so pulls probe the others' lines and migrate their items ({:.0} cycles there)",
+                best.how,
+                pct(best),
+                most.own_empty * 100.0,
+                most.how,
+                most.scan_cycles
+            ),
+            Some(q) => format!(
+                "readers of their own copy ({q} items queued): best {} ({:+.1}%); a copy per CPU ends the contention, and with {q} items a pull finds its own copy empty {:.0}% of the time, which costs less ({:.0} cycles of probes and migrations) than the queues of fewer copies",
+                best.how,
+                pct(best),
+                best.own_empty * 100.0,
+                best.scan_cycles
+            ),
+            None => format!(
+                "readers of their own copy: best {} ({:+.1}%), but the cost of finding work across copies is not priced: give --queued N (items waiting, on average) for a queue",
+                best.how,
+                pct(best)
+            ),
+        },
+    }
 }
 
 /// The struct `id` with its members in `order` at the offsets of `placement`, as a new type
@@ -1172,13 +1269,102 @@ mod tests {
         r.reads = 50.0;
         r.cpus = 160;
         let s = vec![w, r];
-        let opts = split_options(0, &s, &m, &q, ReadScope::AllCopies);
+        let opts = split_options(0, &s, &m, &q, ReadScope::AllCopies, None);
         let node = opts.iter().find(|o| o.how == "per NUMA node").unwrap();
         assert!(node.cycles < node.cycles_before, "{node:?}");
         // Readers that sum every copy pay for each more copy: per CPU (160 copies, one read
         // of each per sum) costs more than per node.
         let per_cpu = opts.iter().find(|o| o.how == "per CPU").unwrap();
         assert!(per_cpu.cycles > node.cycles, "{opts:?}");
+    }
+
+    /// A counter every CPU of icelake-2s writes at `writes` and reads, summing all copies, at
+    /// `reads` (rates relative), on a line at `utilization` of its queue.
+    fn counter_split(writes: f64, reads: f64, utilization: f64) -> Vec<SplitOption> {
+        let m = crate::analysis::machine::preset("icelake-2s").unwrap();
+        let mut w = stream(0, "update_load_avg", 0.0, &[]);
+        (w.reads, w.writes, w.rmw, w.cpus) = (0.0, writes, writes, 160);
+        let mut r = stream(0, "update_cfs_group", 0.0, &[]);
+        (r.reads, r.cpus) = (reads, 160);
+        let s = vec![w, r];
+        let refs: Vec<&Stream> = s.iter().collect();
+        let (_, _, f, t) = cost::line_terms(&refs, &m);
+        let q = Queueing {
+            reference: f + t,
+            utilization,
+        };
+        split_options(0, &s, &m, &q, ReadScope::AllCopies, None)
+    }
+
+    #[test]
+    fn a_per_node_split_of_a_counter_read_as_often_as_written_helps_as_measured() {
+        // Seed 000's own evidence (c2c paste, 160 CPUs): update_load_avg's atomic adds about
+        // 8300 samples, update_cfs_group's loads about 14100, every CPU both; c2c measured
+        // 4000-13000 cycles a HITM load against ~130-290 unloaded, a line at the model's
+        // utilization cap. The per-node split of tg->load_avg (a sum over nodes on the read
+        // side) was measured faster; summing all copies must come out cheaper per node.
+        let opts = counter_split(8300.0, 14100.0, 0.95);
+        let node = opts.iter().find(|o| o.how == "per NUMA node").unwrap();
+        assert!(node.cycles < node.cycles_before * 0.9, "{opts:?}");
+        // Each more copy costs every sum one more line: far more copies lose to few.
+        let per_cpu = opts.iter().find(|o| o.how == "per CPU").unwrap();
+        assert!(per_cpu.cycles > 3.0 * node.cycles, "{opts:?}");
+        let why = split_verdict(&opts, ReadScope::AllCopies, None);
+        assert!(why.contains("best ") && !why.contains("per CPU"), "{why}");
+    }
+
+    #[test]
+    fn a_split_loses_when_readers_are_much_hotter_than_writers() {
+        // The same counter read 50 times as often as it is written (a rarely changed limit
+        // read on every fast path): a sum over copies reads two lines where one did, and the
+        // line was hardly contended. No split pays.
+        let opts = counter_split(100.0, 5000.0, 0.5);
+        for o in &opts {
+            assert!(o.cycles > o.cycles_before, "{o:?}");
+        }
+        assert!(split_verdict(&opts, ReadScope::AllCopies, None).contains("no split pays"));
+    }
+
+    #[test]
+    fn finding_work_across_shards_gives_a_shard_sweep_an_optimum() {
+        // A queue every CPU of spr-1s (112, one LLC) pushes to and pulls from, lock RMW on
+        // both paths. With few items queued, a copy per CPU leaves most pulls' own copy
+        // empty: they probe the others and migrate items. Some shard count in between wins.
+        let m = crate::analysis::machine::preset("spr-1s").unwrap();
+        let all: Vec<u32> = (0..112).collect();
+        let mut push = stream(0, "push", 100.0, &all);
+        let mut pull = stream(0, "pull", 100.0, &all);
+        for s in [&mut push, &mut pull] {
+            s.rmw = s.writes;
+            s.reads = 0.0;
+        }
+        let s = vec![push, pull];
+        let refs: Vec<&Stream> = s.iter().collect();
+        let (_, _, f, t) = cost::line_terms(&refs, &m);
+        let q = Queueing {
+            reference: f + t,
+            utilization: 0.5,
+        };
+        let best = |queued: Option<f64>| {
+            let opts = split_options(0, &s, &m, &q, ReadScope::OwnCopy, queued);
+            opts.iter()
+                .min_by(|a, b| a.cycles.total_cmp(&b.cycles))
+                .unwrap()
+                .copies
+        };
+        // Unknown depth: more copies always win (the old advice).
+        assert_eq!(best(None), 112);
+        // 56 items (hackbench 2 groups of 28 on 112 CPUs): neither 1 nor per CPU.
+        let mid = best(Some(56.0));
+        assert!(mid > 1 && mid < 112, "{mid}");
+        // Many items per CPU: the own copy is rarely empty, per CPU wins again.
+        assert_eq!(best(Some(2000.0)), 112);
+        // The probes: none for one copy, more the emptier the copies.
+        assert_eq!(scan_per_pull(56.0, 1), (0.0, 0.0, 0.0));
+        let (p16, m16, e16) = scan_per_pull(56.0, 16);
+        let (p112, m112, e112) = scan_per_pull(56.0, 112);
+        assert!(e16 < e112 && p16 < p112 && m16 < m112);
+        assert!((e112 - (-0.5f64).exp()).abs() < 1e-12);
     }
 
     #[test]

@@ -23,7 +23,8 @@ use super::subject::{self, ModelArgs, SubjectArgs};
     about = "Find the member order and alignment that minimize modeled contention",
     after_help = "Examples:\n  lineup optimize --type task_group --c2c tests/data/c2c/seed000_paste.txt --machine icelake-2s\n  \
                   lineup optimize --type root_domain --sketch examples/sketches/seed003_root_domain.toml \\\n      --machine xeon-2s-480 --pin span --max-lines 20\n  \
-                  lineup optimize --type stats --dwarf ./prog --profile rec.json --source stats.h --patch fix.diff"
+                  lineup optimize --type stats --dwarf ./prog --profile rec.json --source stats.h --patch fix.diff\n  \
+                  lineup optimize --type shared_runq_shard --sketch examples/sketches/seed002_shared_runq.toml \\\n      --machine spr-1s --queued 56"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -65,6 +66,11 @@ pub struct Args {
     /// write-hot groups stay whole and off the other hot members' lines, and the size holds
     #[arg(long, value_name = "FILE")]
     contract: Option<PathBuf>,
+    /// Items waiting in a queue the member guards, on average, all shards together: split
+    /// advice then prices finding work across shards (a pull whose own shard is empty probes
+    /// the others and migrates an item), so a shard sweep has an optimum
+    #[arg(long, value_name = "N")]
+    queued: Option<f64>,
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
@@ -81,6 +87,8 @@ struct Split<'a> {
     readers_sum_copies: Vec<SplitOption>,
     /// Readers use their own copy (a queue shard, a per-node mask).
     readers_own_copy: Vec<SplitOption>,
+    /// Where each column's optimum lies, and why.
+    why: [String; 2],
 }
 
 /// Where instances sit in their cache line, and what lineup's layout costs there.
@@ -221,6 +229,11 @@ fn positional_initializer(text: &str, name: &str) -> Option<usize> {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if let Some(q) = args.queued
+        && !(q.is_finite() && q >= 0.0)
+    {
+        bail!("--queued {q}: must be a number of items, 0 or more");
+    }
     let patch_out = output::check_opt("--patch", args.patch.as_deref())?;
     let html_out = output::check_opt("--html", args.html.as_deref())?;
     let contract_out = output::check_opt("--contract", args.contract.as_deref())?;
@@ -419,22 +432,26 @@ pub fn run(args: Args) -> Result<()> {
         if t <= 0.0 || tc < 0.05 * plan.cost.total_cycles().max(1e-9) {
             continue;
         }
+        let options = |scope| {
+            optimize::split_options(
+                u,
+                &model.streams,
+                &model.machine,
+                &model.queueing,
+                scope,
+                args.queued,
+            )
+        };
+        let (sum, own) = (options(ReadScope::AllCopies), options(ReadScope::OwnCopy));
+        let why = [
+            optimize::split_verdict(&sum, ReadScope::AllCopies, args.queued),
+            optimize::split_verdict(&own, ReadScope::OwnCopy, args.queued),
+        ];
         splits.push(Split {
             member: &unit.name,
-            readers_sum_copies: optimize::split_options(
-                u,
-                &model.streams,
-                &model.machine,
-                &model.queueing,
-                ReadScope::AllCopies,
-            ),
-            readers_own_copy: optimize::split_options(
-                u,
-                &model.streams,
-                &model.machine,
-                &model.queueing,
-                ReadScope::OwnCopy,
-            ),
+            readers_sum_copies: sum,
+            readers_own_copy: own,
+            why,
         });
     }
 
@@ -812,6 +829,9 @@ pub fn run(args: Args) -> Result<()> {
                 pct(b),
                 a.extra_bytes
             );
+        }
+        for why in &sp.why {
+            let _ = writeln!(s, "  {why}");
         }
     }
     if let Some(ia) = &instance {

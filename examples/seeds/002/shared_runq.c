@@ -13,15 +13,21 @@
  *   - "goes idle" and pulls a task (its own shard first, then the next ones, as the patch);
  *   - "runs" it: some register-only work, then one store into the task;
  *   - "enqueues" it again, which pushes it into its own shard's FIFO.
- * There are two tasks per thread in circulation, so a pull almost never finds every shard
- * empty. One shard is the queue before the patch (struct shared_runq of patches 1-6: a list
- * and a raw_spinlock_t on one cache line); N shards is the patch.
+ * By default there are two tasks per thread in circulation, so a pull almost never finds
+ * every shard empty. With fewer tasks than threads (TASKS; hackbench's 2 groups put 56 tasks
+ * on 112 CPUs), some CPUs have nothing in their own shard: their pulls scan the other shards
+ * (a lock attempt on each) and migrate the task they find, which is the cost of sharding.
+ * Task j starts in the shard of thread j, so with TASKS < THREADS thread TASKS's first pull
+ * always finds its own shard empty. One shard is the queue before the patch (struct
+ * shared_runq of patches 1-6: a list and a raw_spinlock_t on one cache line); N shards is
+ * the patch.
  *
- * Usage: shared_runq SHARDS [THREADS] [OPS] [WORK]
+ * Usage: shared_runq SHARDS [THREADS] [OPS] [WORK] [TASKS]
  *   SHARDS   number of shards of the one LLC queue (1 = no sharding)
  *   THREADS  number of "CPUs" (default: the online CPUs, at least 2)
  *   OPS      pull-run-push operations per thread (default 2000000)
  *   WORK     rounds of register-only work per run of a task (default 8, a few ns each)
+ *   TASKS    tasks in circulation (default 2 per thread)
  * Prints the total operations per second of wall time ("throughput: X ops/s") and per second
  * of CPU time the threads used together ("cpu-throughput: X ops/s"); on a machine shared with
  * other work the second is the steadier figure: time spent waiting for the queue's line or
@@ -77,6 +83,8 @@ struct cpu {
 	int id;
 	struct shared_runq_shard *shard; /* the shard this CPU pushes into */
 	unsigned long idle_misses;
+	unsigned long own_empty;	/* pulls that found this CPU's own shard empty */
+	unsigned long migrations;	/* tasks pulled from another shard */
 	double cpu_seconds;
 };
 
@@ -161,8 +169,13 @@ static struct task *shared_runq_pick_next_task(struct cpu *c)
 	for (unsigned int i = 0; i < n; i++) {
 		struct task *p = shared_runq_pop_task(&runq.shards[(first + i) % n]);
 
-		if (p)
+		if (p) {
+			if (i > 0)
+				c->migrations++;
 			return p;
+		}
+		if (i == 0)
+			c->own_empty++;
 	}
 	return NULL;
 }
@@ -246,12 +259,12 @@ static long parse(const char *s, const char *what, long min, long max)
 int main(int argc, char **argv)
 {
 	long online = sysconf(_SC_NPROCESSORS_ONLN);
-	int nr_shards, nr_cpus = online >= 2 ? (int)online : 2;
+	int nr_shards, nr_tasks, nr_cpus = online >= 2 ? (int)online : 2;
 	double t0, wall, cpu = 0;
-	unsigned long idle = 0;
+	unsigned long idle = 0, own_empty = 0, migrations = 0;
 
-	if (argc < 2 || argc > 5) {
-		fprintf(stderr, "usage: shared_runq SHARDS [THREADS] [OPS] [WORK]\n");
+	if (argc < 2 || argc > 6) {
+		fprintf(stderr, "usage: shared_runq SHARDS [THREADS] [OPS] [WORK] [TASKS]\n");
 		return 2;
 	}
 	nr_shards = (int)parse(argv[1], "SHARDS", 1, 1024);
@@ -261,9 +274,12 @@ int main(int argc, char **argv)
 		ops_per_cpu = (unsigned long)parse(argv[3], "OPS", 1, 1000000000L);
 	if (argc > 4)
 		work_rounds = (int)parse(argv[4], "WORK", 0, 1000000);
+	nr_tasks = 2 * nr_cpus;
+	if (argc > 5)
+		nr_tasks = (int)parse(argv[5], "TASKS", 1, 1 << 20);
 
 	cpus = calloc((size_t)nr_cpus, sizeof(*cpus));
-	tasks = tasks_alloc(2 * (size_t)nr_cpus);
+	tasks = tasks_alloc((size_t)nr_tasks);
 	runq.num_shards = (unsigned int)nr_shards;
 	runq.shards = shared_runq_shards_alloc(runq.num_shards);
 	if (!runq.shards || !cpus || !tasks) {
@@ -274,10 +290,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nr_cpus; i++) {
 		cpus[i].id = i;
 		cpus[i].shard = &runq.shards[i % nr_shards];
-		/* two runnable tasks per CPU, enqueued on it */
-		shared_runq_push_task(cpus[i].shard, &tasks[2 * i]);
-		shared_runq_push_task(cpus[i].shard, &tasks[2 * i + 1]);
 	}
+	/* the runnable tasks, task j enqueued on CPU j (round robin) */
+	for (int j = 0; j < nr_tasks; j++)
+		shared_runq_push_task(cpus[j % nr_cpus].shard, &tasks[j]);
 	for (int i = 0; i < nr_cpus; i++) {
 		if (pthread_create(&cpus[i].thread, NULL, cpu_main, &cpus[i]) != 0) {
 			fprintf(stderr, "shared_runq: cannot start thread %d\n", i);
@@ -290,12 +306,15 @@ int main(int argc, char **argv)
 		pthread_join(cpus[i].thread, NULL);
 		cpu += cpus[i].cpu_seconds;
 		idle += cpus[i].idle_misses;
+		own_empty += cpus[i].own_empty;
+		migrations += cpus[i].migrations;
 	}
 	wall = seconds(CLOCK_MONOTONIC) - t0;
 
-	printf("shared_runq: %d shard(s), %d threads, %lu ops each, %d work rounds; "
+	printf("shared_runq: %d shard(s), %d threads, %d tasks, %lu ops each, %d work rounds; "
 	       "%lu pulls found every shard empty\n",
-	       nr_shards, nr_cpus, ops_per_cpu, work_rounds, idle);
+	       nr_shards, nr_cpus, nr_tasks, ops_per_cpu, work_rounds, idle);
+	printf("own-shard-empty: %lu pulls, migrations: %lu\n", own_empty, migrations);
 	printf("elapsed: %.4f s cpu: %.4f s\n", wall, cpu);
 	printf("throughput: %.0f ops/s\n", ops_per_cpu * nr_cpus / wall);
 	printf("cpu-throughput: %.0f ops/s\n", ops_per_cpu * nr_cpus / (cpu > 0 ? cpu : 1e-9));
