@@ -57,7 +57,15 @@ fn shared_flags_are_where_they_apply() {
         "layout", "diagnose", "optimize", "predict", "replay", "diff", "record",
     ];
     let json = [
-        "layout", "diagnose", "optimize", "predict", "replay", "bench", "check", "diff",
+        "layout",
+        "diagnose",
+        "optimize",
+        "predict",
+        "replay",
+        "bench",
+        "check",
+        "diff",
+        "calibrate",
     ];
     let layout_source = [
         "layout", "diagnose", "optimize", "predict", "replay", "check",

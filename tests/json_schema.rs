@@ -316,6 +316,33 @@ fn bench_matches_its_schema() {
 }
 
 #[test]
+fn calibrate_matches_its_schema() {
+    let v = run_json(&["calibrate", "--quick", "--no-cache", "--json"], 0);
+    assert_valid("calibrate", &v);
+    assert_eq!(v["cache"], Value::Null);
+    // Every class of CPU pair is either measured or said to be absent.
+    let cal = &v["calibration"];
+    let said = cal["transfer"].as_array().unwrap().len()
+        + cal["absent"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| {
+                let a = a.as_str().unwrap();
+                [
+                    "SMT siblings:",
+                    "same LLC:",
+                    "other LLC, same node:",
+                    "other node:",
+                ]
+                .iter()
+                .any(|c| a.starts_with(c))
+            })
+            .count();
+    assert_eq!(said, 4, "{cal}");
+}
+
+#[test]
 fn check_matches_its_schema_with_and_without_violations() {
     let dir = scratch();
     // load_avg and rt_se share line 4 in the 6.18 task_group (seed 000's complaint).

@@ -53,6 +53,116 @@ pub fn preset(name: &str) -> Option<MachineModel> {
     presets().into_iter().find(|m| m.name == name)
 }
 
+/// What `lineup calibrate` measured, as it writes it under `[calibration]` in a machine file
+/// (`--machine FILE` reads it back; the cost model reads only `[[machine]]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// The file's version.
+    pub schema: u32,
+    /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
+    pub date: String,
+    /// `uname -r` of the kernel it ran under.
+    pub kernel: String,
+    /// `model name` from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// The CPU model and topology it is valid for (`lineup::readers::host::topology_key`);
+    /// `--machine host` uses a cached calibration only when this matches the host's.
+    pub key: String,
+    /// The CPUs it was allowed to use.
+    pub cpus: String,
+    pub quick: bool,
+    /// Core clock used to turn nanoseconds into cycles.
+    pub ghz: f64,
+    /// How `ghz` was found.
+    pub ghz_method: String,
+    /// How the figures were taken.
+    pub method: String,
+    /// Cache-line transfer latency per class of CPU pair that this machine has.
+    #[serde(default)]
+    pub transfer: Vec<Measured>,
+    /// Load latency per level of the memory hierarchy.
+    #[serde(default)]
+    pub load: Vec<Measured>,
+    /// What could not be measured, and why (a class this machine lacks, a level sysfs does
+    /// not describe): said, never invented.
+    #[serde(default)]
+    pub absent: Vec<String>,
+    /// How each latency of `[[machine]]` was derived from the figures above.
+    #[serde(default)]
+    pub derived: Vec<String>,
+}
+
+/// One measured latency: the median over repetitions, with their spread.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// The class of CPU pair ("SMT siblings", "same LLC", "other LLC, same node",
+    /// "other node") or the level ("L1", "L2", "LLC", "DRAM").
+    pub what: String,
+    /// The CPUs used: one pair per entry, or the one CPU of a load chase.
+    pub cpus: Vec<Vec<u32>>,
+    /// For loads: the pointer-chase buffer, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    pub ns: f64,
+    pub cycles: f64,
+    /// Lowest and highest median of one repetition, ns.
+    pub spread_ns: [f64; 2],
+    pub repetitions: u32,
+    /// Transfers (one-way, counted twice per round trip) or loads timed.
+    pub samples: u64,
+}
+
+/// A machine file: the presets' format, plus the calibration that produced it when there was one.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MachineFile {
+    pub machine: Vec<MachineModel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+}
+
+/// Parses a machine file with exactly one `[[machine]]`; the error is one line (what is wrong,
+/// and where).
+pub fn parse_machine_file(text: &str) -> Result<(MachineModel, Option<Calibration>), String> {
+    let file: MachineFile =
+        toml::from_str(text).map_err(|e| crate::profile::text::toml_error(text, &e))?;
+    let mut machines = file.machine;
+    if machines.len() != 1 {
+        return Err(format!(
+            "{} [[machine]] tables; a machine file describes one machine",
+            machines.len()
+        ));
+    }
+    let m = machines.remove(0);
+    let latencies = [m.l2_hit, m.llc_hit, m.local_hitm, m.remote_hitm];
+    if latencies.iter().any(|l| !l.is_finite() || *l <= 0.0) {
+        return Err(format!(
+            "machine {:?}: every latency must be a positive number of cycles",
+            m.name
+        ));
+    }
+    if m.cpus == 0 || !m.cacheline_size.is_power_of_two() {
+        return Err(format!(
+            "machine {:?}: cpus must be at least 1 and cacheline_size a power of two",
+            m.name
+        ));
+    }
+    Ok((m, file.calibration))
+}
+
+/// The machine file for `m`, as `parse_machine_file` reads it.
+pub fn machine_file_text(m: &MachineModel, calibration: Option<&Calibration>) -> String {
+    let file = MachineFile {
+        machine: vec![m.clone()],
+        calibration: calibration.cloned(),
+    };
+    let body = toml::to_string(&file).expect("a machine serializes");
+    format!(
+        "# A machine model for `lineup predict/optimize/replay --machine FILE`.\n\
+         # Latencies are in core cycles (data/machines.toml says what each means);\n\
+         # [calibration] says how they were measured.\n\n{body}"
+    )
+}
+
 impl MachineModel {
     /// A machine known only by its topology (the host), with generic latencies: 40 cycles
     /// for an LLC hit, 100 for a bounce within a socket, 250 across sockets — the middle of the
@@ -128,6 +238,63 @@ mod tests {
             );
             assert_eq!(m.cpus, m.smt * m.cores_per_llc * m.llcs, "{}", m.name);
         }
+    }
+
+    #[test]
+    fn a_machine_file_reads_what_it_writes() {
+        let m = preset("icelake-2s").unwrap();
+        let cal = Calibration {
+            schema: 1,
+            date: "2026-11-24T10:00:00Z".into(),
+            kernel: "6.18.0".into(),
+            cpu_model: "Test CPU".into(),
+            key: "0123".into(),
+            cpus: "0-159".into(),
+            quick: true,
+            ghz: 2.6,
+            ghz_method: "given".into(),
+            method: "ping-pong".into(),
+            transfer: vec![Measured {
+                what: "same LLC".into(),
+                cpus: vec![vec![0, 1]],
+                bytes: None,
+                ns: 50.0,
+                cycles: 130.0,
+                spread_ns: [48.0, 55.5],
+                repetitions: 3,
+                samples: 1000,
+            }],
+            load: vec![Measured {
+                what: "L2".into(),
+                cpus: vec![vec![0]],
+                bytes: Some(1 << 19),
+                ns: 5.25,
+                cycles: 13.65,
+                spread_ns: [5.0, 6.0],
+                repetitions: 3,
+                samples: 4096,
+            }],
+            absent: vec!["other node: one NUMA node".into()],
+            derived: vec!["remote_hitm = local_hitm".into()],
+        };
+        let text = machine_file_text(&m, Some(&cal));
+        let (back, back_cal) = parse_machine_file(&text).unwrap();
+        assert_eq!(back, m);
+        assert_eq!(back_cal.as_ref(), Some(&cal));
+        // Without a calibration, the presets' format exactly.
+        let (plain, none) = parse_machine_file(&machine_file_text(&m, None)).unwrap();
+        assert_eq!((plain, none), (m.clone(), None));
+        // Two machines, a bad latency, a syntax error: one-line errors.
+        let two = format!(
+            "{text}\n[[machine]]\n{}",
+            &text[text.find("name").unwrap()..]
+        );
+        assert!(parse_machine_file(&two).is_err());
+        let neg = machine_file_text(&m, None).replace("llc_hit = 55.0", "llc_hit = -1.0");
+        assert_ne!(neg, machine_file_text(&m, None));
+        assert!(parse_machine_file(&neg).unwrap_err().contains("positive"));
+        let e = parse_machine_file("[[machine]]\nname = \n").unwrap_err();
+        assert!(e.starts_with("line 2"), "{e}");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! - [`run`]: running a shell command in its own process group with a timeout, its output
 //!   streamed through a bounded buffer, and SIGINT/SIGTERM/SIGHUP (the only I/O here).
 
+pub mod calibrate;
 pub mod limits;
 pub mod matrix;
 pub mod parsers;

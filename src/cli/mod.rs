@@ -1,6 +1,7 @@
 //! The command line: argument parsing and wiring, nothing else.
 
 mod bench;
+mod calibrate;
 mod check;
 mod diagnose;
 mod diff;
@@ -44,6 +45,7 @@ enum Command {
     Predict(predict::Args),
     Replay(replay::Args),
     Bench(bench::Args),
+    Calibrate(calibrate::Args),
     Cc(record::CcArgs),
     #[command(name = "c++")]
     Cxx(record::CxxArgs),
@@ -72,6 +74,7 @@ pub fn main() -> i32 {
         Command::Predict(args) => predict::run(args).map(|()| 0),
         Command::Replay(args) => replay::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Calibrate(args) => calibrate::run(args).map(|()| 0),
         // These pass on the compiler's or the recorded program's exit status.
         Command::Cc(args) => record::run_cc(args),
         Command::Cxx(args) => record::run_cxx(args),

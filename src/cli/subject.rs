@@ -179,8 +179,9 @@ pub fn evidence_label(p: &Profile) -> String {
 /// The machine to model and the target line size.
 #[derive(clap::Args, Clone, Debug)]
 pub struct ModelArgs {
-    /// Machine model: `host` (this machine's topology) or a preset: icelake-2s, spr-1s,
-    /// xeon-2s-480, nehalem-ex-8s, power10-96 (data/machines.toml)
+    /// Machine model: `host` (this machine: its `lineup calibrate` figures when cached, else
+    /// its topology with generic latencies), a preset: icelake-2s, spr-1s, xeon-2s-480,
+    /// nehalem-ex-8s, power10-96 (data/machines.toml), or a machine file (`lineup calibrate -o`)
     #[arg(long, default_value = "host", value_name = "NAME")]
     pub machine: String,
     /// Target cache-line size in bytes (default: the machine's)
@@ -208,18 +209,32 @@ pub struct Model {
 impl ModelArgs {
     pub fn machine(&self) -> Result<MachineModel> {
         if self.machine == "host" {
-            return Ok(lineup::readers::host::read_host(std::path::Path::new(
-                "/sys",
-            )));
+            let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+            return Ok(lineup::readers::host::host_machine(
+                std::path::Path::new("/sys"),
+                &cpuinfo,
+                &lineup::record::cc::cache_dir(),
+            ));
         }
-        machine::preset(&self.machine).ok_or_else(|| {
-            let names: Vec<String> = machine::presets().into_iter().map(|m| m.name).collect();
-            anyhow::anyhow!(
-                "--machine {}: no such preset; known: host, {}",
-                self.machine,
-                names.join(", ")
-            )
-        })
+        if let Some(m) = machine::preset(&self.machine) {
+            return Ok(m);
+        }
+        // A machine file (`lineup calibrate -o FILE`, or one written by hand).
+        let path = std::path::Path::new(&self.machine);
+        if path.is_file() || self.machine.contains('/') || self.machine.ends_with(".toml") {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("--machine {}: {e}", self.machine))?;
+            let (mut m, _) = machine::parse_machine_file(&text)
+                .map_err(|e| anyhow::anyhow!("--machine {}: {e}", self.machine))?;
+            m.description = format!("{} (from {})", m.description, self.machine);
+            return Ok(m);
+        }
+        let names: Vec<String> = machine::presets().into_iter().map(|m| m.name).collect();
+        bail!(
+            "--machine {}: no such preset or file; known: host, {}, or a machine file (lineup calibrate -o FILE)",
+            self.machine,
+            names.join(", ")
+        )
     }
 
     pub fn build(
