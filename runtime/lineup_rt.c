@@ -108,6 +108,9 @@ struct rt_end {
      * one thread touched summarized per code site; 2: every entry summarized, trace
      * stopped), accesses summarized, bytes of counts written, chunks lost. */
     uint64_t level, summarized, agg_bytes, lost;
+    /* Adaptive sampling (LINEUP_ADAPTIVE): accesses skipped and stood for by the weights of
+     * the bursts around them, and the largest period a code site backed off to. */
+    uint64_t estimated, max_period;
 };
 /* key = address | info << 48; info = size | kind << 8 */
 struct agg_entry {
@@ -129,14 +132,44 @@ enum { K_LOAD = 0, K_STORE = 1, K_RMW = 2 };
 
 #define AGG_BITS 15
 #define SUM_BITS 12 /* per-site summaries: (size, kind, pc) -> count */
-#define SITE_CACHE 64
-#define SITE_SLOT(pc) ((uint32_t)((pc) ^ ((pc) >> 6)) & (SITE_CACHE - 1))
 #define TRACE_CAP 8192
 #define ALLOC_CAP 2048
 #define LINE_TABLE_BITS 22 /* 4M blocks: 64-byte blocks alias 256 MiB apart */
 #define F_SHARED 0x40000000u
 #define F_WRITTEN 0x80000000u
 #define OWNER_MASK 0x3fffffffu
+
+/* The site cache: per thread, one entry per code site (return address and access size and
+ * kind), direct-mapped by the return address. An entry remembers where the site's last
+ * access was counted: the counters (full resolution: one address; summarized: any address
+ * of one line) and the value of the line's sharing-table entry then. An access of the same
+ * site that falls in that range while the line's entry still holds that value is counted
+ * with two increments, with no hashing, no table probe and no atomics: a loop over one
+ * struct or along an array stays on this path. Anything else (another line, the line
+ * became shared or written, a flush moved the counters) refills the entry. Counts stay
+ * exact: the cache only decides where the increment goes, as the full path would.
+ *
+ * The entry also carries the site's adaptive sampling state (`lineup record --sample
+ * auto`): bursts of ABURST counted accesses, each counted one standing for `weight`, and
+ * (weight - 1) x ABURST accesses skipped after each; a burst that met no contended line
+ * doubles the weight of the next (up to AMAX), one that did resets it to 1. */
+#define SITES_BITS 12
+#define SITE_OF(pc) ((uint32_t)((pc) ^ ((pc) >> SITES_BITS)) & ((1u << SITES_BITS) - 1))
+#define ABURST 1024
+#define AMAX 1024
+struct site {
+    uint64_t tag;             /* pc ^ info << 48; 0: empty */
+    uintptr_t lo, span;       /* addresses counted into *count: [lo, lo + span) */
+    volatile uint32_t *slot;  /* the line's sharing-table entry ... */
+    uint64_t *count;          /* each access adds weight to it (and, traced, to the next
+                                 word: the entry's eligible count) */
+    uint64_t spare;
+    uint32_t v;               /* ... and its value when the entry was filled */
+    uint32_t skip;            /* adaptive: accesses to skip before the next burst */
+    uint16_t weight, burst;   /* adaptive: weight of this burst, accesses left in it (0: exact) */
+    uint8_t traced;           /* the line is contended: eligible for the ordered trace */
+    uint8_t hot;              /* adaptive: this burst met a contended line */
+} __attribute__((aligned(64)));
 
 struct tstate {
     /* Hot: read on every access. An address a is skipped when a - stk_lo < stk_size; a
@@ -155,23 +188,29 @@ struct tstate {
     struct alloc_ev *abuf;
     struct agg_entry *sum;
     uint32_t sum_used;
-    uint64_t summarized; /* accesses counted into summaries, not yet added to g_summarized */
-    /* Summary entries by code site, direct-mapped: a loop's accesses find theirs at once. */
-    struct agg_entry *site_cache[SITE_CACHE];
     uint32_t an, index, tid;
     uint64_t tsc_start, accesses, dropped;
     struct tstate *next;
     int dead;
+    uint32_t level;      /* g_level when the site cache was last filled */
+    uint64_t estimated;  /* adaptive: accesses skipped, stood for by weights */
+    uint64_t max_period; /* adaptive: the largest weight used */
+    struct site *sites;  /* 1 << SITES_BITS entries */
 };
 
 static struct tstate g_off = {.stk_lo = 0, .stk_size = ~(uintptr_t)0};
-static __thread struct tstate *tls;
+/* initial-exec: the runtime is linked into the executable, and a general-dynamic access
+ * (a call to __tls_get_addr, even when the linker relaxes it) makes every hook set up a
+ * stack frame. */
+static __thread struct tstate *tls __attribute__((tls_model("initial-exec")));
 
 static volatile int g_enabled;   /* recording to a file */
 static volatile int g_finished;  /* final flush begun: ignore everything */
 static volatile int g_flushed;   /* final flush written */
 static int g_inited;
 static uint32_t g_sample = 1;     /* record a burst of BURST out of every g_sample*BURST */
+static uint32_t g_adaptive;       /* LINEUP_ADAPTIVE: per-site bursty sampling */
+static volatile uint64_t g_estimated, g_max_period;
 static uint32_t g_window_bits = 21;
 static uint32_t g_block_shift = 6; /* sharing filter granularity: the simulated unit */
 static uint64_t g_budget = 1u << 16; /* trace events per decimation level */
@@ -412,10 +451,20 @@ static void flush_allocs(struct tstate *t) {
     t->an = 0;
 }
 
+/* The counters the site cache points at moved (a flush cleared a table): every entry is
+ * refilled at its next access. The adaptive sampling state stays. */
+static void sites_forget(struct tstate *t) {
+    for (uint32_t i = 0; i < (1u << SITES_BITS); i++)
+        t->sites[i].span = 0;
+}
+
 static void flush_sum(struct tstate *t) {
+    sites_forget(t);
     uint32_t n = 0;
+    uint64_t summarized = 0; /* the hooks count into summaries without a running total */
     for (uint32_t i = 0; i < (1u << SUM_BITS); i++)
         if (t->sum[i].key) {
+            summarized += t->sum[i].count;
             if (n != i)
                 t->sum[n] = t->sum[i];
             n++;
@@ -424,47 +473,43 @@ static void flush_sum(struct tstate *t) {
         emit(CH_AGG, t->index, n, t->sum, n * sizeof(struct agg_entry));
     zero(t->sum, ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry));
     t->sum_used = 0;
-    zero(t->site_cache, sizeof t->site_cache);
-    __atomic_add_fetch(&g_summarized, t->summarized, __ATOMIC_RELAXED);
-    t->summarized = 0;
+    __atomic_add_fetch(&g_summarized, summarized, __ATOMIC_RELAXED);
 }
 
-/* Folds an entry into its code site's summary: the address is dropped (written as 0), the
- * count kept exact. */
-static void summarize(struct tstate *t, const struct agg_entry *e) {
-    uint64_t key = e->key & ~(((uint64_t)1 << 48) - 1);
-    uint64_t h = (key ^ (e->pc * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
+/* The summary entry of a code site (size, kind, return address; the address dropped, written
+ * as 0), inserted with count 0 when new. */
+static struct agg_entry *sum_entry(struct tstate *t, uint64_t key, uint64_t pc) {
+    key &= ~(((uint64_t)1 << 48) - 1);
+    uint64_t h = (key ^ (pc * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
     uint32_t mask = (1u << SUM_BITS) - 1, i = (uint32_t)(h >> 40) & mask;
     for (;;) {
         struct agg_entry *s = &t->sum[i];
-        if (s->key == key && s->pc == e->pc) {
-            s->count += e->count;
-            s->eligible += e->eligible;
-            t->site_cache[SITE_SLOT(e->pc)] = s;
-            break;
-        }
+        if (s->key == key && s->pc == pc)
+            return s;
         if (!s->key) {
             if (t->sum_used * 4 >= mask * 3) {
+                uint32_t busy = t->slow & SLOW_BUSY;
+                t->slow |= SLOW_BUSY;
                 flush_sum(t);
+                t->slow = (t->slow & ~SLOW_BUSY) | busy;
                 i = (uint32_t)(h >> 40) & mask;
                 continue;
             }
-            *s = *e;
             s->key = key;
+            s->pc = pc;
+            s->count = s->eligible = 0;
             t->sum_used++;
-            t->site_cache[SITE_SLOT(e->pc)] = s;
-            break;
+            return s;
         }
         i = (i + 1) & mask;
     }
-    t->summarized += e->count;
 }
 
-static __attribute__((noinline)) void site_count(struct tstate *t, uint64_t key, uintptr_t pc) {
-    struct agg_entry e = {key, pc, 1, 0};
-    t->slow |= SLOW_BUSY;
-    summarize(t, &e);
-    t->slow &= ~SLOW_BUSY;
+/* Folds an entry into its code site's summary: the address is dropped, the count kept exact. */
+static void summarize(struct tstate *t, const struct agg_entry *e) {
+    struct agg_entry *s = sum_entry(t, e->key, e->pc);
+    s->count += e->count;
+    s->eligible += e->eligible;
 }
 
 /* Contended: touched by a second thread and written since (the trace's eligibility). Lines
@@ -482,6 +527,7 @@ static void flush_agg(struct tstate *t) {
      * per-site summary instead, past the second every entry does. */
     uint32_t level = g_level;
     uint32_t n = 0;
+    sites_forget(t);
     for (uint32_t i = 0; i <= t->agg_mask; i++)
         if (t->agg[i].key) {
             t->accesses += t->agg[i].count;
@@ -508,6 +554,16 @@ static void flush_thread(struct tstate *t, int final) {
     flush_trace(t);
     flush_allocs(t);
     if (final) {
+        /* Skips planned but not made: the weights stood for them, so they are estimated. */
+        for (uint32_t i = 0; i < (1u << SITES_BITS); i++)
+            t->estimated -= t->estimated >= t->sites[i].skip ? t->sites[i].skip : t->estimated;
+        __atomic_add_fetch(&g_estimated, t->estimated, __ATOMIC_RELAXED);
+        uint64_t m = g_max_period;
+        while (t->max_period > m &&
+               !__atomic_compare_exchange_n(&g_max_period, &m, t->max_period, 0,
+                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            ;
+        t->estimated = 0;
         struct rt_thread th;
         zero(&th, sizeof th);
         th.index = t->index;
@@ -524,7 +580,8 @@ static void flush_thread(struct tstate *t, int final) {
 static size_t state_bytes(void) {
     return sizeof(struct tstate) +
            (((size_t)1 << AGG_BITS) + ((size_t)1 << SUM_BITS)) * sizeof(struct agg_entry) +
-           TRACE_CAP * sizeof(struct trace_ev) + ALLOC_CAP * sizeof(struct alloc_ev);
+           TRACE_CAP * sizeof(struct trace_ev) + ALLOC_CAP * sizeof(struct alloc_ev) +
+           ((size_t)1 << SITES_BITS) * sizeof(struct site) + 64;
 }
 
 static void global_init(void);
@@ -551,6 +608,9 @@ static struct tstate *thread_init(void) {
     t->tend = t->tbuf + TRACE_CAP;
     mem += TRACE_CAP * sizeof(struct trace_ev);
     t->abuf = (struct alloc_ev *)mem;
+    mem += ALLOC_CAP * sizeof(struct alloc_ev);
+    t->sites = (struct site *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+    t->level = g_level;
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->tsc_start = now_tsc();
     t->slow = g_sample > 1 ? SLOW_SAMPLING : 0;
@@ -623,8 +683,8 @@ static void final_flush(int crash_signal) {
         uint32_t s = (uint32_t)crash_signal;
         emit(CH_CRASH, 0, 1, &s, sizeof s);
     } else {
-        struct rt_end e = {now_tsc(), now_ns(), g_traced,   g_decim,
-                           g_level,   g_summarized, g_agg_bytes, g_lost};
+        struct rt_end e = {now_tsc(), now_ns(),     g_traced,    g_decim,     g_level,
+                           g_summarized, g_agg_bytes, g_lost, g_estimated, g_max_period};
         emit(CH_END, 0, 1, &e, sizeof e);
     }
     g_flushed = 1;
@@ -678,6 +738,7 @@ static void write_header(void) {
     h.tsc_start = g_tsc_start;
     h.ns_start = now_ns();
     h.sample = g_sample;
+    h.flags = g_adaptive ? 1 : 0; /* bit 0: adaptive sampling */
     h.window_bits = g_window_bits;
     h.budget = g_budget;
     ssize_t n = readlink("/proc/self/exe", h.exe, sizeof h.exe - 1);
@@ -726,6 +787,7 @@ static void fork_child(void) {
     g_summarized = 0;
     g_level = 0;
     g_lost = 0;
+    g_estimated = g_max_period = 0;
     open_output();
     if (!g_path[0]) {
         g_enabled = 0;
@@ -746,8 +808,8 @@ static void fork_child(void) {
         keep->agg_used = 0;
         zero(keep->sum, ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry));
         keep->sum_used = 0;
-        keep->summarized = 0;
-        zero(keep->site_cache, sizeof keep->site_cache);
+        zero(keep->sites, ((size_t)1 << SITES_BITS) * sizeof(struct site));
+        keep->estimated = keep->max_period = 0;
         keep->tpos = keep->tbuf;
         keep->an = 0;
         keep->accesses = keep->dropped = 0;
@@ -780,6 +842,7 @@ static void global_init(void) {
     if (!g_path[0])
         return;
     g_sample = (uint32_t)env_u64("LINEUP_SAMPLE", 1);
+    g_adaptive = g_sample == 1 && env_u64("LINEUP_ADAPTIVE", 0) != 0;
     g_budget = env_u64("LINEUP_TRACE_BUDGET", 1u << 16);
     g_memory = env_u64("LINEUP_MEMORY", 512ull << 20);
     g_window_bits = (uint32_t)env_u64("LINEUP_WINDOW_BITS", 21);
@@ -855,55 +918,14 @@ static __attribute__((noinline)) int sample_tick(struct tstate *t) {
     return 1;
 }
 
-static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size, uint32_t kind,
-                                                      uintptr_t pc) {
-    struct tstate *t = tls;
-    if (UNLIKELY(!t))
-        t = thread_init();
-    if (a - t->stk_lo < t->stk_size)
-        return;
-    if (UNLIKELY(t->slow)) {
-        if (t->slow & SLOW_BUSY) {
-            t->dropped++;
-            return;
-        }
-        if (!sample_tick(t))
-            return;
-    }
-    uint64_t key = (uint64_t)a | ((uint64_t)(size | kind << 8) << 48);
-    uint32_t *slot = &t->lines[(a >> t->shift) & ((1u << LINE_TABLE_BITS) - 1)];
-    uint32_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
-    uint32_t wbit = kind != K_LOAD ? F_WRITTEN : 0;
-    if (UNLIKELY(g_level) && v == 0) {
-        /* First touch: the line becomes this thread's, as below. */
-        uint32_t want = t->tag | wbit;
-        if (__atomic_compare_exchange_n(slot, &v, want, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-            v = want;
-    }
-    if (UNLIKELY(g_level) && ((v & ~F_WRITTEN) == t->tag ||
-                              (kind == K_LOAD && (v & (F_SHARED | F_WRITTEN)) == F_SHARED))) {
-        /* Past the budget's first threshold, a line only this thread has touched, or a
-         * load from a line shared but not written since, is counted straight into its code
-         * site's summary: streaming over a large array then costs a small, cache-resident
-         * table instead of one entry per address. */
-        if (wbit & ~v)
-            __atomic_fetch_or(slot, F_WRITTEN, __ATOMIC_RELAXED);
-        struct agg_entry *last = t->site_cache[SITE_SLOT(pc)];
-        if (LIKELY(last && last->pc == pc && last->key == (key & ~(((uint64_t)1 << 48) - 1)))) {
-            last->count++;
-            t->summarized++;
-            return;
-        }
-        site_count(t, key, pc);
-        return;
-    }
+/* The full-resolution entry of (address, size, kind, pc), inserted when new. */
+static struct agg_entry *agg_entry(struct tstate *t, uint64_t key, uintptr_t pc) {
     uint64_t h = (key ^ (pc * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
     uint32_t i = (uint32_t)(h >> 40) & t->agg_mask;
-    struct agg_entry *e;
     for (;;) {
-        e = &t->agg[i];
+        struct agg_entry *e = &t->agg[i];
         if (LIKELY(e->key == key && e->pc == pc))
-            break;
+            return e;
         if (!e->key) {
             if (UNLIKELY(t->agg_used * 4 >= t->agg_mask * 3)) {
                 agg_full(t);
@@ -913,48 +935,99 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
             e->key = key;
             e->pc = pc;
             t->agg_used++;
-            break;
+            return e;
         }
         i = (i + 1) & t->agg_mask;
     }
-    e->count++;
+}
 
-    /* Is the block (cache line) shared by threads and written by someone? */
-    if (LIKELY((v & ~F_WRITTEN) == t->tag)) {
-        /* Private to this thread so far. */
-        if (UNLIKELY(wbit & ~v))
-            __atomic_fetch_or(slot, F_WRITTEN, __ATOMIC_RELAXED);
-        return;
-    }
-    if (UNLIKELY(v == 0)) {
+/* Points the site entry `s` at the counters of this access, after updating the line's
+ * sharing-table entry: which thread touched the block first, whether a second one has since,
+ * and whether anyone wrote it after that (each entry changes at most three times, so the
+ * table does not become a contended line itself). */
+static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t info, uintptr_t pc) {
+    uint32_t kind = info >> 8;
+    uint64_t key = (uint64_t)a | ((uint64_t)info << 48);
+    volatile uint32_t *slot = &t->lines[(a >> t->shift) & ((1u << LINE_TABLE_BITS) - 1)];
+    uint32_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    uint32_t wbit = kind != K_LOAD ? F_WRITTEN : 0;
+    if (v == 0) {
+        /* First touch: the block is this thread's. */
         uint32_t want = t->tag | wbit;
         if (__atomic_compare_exchange_n(slot, &v, want, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-            return;
+            v = want;
     }
-    if (UNLIKELY(!(v & F_SHARED))) {
-        /* A second thread: from now on the block is shared. Writes from before (main
-         * filling in a table the workers then only read) do not make it contended:
-         * WRITTEN starts over with this access. */
-        uint32_t want;
-        do
-            want = (v & OWNER_MASK) | F_SHARED | wbit;
-        while (!__atomic_compare_exchange_n(slot, &v, want, 1, __ATOMIC_RELAXED,
-                                            __ATOMIC_RELAXED) &&
-               !(v & F_SHARED));
-        v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    if ((v & ~F_WRITTEN) == t->tag) {
+        /* Private to this thread so far. */
+        if (wbit & ~v)
+            v = __atomic_or_fetch(slot, F_WRITTEN, __ATOMIC_RELAXED);
+    } else {
+        if (!(v & F_SHARED)) {
+            /* A second thread: from now on the block is shared. Writes from before (main
+             * filling in a table the workers then only read) do not make it contended:
+             * WRITTEN starts over with this access. */
+            uint32_t want;
+            do
+                want = (v & OWNER_MASK) | F_SHARED | wbit;
+            while (!__atomic_compare_exchange_n(slot, &v, want, 1, __ATOMIC_RELAXED,
+                                                __ATOMIC_RELAXED) &&
+                   !(v & F_SHARED));
+            v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+        }
+        if (wbit & ~v)
+            v = __atomic_or_fetch(slot, F_WRITTEN, __ATOMIC_RELAXED);
     }
-    if (UNLIKELY(wbit & ~v))
-        v = __atomic_or_fetch(slot, F_WRITTEN, __ATOMIC_RELAXED);
-    if (!(v & F_WRITTEN))
-        return;
-    e->eligible++;
-    /* Trace windows: known closed, look at the clock again only every 64 accesses. */
-    if (t->win_closed) {
-        if (--t->win_closed)
-            return;
+    uint32_t contended = (v & F_SHARED) && (v & F_WRITTEN);
+    uint32_t level = g_level;
+    if (level >= 2 || (level && ((v & ~F_WRITTEN) == t->tag ||
+                                 (kind == K_LOAD && (v & (F_SHARED | F_WRITTEN)) == F_SHARED)))) {
+        /* Past the budget's first threshold, a line only this thread has touched, or a load
+         * from a line shared but not written since, is counted into its code site's summary
+         * (past the second, every line is: the trace has stopped): streaming over a large
+         * array then costs a small table instead of one entry per address, and the entry
+         * covers the whole line. */
+        uintptr_t block = (uintptr_t)1 << t->shift;
+        /* The site's summary is keyed by the site alone: an entry still pointing at it
+         * (not forgotten since) moves to the new line without a lookup. */
+        if (!(s->span > 1 && !s->traced))
+            s->count = &sum_entry(t, key, pc)->count;
+        s->lo = a & ~(block - 1);
+        s->span = block;
+        s->traced = 0;
+    } else {
+        struct agg_entry *e = agg_entry(t, key, pc);
+        s->lo = a;
+        s->span = 1;
+        s->count = &e->count;
+        s->traced = (uint8_t)contended;
     }
+    s->slot = slot;
+    s->v = v;
+    s->hot |= (uint8_t)contended;
+}
+
+/* Adaptive sampling: the burst is over; skip what its weight stood for, then decide the
+ * next burst's weight from what this one met. */
+static __attribute__((noinline)) void burst_end(struct tstate *t, struct site *s) {
+    s->skip = (uint32_t)(s->weight - 1) * ABURST;
+    t->estimated += s->skip;
+    if (s->hot || s->traced)
+        s->weight = 1;
+    else if (s->weight < AMAX)
+        s->weight = (uint16_t)(s->weight * 2);
+    if (s->weight > t->max_period)
+        t->max_period = s->weight;
+    s->hot = 0;
+    s->burst = ABURST;
+}
+
+/* An eligible access: into the ordered trace when its time window is traced. */
+static __attribute__((noinline)) void trace_tick(struct tstate *t, uint64_t key, uintptr_t pc) {
+    if (UNLIKELY(t->slow & SLOW_BUSY))
+        return; /* a signal handler's access while the buffer is being written */
     uint64_t tsc = now_tsc();
     if (((tsc >> g_window_bits) & g_decim) != 0) {
+        /* Known closed: look at the clock again only every 64 eligible accesses. */
         t->win_closed = 64;
         return;
     }
@@ -964,6 +1037,109 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
     ev->tsc = tsc;
     ev->key = key;
     ev->pc = pc;
+}
+
+/* What follows the increment when the site samples or the line is traced (its eligible
+ * count already added). */
+static __attribute__((noinline)) void count_more(struct tstate *t, struct site *s, uintptr_t a,
+                                                 uint32_t info, uintptr_t pc) {
+    if (s->burst && --s->burst == 0)
+        burst_end(t, s);
+    if (s->traced) {
+        if (t->win_closed && --t->win_closed)
+            return;
+        trace_tick(t, (uint64_t)a | ((uint64_t)info << 48), pc);
+    }
+}
+
+static inline __attribute__((always_inline)) void count_at(struct tstate *t, struct site *s,
+                                                           uintptr_t a, uint32_t info,
+                                                           uintptr_t pc) {
+    *s->count += s->weight;
+    if (s->traced) {
+        /* Eligible for the trace: the entry's next word. In a closed window (the common
+         * case of a long run) that is all, but for a decrement. */
+        s->count[1] += s->weight;
+        if (LIKELY(!s->burst && t->win_closed > 1)) {
+            t->win_closed--;
+            return;
+        }
+    } else if (LIKELY(!s->burst)) {
+        return;
+    }
+    count_more(t, s, a, info, pc);
+}
+
+/* Everything the site cache did not answer: a thread's first access, a new site or line, a
+ * line whose sharing state changed, --sample N, a thread busy writing. */
+static __attribute__((noinline)) void rec_slow(struct tstate *t, uintptr_t a, uint32_t info,
+                                               uintptr_t pc) {
+    if (!t) {
+        t = thread_init();
+        if (a - t->stk_lo < t->stk_size)
+            return;
+    }
+    if (UNLIKELY(t->slow)) {
+        if (t->slow & SLOW_BUSY) {
+            t->dropped++;
+            return;
+        }
+        if (!sample_tick(t))
+            return;
+        /* --sample N: counted through a site entry of its own, never cached. */
+        struct site one = {.weight = 1};
+        site_fill(t, &one, a, info, pc);
+        count_at(t, &one, a, info, pc);
+        return;
+    }
+    if (UNLIKELY(t->level != g_level)) {
+        /* The budget's level changed: lines not contended go to summaries from now on. */
+        t->level = g_level;
+        sites_forget(t);
+    }
+    uint64_t tag = pc ^ ((uint64_t)info << 48);
+    struct site *s = &t->sites[SITE_OF(pc)];
+    if (s->tag != tag) {
+        /* A new site (or another one that maps to this entry): counted in full until its
+         * bursts show it may back off. */
+        t->estimated -= t->estimated >= s->skip ? s->skip : t->estimated;
+        s->tag = tag;
+        s->span = 0; /* its counters were another site's */
+        s->skip = 0;
+        s->weight = 1;
+        s->burst = g_adaptive ? ABURST : 0;
+        s->hot = 0;
+    } else if (s->skip) {
+        s->skip--;
+        return;
+    }
+    site_fill(t, s, a, info, pc);
+    count_at(t, s, a, info, pc);
+}
+
+/* Per access: the thread's own stack is skipped (a disabled runtime's "stack" is the whole
+ * address space: one compare), then the site cache, then the slow path. Kept small so that
+ * the hooks need no stack frame on the fast path. */
+static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size, uint32_t kind,
+                                                      uintptr_t pc) {
+    struct tstate *t = tls;
+    uint32_t info = size | kind << 8;
+    if (LIKELY(t != 0)) {
+        if (a - t->stk_lo < t->stk_size)
+            return;
+        struct site *s = &t->sites[SITE_OF(pc)];
+        if (LIKELY(s->tag == (pc ^ ((uint64_t)info << 48)))) {
+            if (UNLIKELY(s->skip)) {
+                s->skip--;
+                return;
+            }
+            if (LIKELY(a - s->lo < s->span && *s->slot == s->v)) {
+                count_at(t, s, a, info, pc);
+                return;
+            }
+        }
+    }
+    rec_slow(t, a, info, pc);
 }
 
 /* Ranges (memcpy, memset, __tsan_read_range): one access per cache line piece. */

@@ -107,6 +107,7 @@ fn compile(cxx: bool, user: &[OsString]) -> Result<i32> {
                   lineup record -o counters.json -- ./counters 4\n  \
                   lineup diagnose --type counters --dwarf ./counters --profile counters.json\n  \
                   lineup record --heap-type queue --sample 16 -o q.json -- ./server --port 8080\n  \
+                  lineup record --sample auto -o long.json -- ./solver big.input\n  \
                   lineup record --adjacent-line --cacheline-size 64 -- ./prog\n  \
                   lineup record --memory 256M -o big.json -- ./stream input.dat"
 )]
@@ -124,9 +125,11 @@ pub struct RecordArgs {
     /// here the old spelling is kept as a hidden alias.)
     #[arg(long = "heap-type", alias = "type", value_name = "TYPE")]
     types: Vec<String>,
-    /// Count one burst of accesses in N per thread (scaled back up): for long runs
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    sample: u32,
+    /// Count one burst of 1024 accesses in N per thread (scaled back up), or `auto`: per code
+    /// site, back off exponentially on sites whose accesses meet only lines that are not
+    /// contended, and count the rest in full (for long runs; counts become estimates)
+    #[arg(long, value_name = "N|auto", default_value = "1", value_parser = parse_sample)]
+    sample: Sample,
     /// Memory budget of the recording, for the program's runtime and for lineup each
     /// (bytes, or with K, M, G): past it, places are summarized per code site, and the
     /// profile and standard error say so
@@ -157,6 +160,25 @@ pub struct RecordArgs {
         value_name = "PROGRAM"
     )]
     command: Vec<OsString>,
+}
+
+/// `--sample`: a fixed period, or adaptive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sample {
+    Every(u32),
+    Auto,
+}
+
+fn parse_sample(s: &str) -> Result<Sample, String> {
+    if s.trim().eq_ignore_ascii_case("auto") {
+        return Ok(Sample::Auto);
+    }
+    match s.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(Sample::Every(n)),
+        _ => Err(format!(
+            "not a sampling period: {s} (a whole number from 1, or auto)"
+        )),
+    }
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -530,7 +552,15 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
         cmd.arg0(&args.command[0]);
     }
     cmd.env("LINEUP_OUT", &dir.0);
-    cmd.env("LINEUP_SAMPLE", args.sample.to_string());
+    match args.sample {
+        Sample::Every(n) => {
+            cmd.env("LINEUP_SAMPLE", n.to_string());
+        }
+        Sample::Auto => {
+            cmd.env("LINEUP_SAMPLE", "1");
+            cmd.env("LINEUP_ADAPTIVE", "1");
+        }
+    }
     cmd.env("LINEUP_MEMORY", args.memory.to_string());
     let unit = if args.adjacent_line {
         line_size * 2
@@ -625,13 +655,23 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     output.write_streamed(|w| built.profile.write_json(w))?;
     if built.budget_level > 0 {
         eprintln!(
-            "lineup: {shown}: the recording reached its memory budget ({} MiB, --memory): {}; counts stay exact, see the profile's note",
+            "lineup: {shown}: the recording reached its memory budget ({} MiB, --memory): {}; {}, see the profile's note",
             args.memory >> 20,
             if built.budget_level >= 2 {
                 "every place summarized per code site and the ordered trace stopped from then on"
             } else {
                 "places on lines not contended (one thread's, or only read since shared) were summarized per code site"
+            },
+            if built.adaptive.is_some() {
+                "counts are as sampled"
+            } else {
+                "counts stay exact"
             }
+        );
+    }
+    if let Some((estimated, total, period)) = built.adaptive {
+        eprintln!(
+            "lineup: {shown}: adaptive sampling (--sample auto): {estimated} of {total} accesses were skipped and estimated from bursts of 1024 per code site (sites on lines not contended backed off up to 1 in {period}; counts scaled by each burst's period); sites on contended lines were counted in full"
         );
     }
     if recorder_rss > args.memory {

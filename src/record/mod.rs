@@ -113,6 +113,9 @@ pub struct Built {
     pub partial: bool,
     /// The memory budget's level reached (0: none; see [`trace::Process::budget_level`]).
     pub budget_level: u64,
+    /// Adaptive sampling: (accesses estimated rather than counted, of all accesses; the
+    /// largest period a code site backed off to), when `--sample auto` was on.
+    pub adaptive: Option<(u64, u64, u64)>,
     /// Heap block sizes lineup could not type, with candidate types, by size.
     pub ambiguous_heap: Vec<(u64, Vec<String>)>,
 }
@@ -533,17 +536,38 @@ pub fn build(
         s.insert("simulated_pairs".into(), (line * 2).to_string());
     }
     let sample = processes.iter().map(|p| p.sample.max(1)).max().unwrap_or(1);
-    s.insert("sample".into(), sample.to_string());
+    let adaptive = processes.iter().any(|p| p.adaptive);
+    s.insert(
+        "sample".into(),
+        if adaptive {
+            "auto".to_string()
+        } else {
+            sample.to_string()
+        },
+    );
     s.insert("cpus_mean".into(), "threads".into());
     if partial {
         s.insert("partial".into(), "true".into());
     }
-    let mut note = String::from(
-        "exact counts of every instrumented access; transfers (lcl_hitm) from a MESI simulation with one cache per thread; `cpus` are threads, numbered per object by how much they touch it",
+    let estimated: u64 = processes.iter().map(|p| p.estimated).sum();
+    let max_period = processes.iter().map(|p| p.max_period).max().unwrap_or(0);
+    let mut note = String::from(if adaptive && estimated > 0 {
+        "counts of every instrumented access, some estimated (adaptive sampling, below); transfers"
+    } else {
+        "exact counts of every instrumented access; transfers"
+    });
+    note.push_str(
+        " (lcl_hitm) from a MESI simulation with one cache per thread; `cpus` are threads, numbered per object by how much they touch it",
     );
     if sample > 1 {
         note.push_str(&format!(
             "; sampled: bursts of 1 in {sample} accesses per thread, scaled up"
+        ));
+    }
+    if adaptive {
+        note.push_str(&format!(
+            "; ADAPTIVE SAMPLING (--sample auto): each code site of each thread counted in bursts of 1024 accesses; a site whose burst met only lines not contended (one thread's, or only read since shared) doubled its period (up to 1 in {max_period} here), one that met a contended line went back to counting every access; each access counted in a burst at period N stands for N (the burst and the N-1 bursts' worth skipped after it): {estimated} of {} accesses were skipped and are estimated that way",
+            total.round() as u64
         ));
     }
     if partial {
@@ -662,6 +686,10 @@ pub fn build(
     sum.insert("budget_level".to_string(), budget_level as f64);
     sum.insert("summarized_accesses".to_string(), summarized as f64);
     sum.insert("lost_chunks".to_string(), lost as f64);
+    if adaptive {
+        sum.insert("sampled_estimated_accesses".to_string(), estimated as f64);
+        sum.insert("sample_max_period".to_string(), max_period as f64);
+    }
     let ns: u64 = processes
         .iter()
         .filter_map(|p| p.end.map(|(_, e)| e.saturating_sub(p.ns_start)))
@@ -676,6 +704,7 @@ pub fn build(
         profile,
         partial,
         budget_level,
+        adaptive: adaptive.then_some((estimated, total.round() as u64, max_period)),
         ambiguous_heap: ambiguous.into_iter().collect(),
     })
 }

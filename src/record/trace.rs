@@ -88,6 +88,8 @@ pub struct Process {
     pub tsc_start: u64,
     pub ns_start: u64,
     pub sample: u32,
+    /// Adaptive (bursty, per code site) sampling was on (`--sample auto`).
+    pub adaptive: bool,
     pub window_bits: u32,
     pub budget: u64,
     pub threads: BTreeMap<u32, ThreadInfo>,
@@ -105,6 +107,10 @@ pub struct Process {
     pub summarized: u64,
     /// Chunks the runtime could not write.
     pub lost: u64,
+    /// Adaptive sampling: accesses skipped between bursts, stood for by the bursts' weights.
+    pub estimated: u64,
+    /// Adaptive sampling: the largest weight (1 in N) any code site backed off to.
+    pub max_period: u64,
     /// Signal that ended the process, when the runtime caught it.
     pub crash: Option<u32>,
     /// The file stopped inside a chunk.
@@ -213,6 +219,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                 p.tsc_start = u64_at(body, 24);
                 p.ns_start = u64_at(body, 32);
                 p.sample = u32_at(body, 40);
+                p.adaptive = u32_at(body, 12) & 1 != 0;
                 p.window_bits = u32_at(body, 44);
                 p.budget = u64_at(body, 48);
                 p.exe = cstr(&body[56..]);
@@ -293,6 +300,10 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                     p.budget_level = u64_at(body, 32);
                     p.summarized = u64_at(body, 40);
                     p.lost = u64_at(body, 56);
+                }
+                if len >= 80 {
+                    p.estimated = u64_at(body, 64);
+                    p.max_period = u64_at(body, 72);
                 }
             }
             CH_CRASH if len >= 4 => p.crash = Some(u32_at(body, 0)),
