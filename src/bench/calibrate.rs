@@ -408,8 +408,8 @@ pub fn summarize(
     }
 }
 
-/// The pointer-chase buffers, one per level: half of L1d, of L2 and of the LLC (each well
-/// above the level below), and DRAM at four times the LLC (at least 64 MiB, at most
+/// The pointer-chase buffers, one per level: half of L1d and of L2, the geometric mean of
+/// L2 and the LLC (rounded down to a power of two) for the LLC, and DRAM at four times the LLC (at least 64 MiB, at most
 /// `max_dram`). A level sysfs does not describe is left out, with the reason.
 pub fn chase_sizes(t: &Topology, max_dram: u64) -> (Vec<(String, u64)>, Vec<String>) {
     let caches = t.caches();
@@ -423,7 +423,15 @@ pub fn chase_sizes(t: &Topology, max_dram: u64) -> (Vec<(String, u64)>, Vec<Stri
         } else {
             format!("L{}", c.level)
         };
-        let size = c.bytes / 2;
+        // The LLC is shared (with other cores, other tenants of a VM host): a buffer half its
+        // size is often evicted by others. Its geometric mean with the level below is still
+        // well above that level and leaves most of the LLC to the others.
+        let size = if name == "LLC" && below > 0 {
+            let mean = ((below as f64) * (c.bytes as f64)).sqrt() as u64;
+            (1u64 << (63 - mean.leading_zeros())).min(c.bytes / 2)
+        } else {
+            c.bytes / 2
+        };
         if size <= below * 2 {
             absent.push(format!(
                 "{name}: not measured, {} KiB is too close to the level below to time apart",
@@ -637,7 +645,7 @@ mod tests {
             vec![
                 ("L1".to_string(), 16 << 10),
                 ("L2".to_string(), 512 << 10),
-                ("LLC".to_string(), 16 << 20),
+                ("LLC".to_string(), 4 << 20),
                 ("DRAM".to_string(), 128 << 20),
             ]
         );
