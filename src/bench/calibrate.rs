@@ -482,6 +482,14 @@ pub fn machine_from(
         Some(l) => {
             m.llc_hit = l.cycles;
             notes.push(format!("llc_hit = the LLC chase ({} cycles)", l.cycles));
+            if let Some(d) = load("DRAM").filter(|d| l.ns >= 0.6 * d.ns) {
+                notes.push(format!(
+                    "llc_hit is suspect: the LLC chase took {:.0}% of the DRAM chase's time, so \
+                     this CPU did not get the LLC that sysfs reports (other cores or VM tenants \
+                     use it); read it as an upper bound",
+                    100.0 * l.ns / d.ns
+                ));
+            }
         }
         None => notes.push(format!(
             "llc_hit = {} cycles, not measured (a guess)",
@@ -607,6 +615,13 @@ mod tests {
         );
         assert_eq!(m.remote_hitm, 400.0);
         assert_eq!(notes.len(), 4);
+        // An LLC chase as slow as DRAM is said to be suspect.
+        let slow = vec![measured("LLC", 400.0), measured("DRAM", 450.0)];
+        let (_, notes) = machine_from(&guess, &transfers, &slow);
+        assert!(
+            notes.iter().any(|n| n.starts_with("llc_hit is suspect")),
+            "{notes:?}"
+        );
         // One node, nothing measured between CPUs: the guess stays, and says so.
         let one = MachineModel::from_topology("host", 1, 1, 1, 1, 64);
         let (m, notes) = machine_from(&one, &[], &[]);
