@@ -259,8 +259,10 @@ fn a_partial_calibration_is_not_cached_and_says_what_it_lacks() {
             "{class} in {text}"
         );
     }
+    // No pair: the transfer price stays the generic one, and the file says so.
     assert!(
-        text.contains("local_hitm = 100 cycles, not measured"),
+        text.lines()
+            .any(|l| l.trim().starts_with("local_hitm = ") && l.contains("cycles, not measured")),
         "{text}"
     );
     assert!(text.contains("not cached for --machine host"), "{text}");

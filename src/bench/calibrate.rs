@@ -408,8 +408,8 @@ pub fn summarize(
     }
 }
 
-/// The pointer-chase buffers, one per level: half of L1d, of L2 and of the LLC (each well
-/// above the level below), and DRAM at four times the LLC (at least 64 MiB, at most
+/// The pointer-chase buffers, one per level: half of L1d and of L2, the geometric mean of
+/// L2 and the LLC (rounded down to a power of two) for the LLC, and DRAM at four times the LLC (at least 64 MiB, at most
 /// `max_dram`). A level sysfs does not describe is left out, with the reason.
 pub fn chase_sizes(t: &Topology, max_dram: u64) -> (Vec<(String, u64)>, Vec<String>) {
     let caches = t.caches();
@@ -423,7 +423,15 @@ pub fn chase_sizes(t: &Topology, max_dram: u64) -> (Vec<(String, u64)>, Vec<Stri
         } else {
             format!("L{}", c.level)
         };
-        let size = c.bytes / 2;
+        // The LLC is shared (with other cores, other tenants of a VM host): a buffer half its
+        // size is often evicted by others. Its geometric mean with the level below is still
+        // well above that level and leaves most of the LLC to the others.
+        let size = if name == "LLC" && below > 0 {
+            let mean = ((below as f64) * (c.bytes as f64)).sqrt() as u64;
+            (1u64 << (63 - mean.leading_zeros())).min(c.bytes / 2)
+        } else {
+            c.bytes / 2
+        };
         if size <= below * 2 {
             absent.push(format!(
                 "{name}: not measured, {} KiB is too close to the level below to time apart",
@@ -474,6 +482,14 @@ pub fn machine_from(
         Some(l) => {
             m.llc_hit = l.cycles;
             notes.push(format!("llc_hit = the LLC chase ({} cycles)", l.cycles));
+            if let Some(d) = load("DRAM").filter(|d| l.ns >= 0.6 * d.ns) {
+                notes.push(format!(
+                    "llc_hit is suspect: the LLC chase took {:.0}% of the DRAM chase's time, so \
+                     this CPU did not get the LLC that sysfs reports (other cores or VM tenants \
+                     use it); read it as an upper bound",
+                    100.0 * l.ns / d.ns
+                ));
+            }
         }
         None => notes.push(format!(
             "llc_hit = {} cycles, not measured (a guess)",
@@ -599,6 +615,13 @@ mod tests {
         );
         assert_eq!(m.remote_hitm, 400.0);
         assert_eq!(notes.len(), 4);
+        // An LLC chase as slow as DRAM is said to be suspect.
+        let slow = vec![measured("LLC", 400.0), measured("DRAM", 450.0)];
+        let (_, notes) = machine_from(&guess, &transfers, &slow);
+        assert!(
+            notes.iter().any(|n| n.starts_with("llc_hit is suspect")),
+            "{notes:?}"
+        );
         // One node, nothing measured between CPUs: the guess stays, and says so.
         let one = MachineModel::from_topology("host", 1, 1, 1, 1, 64);
         let (m, notes) = machine_from(&one, &[], &[]);
@@ -637,7 +660,7 @@ mod tests {
             vec![
                 ("L1".to_string(), 16 << 10),
                 ("L2".to_string(), 512 << 10),
-                ("LLC".to_string(), 16 << 20),
+                ("LLC".to_string(), 4 << 20),
                 ("DRAM".to_string(), 128 << 20),
             ]
         );
