@@ -123,6 +123,22 @@ fn the_shard_sweep_has_an_optimum_under_the_seeds_load() {
         why.contains(&format!("best {k} shards")) && why.contains("empty"),
         "{why}"
     );
+
+    // A depth that is no number of items: one line, no advice.
+    let out = lineup(&dir)
+        .args(["optimize", "--type", "shared_runq_shard", "--dwarf"])
+        .arg(&obj)
+        .arg("--sketch")
+        .arg(&sketch)
+        .args(["--machine", "spr-1s", "--queued", "nan"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--queued NaN") && err.trim().lines().count() == 1,
+        "{err}"
+    );
 }
 
 #[test]

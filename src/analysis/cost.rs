@@ -10,7 +10,8 @@
 //!   writes the line's `N` CPUs make `X / W` accesses (`X`: all the line's accesses), so each
 //!   CPU touches the line with probability `p = 1 - exp(-X / (W N))` and then misses once,
 //!   whichever bytes it touches first; the writer itself does not miss: `w_a p (N - 1)` misses
-//!   follow stream `a`'s writes;
+//!   follow stream `a`'s writes. Of them, only the first on each NUMA node is a transfer; a
+//!   later load there finds the line shared in the node's cache (an LLC hit);
 //! - each of those misses lands on stream `b` with `b`'s share of the accesses; it is *true
 //!   sharing* when `a` and `b` touch overlapping bytes (only splitting the data helps), else
 //!   *false sharing* (moving the bytes apart removes it);
@@ -47,10 +48,11 @@ pub const DEFAULT_UTILIZATION: f64 = 0.5;
 pub const MAX_UTILIZATION: f64 = 0.95;
 
 /// Transfers of one line are served one at a time: a line that many CPUs want queues them.
-/// A line's utilization is `utilization * transfers / reference`, with `reference` the
-/// transfers of the busiest line of the *current* layout (so every candidate is measured
-/// against the same scale), and each transfer costs `1 / (1 - utilization)` times its
-/// latency (an M/M/1 queue's time in system).
+/// A line's utilization is `utilization * cycles / reference`, with `cycles` its unqueued
+/// transfer cycles (a line is busy as long as each transfer takes: a cross-socket one longer
+/// than one within a socket) and `reference` those of the busiest line of the *current*
+/// layout (so every candidate is measured against the same scale); each transfer costs
+/// `1 / (1 - utilization)` times its latency (an M/M/1 queue's time in system).
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Queueing {
     pub reference: f64,
@@ -64,11 +66,11 @@ impl Queueing {
         utilization: 0.0,
     };
 
-    pub fn factor(&self, transfers: f64) -> f64 {
+    pub fn factor(&self, cycles: f64) -> f64 {
         if self.reference.is_nan() || self.reference <= 0.0 || self.utilization <= 0.0 {
             return 1.0;
         }
-        let rho = (self.utilization * transfers / self.reference).min(MAX_UTILIZATION);
+        let rho = (self.utilization * cycles / self.reference).min(MAX_UTILIZATION);
         1.0 / (1.0 - rho)
     }
 
@@ -544,7 +546,7 @@ pub fn queued_line_terms(
     (ft, tt, fc * f, tc * f)
 }
 
-/// Transfers on the busiest line of `placement` (the queueing reference).
+/// Unqueued transfer cycles of the busiest line of `placement` (the queueing reference).
 pub fn busiest_line(
     streams: &[Stream],
     placement: &Placement,
@@ -897,6 +899,30 @@ mod tests {
         let far = line_terms(&[&w, &split], &m);
         // Two nodes: two transfers per write.
         assert!(far.1 > 1.8 * near.1, "far {far:?} near {near:?}");
+    }
+
+    #[test]
+    fn a_line_bouncing_across_sockets_queues_more_than_one_within_a_socket() {
+        // Eight CPUs increment a counter: on one socket of icelake-2s, or four on each. As
+        // many transfers either way, but a cross-socket one keeps the line busy longer, so at
+        // the same scale the spread line runs at a higher utilization.
+        let m = preset("icelake-2s").unwrap();
+        let mut near = stream(0, 0.0, 1000.0, 8, "inc");
+        near.rmw = near.writes;
+        near.cpu_list = (0..8).collect();
+        let mut far = near.clone();
+        far.cpu_list = vec![0, 1, 2, 3, 80, 81, 82, 83];
+        let (a, b) = (line_terms(&[&near], &m), line_terms(&[&far], &m));
+        assert!((a.1 - b.1).abs() < 1e-6 * a.1, "{a:?} {b:?}");
+        let q = Queueing {
+            reference: b.3,
+            utilization: 0.5,
+        };
+        let (qa, qb) = (
+            queued_line_terms(&[&near], &m, &q),
+            queued_line_terms(&[&far], &m, &q),
+        );
+        assert!(qb.3 / b.3 > qa.3 / a.3 + 0.1, "near {qa:?} far {qb:?}");
     }
 
     #[test]

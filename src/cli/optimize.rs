@@ -443,8 +443,14 @@ pub fn run(args: Args) -> Result<()> {
             )
         };
         let (sum, own) = (options(ReadScope::AllCopies), options(ReadScope::OwnCopy));
+        // Without loads the two columns are the same split but for finding work: one line.
+        let read = on_unit.iter().any(|s| s.reads > 0.0);
         let why = [
-            optimize::split_verdict(&sum, ReadScope::AllCopies, args.queued),
+            if read {
+                optimize::split_verdict(&sum, ReadScope::AllCopies, args.queued)
+            } else {
+                String::new()
+            },
             optimize::split_verdict(&own, ReadScope::OwnCopy, args.queued),
         ];
         splits.push(Split {
@@ -830,7 +836,7 @@ pub fn run(args: Args) -> Result<()> {
                 a.extra_bytes
             );
         }
-        for why in &sp.why {
+        for why in sp.why.iter().filter(|w| !w.is_empty()) {
             let _ = writeln!(s, "  {why}");
         }
     }

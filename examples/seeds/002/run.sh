@@ -26,6 +26,10 @@ step "$LINEUP" diagnose --type shared_runq_shard --dwarf shared_runq_rec --profi
 #    prices splitting the queue into shards
 step "$LINEUP" optimize --type shared_runq_shard --dwarf shared_runq_rec --profile seed002.profile.json --machine host
 step "$LINEUP" optimize --type shared_runq_shard --dwarf shared_runq_rec --profile seed002.profile.json --machine spr-1s
+# 2b. what sharding costs under the seed's own load (56 tasks on 112 CPUs): finding work
+#     across shards gives the sweep an optimum
+step cc -g -c "$here/shared_runq.c" -o shared_runq.o
+step "$LINEUP" optimize --type shared_runq_shard --dwarf shared_runq.o --sketch "$repo/examples/sketches/seed002_shared_runq.toml" --machine spr-1s --queued 56
 # 3. the proof: 1 shard (A) against 2, 4 and 8 shards (B), interleaved, on this machine
 step cc -O2 -pthread "$here/shared_runq.c" -o shared_runq
 step "$LINEUP" bench --matrix "$here/sweep.toml" --runs "${RUNS:-8}"
