@@ -12,7 +12,9 @@ cd "$(dirname "$0")/.."
 # dwarves: pahole, the layout oracle. patch: applying lineup's patches.
 # linux-perf (perf bench) and rt-tests (hackbench): lineup bench's tests.
 # chromium: tests/html.rs opens the --html pages in a headless browser.
-packages=(gcc clang dwarves patch linux-perf rt-tests chromium)
+# gcc-aarch64-linux-gnu, binutils-aarch64-linux-gnu: tests/decode_aarch64.rs compiles Arm
+# objects and reads objdump as the oracle for the AArch64 decoder.
+packages=(gcc clang dwarves patch linux-perf rt-tests chromium gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu)
 
 need=()
 for pkg in "${packages[@]}"; do

@@ -134,7 +134,7 @@ pub fn gather_with(
 pub struct CodeArgs {
     /// The code the rows name: a vmlinux or a .ko with symbols, a program, an object file,
     /// or /proc/kcore (with --kallsyms, as root): each row's instruction is decoded and its
-    /// displacement binds the line exactly (x86-64)
+    /// displacement binds the line exactly (x86-64 or AArch64)
     #[arg(long, value_name = "FILE")]
     pub vmlinux: Option<PathBuf>,
     /// Runtime kernel symbols (/proc/kallsyms, read as root) to place raw code addresses
