@@ -152,11 +152,18 @@ enum { K_LOAD = 0, K_STORE = 1, K_RMW = 2 };
  * The entry also carries the site's adaptive sampling state (`lineup record --sample
  * auto`): bursts of ABURST counted accesses, each counted one standing for `weight`, and
  * (weight - 1) x ABURST accesses skipped after each; a burst that met no contended line
- * doubles the weight of the next (up to AMAX), one that did resets it to 1. */
+ * doubles the weight of the next (up to AMAX), one that did resets it to 1. As in bursty
+ * tracing (Hirzel and Chilimbi, FDDO 2001: bursts of full instrumentation between long
+ * stretches of none) made adaptive per check (Chilimbi and Hauswirth, ASPLOS 2004, and
+ * LiteRace, PLDI 2009, per function: a rate that starts at 100% and falls each time the
+ * code runs, to a floor of 0.1%), with "cold" meaning here that the burst met no line
+ * shared by threads and written, which sends the rate back to 100%. The last burst of a site may
+ * stand for up to (AMAX - 1) x ABURST accesses that never came (the thread ended during the
+ * skip after it): the bound of the over-estimate, per site and thread. */
 #define SITES_BITS 12
 #define SITE_OF(pc) ((uint32_t)((pc) ^ ((pc) >> SITES_BITS)) & ((1u << SITES_BITS) - 1))
-#define ABURST 1024
-#define AMAX 1024
+#define ABURST 256
+#define AMAX 64
 struct site {
     uint64_t tag;             /* pc ^ info << 48; 0: empty */
     uintptr_t lo, span;       /* addresses counted into *count: [lo, lo + span) */
