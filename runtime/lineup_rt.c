@@ -1052,34 +1052,51 @@ static __attribute__((noinline)) void trace_tick(struct tstate *t, uint64_t key,
     ev->pc = pc;
 }
 
-/* What follows the increment when the site samples or the line is traced. */
-static __attribute__((noinline)) void count_more(struct tstate *t, struct site *s, uintptr_t a,
-                                                 uint32_t info, uintptr_t pc) {
-    if (s->traced)
-        s->count[1] += s->weight;
-    if (s->burst && --s->burst == 0)
-        burst_end(t, s);
-    if (s->traced) {
-        if (t->win_closed && --t->win_closed)
-            return;
-        trace_tick(t, (uint64_t)a | ((uint64_t)info << 48), pc);
-    }
+/* An eligible access whose window may be open. */
+static __attribute__((noinline)) void trace_more(struct tstate *t, uintptr_t a, uint32_t info,
+                                                 uintptr_t pc) {
+    if (t->win_closed && --t->win_closed)
+        return;
+    trace_tick(t, (uint64_t)a | ((uint64_t)info << 48), pc);
 }
 
+/* The last access of a burst. */
+static __attribute__((noinline)) void burst_last(struct tstate *t, struct site *s, uintptr_t a,
+                                                 uint32_t info, uintptr_t pc) {
+    uint8_t traced = s->traced;
+    s->burst = 0;
+    burst_end(t, s); /* may move the entry to skipping */
+    if (traced)
+        trace_more(t, a, info, pc);
+}
+
+/* Counts an access the site entry covers. Everything but the increment is behind one flag;
+ * what may call out does so last, as a tail call, so the hooks need no stack frame. */
 static inline __attribute__((always_inline)) void count_at(struct tstate *t, struct site *s,
                                                            uintptr_t a, uint32_t info,
                                                            uintptr_t pc) {
-    *s->count += s->weight;
-    if (LIKELY(!s->more))
+    uint32_t w = s->weight;
+    *s->count += w;
+    uint8_t m = s->more;
+    if (LIKELY(!m))
         return;
-    /* A traced line in a closed window (the common case of a long run): its eligible
-     * count (the entry's next word) and a decrement. */
-    if (s->more == MORE_TRACED && t->win_closed > 1) {
-        s->count[1] += s->weight;
-        t->win_closed--;
-        return;
+    if (m & MORE_TRACED)
+        s->count[1] += w; /* eligible: the entry's next word */
+    if (m & MORE_BURST) {
+        if (UNLIKELY(s->burst <= 1)) {
+            burst_last(t, s, a, info, pc);
+            return;
+        }
+        s->burst--;
     }
-    count_more(t, s, a, info, pc);
+    if (m & MORE_TRACED) {
+        /* In a closed window (the common case of a long run): a decrement. */
+        if (LIKELY(t->win_closed > 1)) {
+            t->win_closed--;
+            return;
+        }
+        trace_more(t, a, info, pc);
+    }
 }
 
 /* Everything the site cache did not answer: a thread's first access, a new site or line, a
