@@ -141,34 +141,45 @@ enum { K_LOAD = 0, K_STORE = 1, K_RMW = 2 };
 
 /* The site cache: per thread, one entry per code site (return address and access size and
  * kind), direct-mapped by the return address. An entry remembers where the site's last
- * access was counted: the counters (full resolution: one address; summarized: any address
- * of one line) and the value of the line's sharing-table entry then. An access of the same
- * site that falls in that range while the line's entry still holds that value is counted
- * with two increments, with no hashing, no table probe and no atomics: a loop over one
- * struct or along an array stays on this path. Anything else (another line, the line
- * became shared or written, a flush moved the counters) refills the entry. Counts stay
- * exact: the cache only decides where the increment goes, as the full path would.
+ * access was counted: its counter (full resolution: one address; summarized: the site's
+ * summary, whatever the address) and the value of the line's sharing-table entry then. An
+ * access of the same site in that range whose line's entry holds that value is classified
+ * as that access was (the value says everything the classification reads: owner, shared,
+ * written), so it is counted with an increment, with no hashing, no table probe and no
+ * atomics: a loop over one struct, or (summarized) over private or read-only lines, stays
+ * on this path. Anything else (another address, a line whose state differs, a flush moved
+ * the counters) refills the entry. Counts stay exact: the cache only decides where the
+ * increment goes, as the full path would.
  *
  * The entry also carries the site's adaptive sampling state (`lineup record --sample
  * auto`): bursts of ABURST counted accesses, each counted one standing for `weight`, and
  * (weight - 1) x ABURST accesses skipped after each; a burst that met no contended line
- * doubles the weight of the next (up to AMAX), one that did resets it to 1. */
+ * doubles the weight of the next (up to AMAX), one that did resets it to 1. As in bursty
+ * tracing (Hirzel and Chilimbi, FDDO 2001: bursts of full instrumentation between long
+ * stretches of none) made adaptive per check (Chilimbi and Hauswirth, ASPLOS 2004, and
+ * LiteRace, PLDI 2009, per function: a rate that starts at 100% and falls each time the
+ * code runs, to a floor of 0.1%), with "cold" meaning here that the burst met no line
+ * shared by threads and written, which sends the rate back to 100%. The last burst of a site may
+ * stand for up to (AMAX - 1) x ABURST accesses that never came (the thread ended during the
+ * skip after it): the bound of the over-estimate, per site and thread. */
 #define SITES_BITS 12
 #define SITE_OF(pc) ((uint32_t)((pc) ^ ((pc) >> SITES_BITS)) & ((1u << SITES_BITS) - 1))
-#define ABURST 1024
-#define AMAX 1024
+#define ABURST 256
+#define MORE_TRACED 1
+#define MORE_BURST 2
+#define AMAX 64
 struct site {
     uint64_t tag;             /* pc ^ info << 48; 0: empty */
-    uintptr_t lo, span;       /* addresses counted into *count: [lo, lo + span) */
-    volatile uint32_t *slot;  /* the line's sharing-table entry ... */
+    uintptr_t lo, span;       /* addresses counted into *count: [lo, lo + span) (span 0
+                                 while the site skips: every access takes the slow path) */
     uint64_t *count;          /* each access adds weight to it (and, traced, to the next
                                  word: the entry's eligible count) */
-    uint64_t spare;
-    uint32_t v;               /* ... and its value when the entry was filled */
+    uint32_t v;               /* the line's sharing-table entry when the entry was filled */
     uint32_t skip;            /* adaptive: accesses to skip before the next burst */
     uint16_t weight, burst;   /* adaptive: weight of this burst, accesses left in it (0: exact) */
     uint8_t traced;           /* the line is contended: eligible for the ordered trace */
     uint8_t hot;              /* adaptive: this burst met a contended line */
+    uint8_t more;             /* MORE_*: what follows the increment */
 } __attribute__((aligned(64)));
 
 struct tstate {
@@ -181,6 +192,7 @@ struct tstate {
     uint32_t win_closed; /* eligible accesses left before the clock is read again */
     uint32_t shift;      /* g_block_shift, here on the hot line */
     uint32_t *lines;     /* g_lines */
+    struct site *sites;  /* 1 << SITES_BITS entries */
     struct trace_ev *tpos, *tend, *tbuf;
     uint64_t burst_left, skip_left;
     /* Cold. */
@@ -195,7 +207,6 @@ struct tstate {
     uint32_t level;      /* g_level when the site cache was last filled */
     uint64_t estimated;  /* adaptive: accesses skipped, stood for by weights */
     uint64_t max_period; /* adaptive: the largest weight used */
-    struct site *sites;  /* 1 << SITES_BITS entries */
 };
 
 static struct tstate g_off = {.stk_lo = 0, .stk_size = ~(uintptr_t)0};
@@ -986,13 +997,13 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
          * (past the second, every line is: the trace has stopped): streaming over a large
          * array then costs a small table instead of one entry per address, and the entry
          * covers the whole line. */
-        uintptr_t block = (uintptr_t)1 << t->shift;
         /* The site's summary is keyed by the site alone: an entry still pointing at it
-         * (not forgotten since) moves to the new line without a lookup. */
+         * (not forgotten since) is kept without a lookup, and covers every address whose
+         * line is in the same state. */
         if (!(s->span > 1 && !s->traced))
             s->count = &sum_entry(t, key, pc)->count;
-        s->lo = a & ~(block - 1);
-        s->span = block;
+        s->lo = 0;
+        s->span = ~(uintptr_t)0;
         s->traced = 0;
     } else {
         struct agg_entry *e = agg_entry(t, key, pc);
@@ -1001,9 +1012,9 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
         s->count = &e->count;
         s->traced = (uint8_t)contended;
     }
-    s->slot = slot;
     s->v = v;
     s->hot |= (uint8_t)contended;
+    s->more = (uint8_t)((s->traced ? MORE_TRACED : 0) | (s->burst ? MORE_BURST : 0));
 }
 
 /* Adaptive sampling: the burst is over; skip what its weight stood for, then decide the
@@ -1011,6 +1022,8 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
 static __attribute__((noinline)) void burst_end(struct tstate *t, struct site *s) {
     s->skip = (uint32_t)(s->weight - 1) * ABURST;
     t->estimated += s->skip;
+    if (s->skip)
+        s->span = 0; /* the skipped accesses take the miss path, which only counts down */
     if (s->hot || s->traced)
         s->weight = 1;
     else if (s->weight < AMAX)
@@ -1039,35 +1052,51 @@ static __attribute__((noinline)) void trace_tick(struct tstate *t, uint64_t key,
     ev->pc = pc;
 }
 
-/* What follows the increment when the site samples or the line is traced (its eligible
- * count already added). */
-static __attribute__((noinline)) void count_more(struct tstate *t, struct site *s, uintptr_t a,
-                                                 uint32_t info, uintptr_t pc) {
-    if (s->burst && --s->burst == 0)
-        burst_end(t, s);
-    if (s->traced) {
-        if (t->win_closed && --t->win_closed)
-            return;
-        trace_tick(t, (uint64_t)a | ((uint64_t)info << 48), pc);
-    }
+/* An eligible access whose window may be open. */
+static __attribute__((noinline)) void trace_more(struct tstate *t, uintptr_t a, uint32_t info,
+                                                 uintptr_t pc) {
+    if (t->win_closed && --t->win_closed)
+        return;
+    trace_tick(t, (uint64_t)a | ((uint64_t)info << 48), pc);
 }
 
+/* The last access of a burst. */
+static __attribute__((noinline)) void burst_last(struct tstate *t, struct site *s, uintptr_t a,
+                                                 uint32_t info, uintptr_t pc) {
+    uint8_t traced = s->traced;
+    s->burst = 0;
+    burst_end(t, s); /* may move the entry to skipping */
+    if (traced)
+        trace_more(t, a, info, pc);
+}
+
+/* Counts an access the site entry covers. Everything but the increment is behind one flag;
+ * what may call out does so last, as a tail call, so the hooks need no stack frame. */
 static inline __attribute__((always_inline)) void count_at(struct tstate *t, struct site *s,
                                                            uintptr_t a, uint32_t info,
                                                            uintptr_t pc) {
-    *s->count += s->weight;
-    if (s->traced) {
-        /* Eligible for the trace: the entry's next word. In a closed window (the common
-         * case of a long run) that is all, but for a decrement. */
-        s->count[1] += s->weight;
-        if (LIKELY(!s->burst && t->win_closed > 1)) {
+    uint32_t w = s->weight;
+    *s->count += w;
+    uint8_t m = s->more;
+    if (LIKELY(!m))
+        return;
+    if (m & MORE_TRACED)
+        s->count[1] += w; /* eligible: the entry's next word */
+    if (m & MORE_BURST) {
+        if (UNLIKELY(s->burst <= 1)) {
+            burst_last(t, s, a, info, pc);
+            return;
+        }
+        s->burst--;
+    }
+    if (m & MORE_TRACED) {
+        /* In a closed window (the common case of a long run): a decrement. */
+        if (LIKELY(t->win_closed > 1)) {
             t->win_closed--;
             return;
         }
-    } else if (LIKELY(!s->burst)) {
-        return;
+        trace_more(t, a, info, pc);
     }
-    count_more(t, s, a, info, pc);
 }
 
 /* Everything the site cache did not answer: a thread's first access, a new site or line, a
@@ -1109,12 +1138,26 @@ static __attribute__((noinline)) void rec_slow(struct tstate *t, uintptr_t a, ui
         s->weight = 1;
         s->burst = g_adaptive ? ABURST : 0;
         s->hot = 0;
+        s->more = 0;
     } else if (s->skip) {
         s->skip--;
         return;
     }
     site_fill(t, s, a, info, pc);
     count_at(t, s, a, info, pc);
+}
+
+/* A miss of the site cache: a site counting down its skip only does that. */
+static __attribute__((noinline)) void rec_miss(struct tstate *t, uintptr_t a, uint32_t info,
+                                               uintptr_t pc) {
+    if (LIKELY(t != 0)) {
+        struct site *s = &t->sites[SITE_OF(pc)];
+        if (s->skip && s->tag == (pc ^ ((uint64_t)info << 48))) {
+            s->skip--;
+            return;
+        }
+    }
+    rec_slow(t, a, info, pc);
 }
 
 /* Per access: the thread's own stack is skipped (a disabled runtime's "stack" is the whole
@@ -1127,19 +1170,17 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
     if (LIKELY(t != 0)) {
         if (a - t->stk_lo < t->stk_size)
             return;
+        /* The line's state first: the shift needs %cl, and done early it leaves the
+         * registers free for the rest (no stack frame). */
+        uint32_t v = t->lines[(a >> t->shift) & ((1u << LINE_TABLE_BITS) - 1)];
         struct site *s = &t->sites[SITE_OF(pc)];
-        if (LIKELY(s->tag == (pc ^ ((uint64_t)info << 48)))) {
-            if (UNLIKELY(s->skip)) {
-                s->skip--;
-                return;
-            }
-            if (LIKELY(a - s->lo < s->span && *s->slot == s->v)) {
-                count_at(t, s, a, info, pc);
-                return;
-            }
+        if (LIKELY(s->tag == (pc ^ ((uint64_t)info << 48)) && a - s->lo < s->span &&
+                   v == s->v)) {
+            count_at(t, s, a, info, pc);
+            return;
         }
     }
-    rec_slow(t, a, info, pc);
+    rec_miss(t, a, info, pc);
 }
 
 /* Ranges (memcpy, memset, __tsan_read_range): one access per cache line piece. */

@@ -566,3 +566,64 @@ fn per_thread_elements_of_a_calloc_array_need_an_aligned_allocation() {
     assert!(why.contains("calloc"), "{why}");
     assert!(!why.contains("only splitting"), "{why}");
 }
+
+/// `--sample auto`: sites that meet only private lines back off (their counts become
+/// estimates, scaled by each burst's period), while the false-sharing pair, written by
+/// both workers from their first access on, is counted in full. Deterministic: the
+/// sampling of each site depends on that site's own accesses and on whether its lines
+/// are shared and written, not on timing.
+#[test]
+fn adaptive_sampling_backs_off_on_private_data_and_keeps_false_sharing_exact() {
+    let prog = build("tests/data/record/adaptive.c");
+    let args = ["1048576", "4", "200000"];
+    let (o, profile) = record(&prog, &["--sample", "auto"], &args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("adaptive sampling (--sample auto)") && err.contains("skipped"),
+        "{err}"
+    );
+    let p = profile_json(&profile);
+    assert_eq!(p["provenance"]["settings"]["sample"], "auto");
+    assert!(
+        p["provenance"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("ADAPTIVE SAMPLING"),
+        "{}",
+        p["provenance"]["note"]
+    );
+    let rec = &p["summary"]["record"];
+    // Private: per worker, 1M stores filling its array and 4 rounds of a load and a store
+    // per element (volatile: as written): 18.9M accesses, nearly all skipped.
+    let private = 2.0 * 1_048_576.0 * 9.0;
+    let skipped = rec["sampled_estimated_accesses"].as_f64().unwrap();
+    assert!(
+        skipped > 0.9 * private && skipped < private,
+        "{skipped} of {private} private accesses skipped"
+    );
+    assert_eq!(rec["sample_max_period"], 64.0);
+    // The estimate of the total against an exact recording: each site's last burst may
+    // stand for up to 63 x 256 accesses that never came (runtime/lineup_rt.c).
+    let total = rec["accesses"].as_f64().unwrap();
+    let (o, exact) = record(&prog, &[], &args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let exact = profile_json(&exact)["summary"]["record"]["accesses"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (exact..exact * 1.06).contains(&total),
+        "{total} estimated, {exact} exact"
+    );
+    // The pair: found, and counted in full, unscaled: each worker's 200000 increments plus
+    // main's first store (and its final read, which an unsampled recording also misses
+    // now and then: at most one load less).
+    let d = diagnose("pair", &prog, &profile);
+    let l = line(&d, 0);
+    assert_eq!(l["verdict"], "false_sharing", "{d:#}");
+    for m in ["a", "b"] {
+        assert_eq!(member(l, m)["counts"]["stores"], 200_001.0, "{l:#}");
+        let loads = member(l, m)["counts"]["loads"].as_f64().unwrap();
+        assert!((200_000.0..=200_001.0).contains(&loads), "{l:#}");
+    }
+}

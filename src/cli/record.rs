@@ -671,7 +671,7 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     }
     if let Some((estimated, total, period)) = built.adaptive {
         eprintln!(
-            "lineup: {shown}: adaptive sampling (--sample auto): {estimated} of {total} accesses were skipped and estimated from bursts of 1024 per code site (sites on lines not contended backed off up to 1 in {period}; counts scaled by each burst's period); sites on contended lines were counted in full"
+            "lineup: {shown}: adaptive sampling (--sample auto): {estimated} of {total} accesses were skipped and estimated from bursts of 256 per code site (sites on lines not contended backed off up to 1 in {period}; counts scaled by each burst's period); sites on contended lines were counted in full"
         );
     }
     if recorder_rss > args.memory {
