@@ -176,14 +176,15 @@ fn scalar_buffers_are_named_by_site_and_variable_not_by_size() {
             "{cc}: {names:?}"
         );
 
-        // The global `bool *flags`, assigned on the allocation's line: the store names it.
+        // The global `bool *flags`, assigned the call's result: the code after the call
+        // stores it there.
         let at = site(SITES, "flags = malloc");
         let (t, a) = allocated_at(&types, &at);
         assert_eq!(t["type_name"], format!("flags@{at}"), "{cc}");
         assert_eq!(a["variable"], "flags", "{cc}");
         assert_eq!(a["element_type"], "_Bool", "{cc}");
         assert_eq!(a["element_kind"], "bool", "{cc}");
-        assert_eq!(a["found_by"], "store", "{cc}");
+        assert_eq!(a["found_by"], "assignment", "{cc}");
         let d = diagnose_ok(&profile, &at);
         let names = line0_members(&d);
         assert!(
@@ -195,7 +196,8 @@ fn scalar_buffers_are_named_by_site_and_variable_not_by_size() {
 }
 
 /// `t->counts = calloc(8, sizeof(long))`: the block is named by the member its address is
-/// stored into, and typed by that member's pointer type.
+/// stored into, and typed by that member's pointer type. The code cannot tell which object
+/// `t` is; the recorded store to it can (the dynamic way).
 #[test]
 fn a_block_stored_into_a_member_is_named_by_it() {
     let (_, profile) = recorded("gcc");
@@ -212,6 +214,32 @@ fn a_block_stored_into_a_member_is_named_by_it() {
         names.contains(&"counts[0]".to_string()) && names.contains(&"counts[1]".to_string()),
         "{names:?}"
     );
+}
+
+/// `long *counts;` ... `counts = calloc(8, sizeof *counts);` at -O0: the local is found
+/// from the store of the call's result into its frame slot (gcc's frame base is the CFA,
+/// clang's `%rbp`: both are checked).
+#[test]
+fn a_local_assigned_after_its_declaration_is_found_at_o0() {
+    let src = "tests/data/record/alloc_assigned.c";
+    let at = site(src, "counts = calloc");
+    for cc in ["clang", "gcc"] {
+        let prog = build(src, &format!("alloc_assigned-{cc}"), cc, "-O0");
+        let profile = record(&prog, &["100000"]);
+        let types = profile_types(&profile);
+        let (t, a) = allocated_at(&types, &at);
+        assert_eq!(t["type_name"], format!("counts@{at}"), "{cc}");
+        assert_eq!(a["variable"], "counts", "{cc}");
+        assert_eq!(a["found_by"], "assignment", "{cc}");
+        assert_eq!(a["element_size"], 8, "{cc}");
+        let d = diagnose_ok(&profile, &at);
+        assert_eq!(d["lines"][0]["verdict"], "false_sharing", "{cc}: {d:#}");
+        let names = line0_members(&d);
+        assert!(
+            names.contains(&"counts[0]".to_string()) && names.contains(&"counts[1]".to_string()),
+            "{cc}: {names:?}"
+        );
+    }
 }
 
 /// `pair_t *ps = calloc(2, sizeof *ps)` with `typedef struct { ... } pair_t;`: an array of

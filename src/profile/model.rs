@@ -223,7 +223,8 @@ pub struct AllocationSite {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub element_size: Option<u64>,
     /// How the element type was found: `declaration` (a pointer declared on the call's
-    /// line), `store` (the slot the address was stored into), `function` (the one struct
+    /// line), `assignment` (the global or frame slot the code after the call stores the
+    /// result into), `store` (the recorded store of the address), `function` (the one struct
     /// the allocating function handles pointers to that fits), `--heap-type`, or `none`.
     #[serde(default)]
     pub found_by: String,

@@ -72,6 +72,7 @@ impl Object {
 pub enum FoundBy {
     HeapType,
     Declaration,
+    Assignment,
     Store,
     Function,
     Nothing,
@@ -82,6 +83,7 @@ impl FoundBy {
         match self {
             FoundBy::HeapType => "--heap-type",
             FoundBy::Declaration => "declaration",
+            FoundBy::Assignment => "assignment",
             FoundBy::Store => "store",
             FoundBy::Function => "function",
             FoundBy::Nothing => "none",
@@ -171,6 +173,10 @@ impl<'a> TypeChooser<'a> {
         if let Some(v) = declared.iter().find(|v| v.elem.is_some()) {
             return (Some(v.name.clone()), v.elem.clone(), FoundBy::Declaration);
         }
+        let assigned = self.debug.variable_assigned_at(site);
+        if let Some(v) = assigned.as_ref().filter(|v| v.elem.is_some()) {
+            return (Some(v.name.clone()), v.elem.clone(), FoundBy::Assignment);
+        }
         if let Some(v) = self.stored.get(&site)
             && v.elem.is_some()
         {
@@ -179,6 +185,7 @@ impl<'a> TypeChooser<'a> {
         let name = declared
             .first()
             .map(|v| v.name.clone())
+            .or_else(|| assigned.map(|v| v.name))
             .or_else(|| self.stored.get(&site).map(|v| v.name.clone()));
         // The struct types the allocating function handles pointers to, when exactly one
         // fits the block: `struct ring *q = ...; q = aligned_alloc(64, sizeof *q)`.

@@ -56,6 +56,10 @@ struct Row {
 struct FunctionTypes {
     ranges: Vec<(u64, u64)>,
     types: Vec<ObjType>,
+    /// What `DW_OP_fbreg` offsets count from, as an offset from `%rbp`: 0 when the frame
+    /// base is `%rbp` (clang), 16 when it is the CFA (gcc; after `push %rbp; mov %rsp,
+    /// %rbp`, as -O0 code has it). `None` for inlined copies and other frame bases.
+    frame_from_rbp: Option<i64>,
 }
 
 /// What a pointer points to, as its DWARF type says: a struct (an array of them on the
@@ -100,6 +104,8 @@ struct PointerLocal {
     file: String,
     line: u64,
     elem: Option<Elem>,
+    /// `%rbp`-relative address of a variable that lives in the frame (-O0).
+    rbp_offset: Option<i64>,
 }
 
 /// A global or static variable of pointer type: a slot a block's address can be stored into.
@@ -268,7 +274,12 @@ impl DebugInfo {
                     if let Some(t) = type_of(unit, entry).and_then(|t| pointee(dwarf, unit, t)) {
                         types.push(t);
                     }
-                    self.functions.push(FunctionTypes { ranges, types });
+                    let frame_from_rbp = frame_base_from_rbp(unit, entry);
+                    self.functions.push(FunctionTypes {
+                        ranges,
+                        types,
+                        frame_from_rbp,
+                    });
                     scopes.push((depth, self.functions.len() - 1));
                 }
                 dw::DW_TAG_variable | dw::DW_TAG_formal_parameter => {
@@ -299,12 +310,20 @@ impl DebugInfo {
                                 .and_then(|a| a.udata_value())
                                 .map(|i| file_base(dwarf, unit, i))
                                 .unwrap_or_default();
+                            // The frame base of the nearest function that has one.
+                            let base = scopes
+                                .iter()
+                                .rev()
+                                .find_map(|&(_, g)| self.functions[g].frame_from_rbp);
+                            let rbp_offset =
+                                base.and_then(|b| fbreg_offset(unit, entry).map(|o| o + b));
                             self.pointer_locals.push(PointerLocal {
                                 function: f,
                                 name,
                                 file,
                                 line,
                                 elem,
+                                rbp_offset,
                             });
                         }
                         if let Some(t) = type_of(unit, entry).and_then(|t| pointee(dwarf, unit, t))
@@ -386,6 +405,110 @@ impl DebugInfo {
         }
         out.sort_by_key(|v| v.elem.is_none());
         out
+    }
+
+    /// The pointer the result of the call at `site` (link-time) is first stored into, from
+    /// the code after the call (x86-64): the result register, and registers it is copied
+    /// into, followed to the first 8-byte store: into a global pointer variable
+    /// (`%rip`-relative) or a local in the frame (`%rbp`-relative, -O0). Instrumentation
+    /// calls (`__tsan_write8(&slot)` before the store) are stepped over; any other call,
+    /// jump or overwrite of the registers ends the search.
+    pub fn variable_assigned_at(&self, site: u64) -> Option<SiteVariable> {
+        use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic, OpKind, Register};
+        let (start, bytes) = self
+            .code
+            .iter()
+            .find(|(start, bytes)| site >= *start && site < *start + bytes.len() as u64)?;
+        let from = (site - start) as usize;
+        let mut decoder = Decoder::with_ip(64, &bytes[from..], site, DecoderOptions::NONE);
+        let call = decoder.decode();
+        if call.flow_control() != FlowControl::Call {
+            return None;
+        }
+        let volatile = [
+            Register::RAX,
+            Register::RCX,
+            Register::RDX,
+            Register::RSI,
+            Register::RDI,
+            Register::R8,
+            Register::R9,
+            Register::R10,
+            Register::R11,
+        ];
+        let mut holding: Vec<Register> = vec![Register::RAX];
+        for _ in 0..24 {
+            if !decoder.can_decode() || holding.is_empty() {
+                return None;
+            }
+            let ins = decoder.decode();
+            match ins.flow_control() {
+                FlowControl::Call => {
+                    let target = ins.near_branch_target();
+                    let hook = self
+                        .resolve(target)
+                        .symbol
+                        .is_some_and(|s| s.starts_with("__tsan_"));
+                    if !hook {
+                        return None;
+                    }
+                    holding.retain(|r| !volatile.contains(r));
+                    continue;
+                }
+                FlowControl::Next => {}
+                // A null check's branch: the fall-through path is the assignment's.
+                FlowControl::ConditionalBranch => continue,
+                _ => return None,
+            }
+            if ins.mnemonic() == Mnemonic::Mov
+                && ins.op_count() == 2
+                && ins.op1_kind() == OpKind::Register
+                && holding.contains(&ins.op1_register())
+            {
+                if ins.op0_kind() == OpKind::Register {
+                    let dst = ins.op0_register();
+                    if dst.size() == 8 && !holding.contains(&dst) {
+                        holding.push(dst);
+                    }
+                    continue;
+                }
+                if ins.op0_kind() == OpKind::Memory && ins.op1_register().size() == 8 {
+                    if ins.is_ip_rel_memory_operand() {
+                        let g = self.pointer_global_at(ins.ip_rel_memory_address())?;
+                        return Some(SiteVariable {
+                            name: g.name.clone(),
+                            elem: g.elem.clone(),
+                        });
+                    }
+                    if ins.memory_base() == Register::RBP && ins.memory_index() == Register::None {
+                        let disp = ins.memory_displacement64() as i64;
+                        return self
+                            .pointer_locals
+                            .iter()
+                            .filter(|v| v.rbp_offset == Some(disp))
+                            .find(|v| {
+                                self.functions[v.function]
+                                    .ranges
+                                    .iter()
+                                    .any(|&(lo, hi)| site >= lo && site < hi)
+                            })
+                            .map(|v| SiteVariable {
+                                name: v.name.clone(),
+                                elem: v.elem.clone(),
+                            });
+                    }
+                    // A member of an object whose address is in a register: the recorded
+                    // store tells which (`ObjectMap`), not the code.
+                    return None;
+                }
+            }
+            // Anything else that writes a register holding the result ends its holding.
+            if ins.op_count() > 0 && ins.op0_kind() == OpKind::Register {
+                let dst = ins.op0_register().full_register();
+                holding.retain(|r| *r != dst);
+            }
+        }
+        None
     }
 
     /// Do code addresses `a` and `b` (link-time) lie in one function (by symbol)?
@@ -577,6 +700,39 @@ fn composite(
         }
     }
     None
+}
+
+/// A subprogram's frame base as an offset from `%rbp` (see `FunctionTypes`).
+fn frame_base_from_rbp(unit: &Unit<'_>, entry: &Die<'_>) -> Option<i64> {
+    let Some(AttributeValue::Exprloc(expr)) = entry.attr_value(dw::DW_AT_frame_base) else {
+        return None;
+    };
+    let mut ops = expr.operations(unit.encoding());
+    let first = ops.next().ok()??;
+    if !matches!(ops.next(), Ok(None)) {
+        return None;
+    }
+    match first {
+        gimli::Operation::CallFrameCFA => Some(16),
+        // DWARF register 6 is %rbp on x86-64.
+        gimli::Operation::Register { register } if register.0 == 6 => Some(0),
+        gimli::Operation::RegisterOffset {
+            register, offset, ..
+        } if register.0 == 6 => Some(offset),
+        _ => None,
+    }
+}
+
+/// The `DW_OP_fbreg` offset of a variable that lives in its function's frame.
+fn fbreg_offset(unit: &Unit<'_>, entry: &Die<'_>) -> Option<i64> {
+    let Some(AttributeValue::Exprloc(expr)) = entry.attr_value(dw::DW_AT_location) else {
+        return None;
+    };
+    let mut ops = expr.operations(unit.encoding());
+    match ops.next().ok()?? {
+        gimli::Operation::FrameOffset { offset } => Some(offset),
+        _ => None,
+    }
 }
 
 /// An attribute of the entry, or of the entry it is an inlined copy or definition of.
