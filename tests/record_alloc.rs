@@ -334,4 +334,21 @@ fn runtime_and_libc_types_are_not_the_programs() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("decimal_point"));
+    // Suggestions for a misspelt name are the program's own types only.
+    let suggest = |name: &str| {
+        let o = lineup()
+            .args(["layout", "--dwarf"])
+            .arg(&prog)
+            .arg(name)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        text(&o.stderr)
+    };
+    assert!(suggest("tallyy").contains("did you mean: tally?"));
+    let err = suggest("lconvv");
+    assert!(
+        !err.contains("lconv?") && !err.contains("did you mean"),
+        "{err}"
+    );
 }

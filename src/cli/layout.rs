@@ -66,7 +66,7 @@ pub fn run(args: Args) -> Result<()> {
         for name in args.types.iter().chain(&args.named) {
             let found = types.find_composites(name);
             if found.is_empty() {
-                let close = types.similar_composite_names(name, 5);
+                let close = lineup::record::similar_program_names(&types, name, 5);
                 let hint = if close.is_empty() {
                     String::new()
                 } else {

@@ -826,6 +826,42 @@ pub fn is_foreign_type(types: &crate::types::Types<'_>, id: crate::types::TypeId
             .any(|d| origin.file.starts_with(d))
 }
 
+/// Does `types` come from a program built with `lineup cc` (its runtime's types are there)?
+pub fn is_recorded_program(types: &crate::types::Types<'_>) -> bool {
+    types.composites().any(|id| {
+        types
+            .composite(id)
+            .and_then(|c| c.origin.as_deref())
+            .is_some_and(|o| {
+                o.unit
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("")
+                    .starts_with("lineup_rt")
+            })
+    })
+}
+
+/// Up to `n` struct names close to `name` for "did you mean", without a recorded program's
+/// foreign types ([`is_foreign_type`]).
+pub fn similar_program_names(types: &crate::types::Types<'_>, name: &str, n: usize) -> Vec<String> {
+    if !is_recorded_program(types) {
+        return types.similar_composite_names(name, n);
+    }
+    let own = |c: &String| {
+        types
+            .find_composites(c)
+            .iter()
+            .any(|&id| !is_foreign_type(types, id))
+    };
+    types
+        .similar_composite_names(name, n * 8)
+        .into_iter()
+        .filter(own)
+        .take(n)
+        .collect()
+}
+
 /// The type of an array of scalars or an untyped heap block of a recorded profile, built
 /// into `types` from its allocation sites (the program's DWARF has no such struct): one
 /// member named after the pointer, an array of the element type (`double buf[12]`), or
