@@ -195,8 +195,12 @@ fn record_profile_matches_its_schema() {
     let src = dir.join("tiny.c");
     std::fs::write(
         &src,
-        "struct s { long a; long b; } g;\n\
-         int main(void) { for (int i = 0; i < 100; i++) { g.a += i; g.b = g.a; } return 0; }\n",
+        "#include <stdlib.h>\n\
+         struct s { long a; long b; } g;\n\
+         int main(void) {\n\
+         long *h = malloc(4 * sizeof *h);\n\
+         for (int i = 0; i < 100; i++) { g.a += i; g.b = g.a; h[i % 4] = g.a; }\n\
+         return h[1] == 0; }\n",
     )
     .unwrap();
     let prog = dir.join("tiny");
@@ -219,7 +223,29 @@ fn record_profile_matches_its_schema() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let v = read_json(&profile);
     assert_valid("profile", &v);
-    assert_eq!(v["types"][0]["type_name"], "s");
+    let names: Vec<&str> = v["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["type_name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"s"), "{names:?}");
+    // The heap block, by its allocation site (issue 16 item 2), in the profile and in
+    // `diagnose --alloc`'s JSON.
+    assert!(names.contains(&"h@tiny.c:4"), "{names:?}");
+    let r = common::lineup(&[
+        "diagnose",
+        "--profile",
+        profile.to_str().unwrap(),
+        "--alloc",
+        "tiny.c:4",
+        "--json",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let d: Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_valid("diagnose", &d);
+    assert_eq!(d["allocations"][0]["variable"], "h", "{d:#}");
+    assert_eq!(d["allocations"][0]["found_by"], "declaration", "{d:#}");
 }
 
 #[test]

@@ -23,6 +23,7 @@ use super::subject;
                   lineup diagnose --type mm_struct --c2c c2c.txt --vmlinux vmlinux --kallsyms kallsyms\n  \
                   lineup diagnose --type root_domain --sketch examples/sketches/seed003_root_domain.toml\n  \
                   lineup diagnose --type task_group --perf-typeoff typeoff.txt    # perf report -s type,typeoff\n  \
+                  lineup diagnose --profile linreg.json --alloc linreg.c:48     # a recording's heap blocks by site\n  \
                   lineup diagnose --type task_group --c2c mail.txt --report 2 --line-offset 256 --json"
 )]
 pub struct Args {
@@ -30,6 +31,11 @@ pub struct Args {
     /// contended line, candidate types ranked with their reasons
     #[arg(long = "type", value_name = "TYPE")]
     type_name: Option<String>,
+    /// A recorded program's heap blocks allocated at this call site (`file.c:LINE`) or in
+    /// this function, instead of --type: their element type, or the array of scalars or
+    /// untyped block they are
+    #[arg(long, value_name = "FILE:LINE|FUNCTION", conflicts_with = "type_name")]
+    alloc: Option<String>,
     /// Draw and judge the struct in lines of this many bytes (128 for adjacent-line
     /// prefetch or POWER); the evidence's own lines keep the size they were taken with
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(8..=4096))]
@@ -81,8 +87,57 @@ struct Report<'a> {
     evidence: Option<&'a str>,
     bindings: &'a [LineBinding],
     unbound: &'a [bind::Unbound],
+    /// Where the struct's (or array's) heap blocks were allocated (recorded profiles).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    allocations: &'a [lineup::profile::AllocationSite],
     #[serde(flatten)]
     diagnosis: &'a Diagnosis,
+}
+
+/// The profile type whose heap blocks `selector` (`file.c:LINE`, `file.c`, a function)
+/// names; a one-line error listing the sites there are when none.
+fn type_allocated_at(profile: &lineup::profile::Profile, selector: &str) -> Result<String> {
+    let mut found: Vec<&str> = Vec::new();
+    for t in &profile.types {
+        if t.allocations.iter().any(|a| a.matches(selector))
+            && !found.contains(&t.type_name.as_str())
+        {
+            found.push(&t.type_name);
+        }
+    }
+    match found.as_slice() {
+        [one] => Ok(one.to_string()),
+        [] => {
+            let mut sites: Vec<String> = Vec::new();
+            for t in &profile.types {
+                for a in &t.allocations {
+                    let s = format!(
+                        "{} ({})",
+                        a.source.as_deref().unwrap_or("?"),
+                        a.function.as_deref().unwrap_or("?")
+                    );
+                    if !sites.contains(&s) {
+                        sites.push(s);
+                    }
+                }
+            }
+            bail!(
+                "{}: no heap block with recorded accesses was allocated at '{selector}'; {}",
+                subject::evidence_label(profile),
+                if sites.is_empty() {
+                    "the profile has no allocation sites (is it a `lineup record` profile?)"
+                        .to_string()
+                } else {
+                    format!("sites: {}", sites.join(", "))
+                }
+            )
+        }
+        many => bail!(
+            "{}: '{selector}' allocated blocks of several types: {}; name one site (file.c:LINE) or use --type",
+            subject::evidence_label(profile),
+            many.join(", ")
+        ),
+    }
 }
 
 #[derive(Serialize)]
@@ -155,7 +210,11 @@ pub fn run(args: Args) -> Result<()> {
     let html_out = super::output::check_opt("--html", args.html.as_deref())?;
     let mut profile = args.evidence.load(&args.pick)?;
     let opened = args.source.for_profile(&profile).open()?;
-    let types = opened.types()?;
+    let mut types = opened.types()?;
+    let alloc_type = match &args.alloc {
+        Some(sel) => Some(type_allocated_at(&profile, sel)?),
+        None => None,
+    };
     let decoded = args.code.decode(&profile)?;
     let source_path = args
         .source
@@ -177,7 +236,7 @@ pub fn run(args: Args) -> Result<()> {
         decoded,
         prototypes,
     };
-    let Some(type_name) = args.type_name.clone() else {
+    let Some(type_name) = args.type_name.clone().or(alloc_type) else {
         if profile.lines.is_empty() {
             bail!(
                 "{}: the evidence holds no raw cache lines (it is already about {}): give --type",
@@ -252,7 +311,23 @@ pub fn run(args: Args) -> Result<()> {
         }
         return Ok(());
     };
-    let id = subject::find_type(&types, &opened.label, &type_name)?;
+    // Arrays of scalars and untyped heap blocks of a recording have no struct in the
+    // program's DWARF: their type is built from the allocation site.
+    let allocations = profile
+        .type_profile(&type_name)
+        .map(|t| t.allocations.clone())
+        .unwrap_or_default();
+    let built = match profile.type_profile(&type_name) {
+        Some(tp) if types.find_composites(&type_name).is_empty() => {
+            let tp = tp.clone();
+            lineup::record::allocation_type(&mut types, &tp)
+        }
+        _ => None,
+    };
+    let id = match built {
+        Some(id) => id,
+        None => subject::find_type(&types, &opened.label, &type_name)?,
+    };
     if let Some(n) = args.cacheline_size
         && !n.is_power_of_two()
     {
@@ -289,6 +364,9 @@ pub fn run(args: Args) -> Result<()> {
         ];
         if let Some(input) = &profile.provenance.input {
             notes.push(format!("evidence file: {input}"));
+        }
+        for a in &allocations {
+            notes.push(format!("allocated in {}", a.describe()));
         }
         for b in &bindings {
             notes.push(format!(
@@ -342,6 +420,7 @@ pub fn run(args: Args) -> Result<()> {
             evidence: profile.provenance.input.as_deref(),
             bindings: &bindings,
             unbound: &unbound,
+            allocations: &allocations,
             diagnosis: &d,
         };
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -363,6 +442,33 @@ pub fn run(args: Args) -> Result<()> {
             .map(|l| format!(" \"{l}\""))
             .unwrap_or_default()
     );
+    for a in &allocations {
+        let _ = writeln!(text, "allocated in {}", a.describe());
+        if let (Some(var), Some(n)) = (&a.variable, a.element_size)
+            && a.element_kind.as_deref() != Some("struct")
+            && n > 0
+        {
+            // Which elements each line holds: `buf[0..7]` on line 0.
+            let per = (cls / n).max(1);
+            let total = a.type_size / n;
+            let ranges: Vec<String> = (0..total.div_ceil(per))
+                .take(4)
+                .map(|i| {
+                    format!(
+                        "line {i}: {var}[{}..{}]",
+                        i * per,
+                        ((i + 1) * per).min(total) - 1
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                text,
+                "  elements per line, counted from the block's start: {}{}",
+                ranges.join(", "),
+                if total.div_ceil(per) > 4 { ", ..." } else { "" }
+            );
+        }
+    }
     for b in &bindings {
         let how = b.binding.label();
         let _ = write!(

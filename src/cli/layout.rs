@@ -51,14 +51,22 @@ pub fn run(args: Args) -> Result<()> {
     // Types that share their name with another definition (two compile units, say): each is
     // labelled with where it was declared.
     let mut ambiguous: Vec<TypeId> = Vec::new();
+    // A program recorded with `lineup cc` carries lineup's runtime and libc's header types:
+    // they are not the program's, and `--all` leaves them out.
+    let recorded = opened.format == lineup::readers::Format::Dwarf
+        && lineup::record::cc::has_runtime(opened.file.bytes());
     let ids: Vec<TypeId> = if args.all {
-        layout::distinct_named(&types)
+        let mut ids = layout::distinct_named(&types);
+        if recorded {
+            ids.retain(|&id| !lineup::record::is_foreign_type(&types, id));
+        }
+        ids
     } else {
         let mut ids: Vec<TypeId> = Vec::new();
         for name in args.types.iter().chain(&args.named) {
             let found = types.find_composites(name);
             if found.is_empty() {
-                let close = types.similar_composite_names(name, 5);
+                let close = lineup::record::similar_program_names(&types, name, 5);
                 let hint = if close.is_empty() {
                     String::new()
                 } else {

@@ -35,7 +35,7 @@ pub struct SubjectArgs {
 pub fn find_type(types: &Types<'_>, label: &str, name: &str) -> Result<TypeId> {
     let found = types.find_composites(name);
     let Some(&id) = found.first() else {
-        let close = types.similar_composite_names(name, 5);
+        let close = lineup::record::similar_program_names(types, name, 5);
         let hint = if close.is_empty() {
             String::new()
         } else {

@@ -200,6 +200,95 @@ pub struct TypeProfile {
     /// Offsets in [`Access::offset`] are relative to the start of the type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accesses: Vec<Access>,
+    /// Where the heap blocks of this type were allocated (recorded profiles).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allocations: Vec<AllocationSite>,
+}
+
+/// A place in the recorded program that allocated heap blocks, and what lineup found they
+/// are: the pointer their addresses go into and its element type (`docs/record.md`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AllocationSite {
+    /// The allocating function (`main`, `ring::new`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    /// `file.c:line` of the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Link-time address of the call instruction.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "hex_opt")]
+    pub address: Option<u64>,
+    /// The variable or member the blocks' addresses are stored into.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variable: Option<String>,
+    /// The element type, from that pointer's type; none when nothing tells (untyped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element_type: Option<String>,
+    /// `struct`, `float`, `int`, `bool`, `char`, `pointer`; absent when untyped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element_kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element_size: Option<u64>,
+    /// How the element type was found: `declaration` (a pointer declared on the call's
+    /// line), `assignment` (the global or frame slot the code after the call stores the
+    /// result into), `store` (the recorded store of the address), `function` (the one struct
+    /// the allocating function handles pointers to that fits), `--heap-type`, or `none`.
+    #[serde(default)]
+    pub found_by: String,
+    /// Blocks allocated there, and the largest.
+    #[serde(default)]
+    pub blocks: u64,
+    #[serde(default)]
+    pub max_bytes: u64,
+    /// Bytes of the profile type's unit: one element, or for scalars and untyped blocks one
+    /// piece (blocks over 4096 bytes are folded into pieces).
+    #[serde(default)]
+    pub type_size: u64,
+}
+
+impl AllocationSite {
+    /// One line for people: `main at linreg.c:44: tid_args, an array of lreg_args (40 bytes
+    /// each; found by declaration), 1 block of 80 bytes`.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "{} at {}",
+            self.function.as_deref().unwrap_or("?"),
+            self.source.as_deref().unwrap_or("?")
+        );
+        if let Some(v) = &self.variable {
+            s.push_str(&format!(": `{v}`"));
+        } else {
+            s.push(':');
+        }
+        match (&self.element_type, self.element_size) {
+            (Some(t), Some(n)) => s.push_str(&format!(
+                " an array of {t} ({n} bytes each; found by {})",
+                self.found_by
+            )),
+            _ => s.push_str(" untyped (no pointer type tells; offsets in bytes)"),
+        }
+        s.push_str(&format!(
+            ", {} block{} of up to {} bytes",
+            self.blocks,
+            if self.blocks == 1 { "" } else { "s" },
+            self.max_bytes
+        ));
+        s
+    }
+
+    /// Does `--alloc SELECTOR` (`file.c:LINE`, `file.c`, or a function name) name this site?
+    pub fn matches(&self, selector: &str) -> bool {
+        let src = self.source.as_deref().unwrap_or("");
+        let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+        if selector.contains(':') {
+            let (f, l) = selector.rsplit_once(':').unwrap_or((selector, ""));
+            return src == format!("{}:{l}", base(f));
+        }
+        if selector.contains('.') && src.split(':').next() == Some(base(selector).as_str()) {
+            return true;
+        }
+        self.function.as_deref() == Some(selector)
+    }
 }
 
 /// Accesses to one place (byte range or field) from one code location.

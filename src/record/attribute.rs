@@ -1,18 +1,28 @@
 //! Which object an address belongs to: a global or static variable (from DWARF, at its
 //! address plus the PIE load bias), or a heap block (from the runtime's allocation log),
-//! and which struct type that object is.
+//! and what it is.
 //!
-//! A heap block's type is chosen, in order: by `--type` (a block whose size is the type's
-//! size or a multiple of it: an array); by the struct types the allocating function handles
-//! pointers to (its return type, parameters and locals, `struct queue *q = malloc(sizeof
-//! *q)`), when exactly one of them has the block's size; by the program's struct types of
-//! exactly that size, when only one name has it. Otherwise the block stays unattributed and
-//! the summary says which sizes and sites were ambiguous, so that `--type` can name them.
+//! A heap block is named by its allocation site (the call's function and `file.c:line`) and
+//! by the pointer its address goes into; its element type is that pointer's target type,
+//! found, in order: `--heap-type` (the user's override: a block whose size is the type's
+//! size or a multiple of it); a pointer variable declared on the call's line (`double *buf
+//! = malloc(...)`: the static way); the pointer-sized slot (a global, a member of another
+//! object) the allocating thread stores into on the call's line in the same function (the
+//! dynamic way, from the recorded stores); the struct types the allocating function handles
+//! pointers to, when exactly one fits. A block of structs is an array of them; a block of
+//! scalars (`double`, `_Bool`, `size_t`) is an array of scalars, shown per element; a block
+//! with no type evidence is *untyped*, shown by its site and byte offsets. A type is never
+//! taken from its size alone: a struct of libc's or of unrelated code that happens to have
+//! the block's size says nothing about it.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
-use super::debuginfo::{DebugInfo, ObjType};
+use super::debuginfo::{DebugInfo, Elem, ElemKind, ObjType, SiteVariable};
 use super::trace::AllocEvent;
+
+/// Heap blocks of scalars (or untyped) larger than this are folded into pieces of this
+/// size, so that a 128 MiB buffer does not become a 128 MiB "struct".
+pub const SCALAR_PIECE: u64 = 4096;
 
 /// Where an object came from.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -25,117 +35,264 @@ pub enum Origin {
 
 #[derive(Clone, Debug)]
 pub struct Object {
+    /// The profile type: a struct, or for arrays of scalars and untyped blocks a type
+    /// named after the allocation site (`buf@linreg.c:44`) of one piece of the block.
     pub ty: ObjType,
     /// Runtime address of the first element.
     pub base: u64,
     /// Number of elements of `ty` (arrays).
     pub count: u64,
+    /// Bytes the object covers (a heap block's size).
+    pub len: u64,
     pub origin: Origin,
     /// Lifetime in timestamps (heap blocks; globals live forever).
     pub born: u64,
     pub died: u64,
+    /// For arrays of scalars: the element, and the name its elements are shown by.
+    pub scalars: Option<(Elem, String)>,
 }
 
 impl Object {
     pub fn end(&self) -> u64 {
-        self.base
-            .saturating_add(self.ty.size.saturating_mul(self.count.max(1)))
+        self.base.saturating_add(self.len)
     }
     /// Offset of `addr` within its element.
     pub fn type_offset(&self, addr: u64) -> u64 {
         (addr - self.base) % self.ty.size.max(1)
     }
+    /// The field name of type offset `offset` in an array of scalars (`buf[3]`).
+    pub fn scalar_field(&self, offset: u64) -> Option<String> {
+        let (elem, var) = self.scalars.as_ref()?;
+        Some(format!("{var}[{}]", offset / elem.size.max(1)))
+    }
+}
+
+/// How a heap block's element type (or its name) was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FoundBy {
+    HeapType,
+    Declaration,
+    Assignment,
+    Store,
+    Function,
+    Nothing,
+}
+
+impl FoundBy {
+    pub fn label(self) -> &'static str {
+        match self {
+            FoundBy::HeapType => "--heap-type",
+            FoundBy::Declaration => "declaration",
+            FoundBy::Assignment => "assignment",
+            FoundBy::Store => "store",
+            FoundBy::Function => "function",
+            FoundBy::Nothing => "none",
+        }
+    }
+}
+
+/// What lineup knows about one allocation site.
+#[derive(Clone, Debug)]
+pub struct SiteInfo {
+    /// The variable or member the blocks' addresses go into.
+    pub variable: Option<String>,
+    pub elem: Option<Elem>,
+    pub found_by: FoundBy,
+    /// The profile type its blocks were given.
+    pub type_name: Option<String>,
+    /// Bytes of one element of that type (the piece, for scalars and untyped blocks).
+    pub type_size: u64,
+    pub blocks: u64,
+    pub max_bytes: u64,
 }
 
 /// Heap blocks whose type could not be chosen: (size, site) → candidate type names.
 pub type Ambiguous = HashMap<(u64, u64), Vec<String>>;
 
-/// Choosing a struct type for a heap block of some size allocated at some site.
+/// Typing heap blocks by their allocation sites.
 pub struct TypeChooser<'a> {
-    /// `--type` names with their sizes.
+    /// `--heap-type` names with their sizes.
     pub named: Vec<ObjType>,
-    /// Sizes of every named struct/union of the program, by size.
-    pub by_size: HashMap<u64, BTreeSet<String>>,
     pub debug: &'a DebugInfo,
-    memo: HashMap<(u64, u64), Option<(ObjType, u64)>>,
+    /// Per call site: the slot its blocks were seen stored into (the dynamic way).
+    pub stored: HashMap<u64, SiteVariable>,
+    memo: HashMap<(u64, u64), Option<(ObjType, u64, Option<(Elem, String)>)>>,
     pub ambiguous: Ambiguous,
+    pub sites: BTreeMap<u64, SiteInfo>,
 }
 
 impl<'a> TypeChooser<'a> {
-    pub fn new(
-        named: Vec<ObjType>,
-        by_size: HashMap<u64, BTreeSet<String>>,
-        debug: &'a DebugInfo,
-    ) -> Self {
+    pub fn new(named: Vec<ObjType>, debug: &'a DebugInfo) -> Self {
         TypeChooser {
             named,
-            by_size,
             debug,
+            stored: HashMap::new(),
             memo: HashMap::new(),
             ambiguous: HashMap::new(),
+            sites: BTreeMap::new(),
         }
     }
 
-    /// The type (and element count) of a block of `size` bytes allocated at link-time
-    /// address `site`.
-    pub fn choose(&mut self, size: u64, site: u64) -> Option<(ObjType, u64)> {
-        if let Some(c) = self.memo.get(&(size, site)) {
-            return c.clone();
+    /// Forgets what was decided (after learning `stored`).
+    pub fn reset(&mut self) {
+        self.memo.clear();
+        self.ambiguous.clear();
+        self.sites.clear();
+    }
+
+    /// The type (element count, and scalar element) of a block of `size` bytes allocated
+    /// at link-time address `site`; `None` for an empty block.
+    pub fn choose(
+        &mut self,
+        size: u64,
+        site: u64,
+    ) -> Option<(ObjType, u64, Option<(Elem, String)>)> {
+        let c = match self.memo.get(&(size, site)) {
+            Some(c) => c.clone(),
+            None => {
+                let c = self.decide(size, site);
+                self.memo.insert((size, site), c.clone());
+                c
+            }
+        };
+        if let Some(info) = self.sites.get_mut(&site) {
+            info.blocks += 1;
+            info.max_bytes = info.max_bytes.max(size);
+            if let Some((t, _, _)) = &c
+                && t.size > info.type_size
+            {
+                info.type_size = t.size;
+            }
         }
-        let c = self.decide(size, site);
-        self.memo.insert((size, site), c.clone());
         c
     }
 
-    fn decide(&mut self, size: u64, site: u64) -> Option<(ObjType, u64)> {
+    /// The pointer its blocks go into, and how that was found.
+    fn variable(&mut self, size: u64, site: u64) -> (Option<String>, Option<Elem>, FoundBy) {
+        let declared = self.debug.variables_declared_at(site);
+        if let Some(v) = declared.iter().find(|v| v.elem.is_some()) {
+            return (Some(v.name.clone()), v.elem.clone(), FoundBy::Declaration);
+        }
+        let assigned = self.debug.variable_assigned_at(site);
+        if let Some(v) = assigned.as_ref().filter(|v| v.elem.is_some()) {
+            return (Some(v.name.clone()), v.elem.clone(), FoundBy::Assignment);
+        }
+        if let Some(v) = self.stored.get(&site)
+            && v.elem.is_some()
+        {
+            return (Some(v.name.clone()), v.elem.clone(), FoundBy::Store);
+        }
+        let name = declared
+            .first()
+            .map(|v| v.name.clone())
+            .or_else(|| assigned.map(|v| v.name))
+            .or_else(|| self.stored.get(&site).map(|v| v.name.clone()));
+        // The struct types the allocating function handles pointers to, when exactly one
+        // fits the block: `struct ring *q = ...; q = aligned_alloc(64, sizeof *q)`.
+        let local = self.debug.pointer_types_at(site);
+        for exact in [true, false] {
+            let fits: Vec<&ObjType> = local
+                .iter()
+                .filter(|t| t.size > 0 && size >= t.size && size.is_multiple_of(t.size))
+                .filter(|t| (size == t.size) == exact)
+                .collect();
+            if fits.len() == 1 {
+                let t = fits[0];
+                let elem = Elem {
+                    name: t.name.clone(),
+                    size: t.size,
+                    kind: ElemKind::Struct,
+                };
+                return (name, Some(elem), FoundBy::Function);
+            }
+        }
+        if local.len() > 1 {
+            self.ambiguous
+                .insert((size, site), local.iter().map(|t| t.name.clone()).collect());
+        }
+        (name, None, FoundBy::Nothing)
+    }
+
+    fn decide(&mut self, size: u64, site: u64) -> Option<(ObjType, u64, Option<(Elem, String)>)> {
         if size == 0 {
             return None;
         }
-        let fits = |t: &ObjType| -> Option<u64> {
-            if t.size == 0 {
-                None
-            } else if size == t.size {
-                Some(1)
-            } else if size > t.size && size.is_multiple_of(t.size) {
-                Some(size / t.size)
-            } else {
-                None
+        let named = self.named.iter().find(|t| t.size == size).or_else(|| {
+            self.named
+                .iter()
+                .find(|t| t.size > 0 && size > t.size && size.is_multiple_of(t.size))
+        });
+        let (variable, elem, found_by) = match named {
+            Some(t) => (
+                None,
+                Some(Elem {
+                    name: t.name.clone(),
+                    size: t.size,
+                    kind: ElemKind::Struct,
+                }),
+                FoundBy::HeapType,
+            ),
+            None => self.variable(size, site),
+        };
+        let typed = match &elem {
+            Some(e) if e.kind == ElemKind::Struct && e.size > 0 && size >= e.size => {
+                let t = ObjType {
+                    name: e.name.clone(),
+                    size: e.size,
+                };
+                (t, size / e.size, None)
+            }
+            _ => {
+                // Scalars, or nothing known: the block by its site, in pieces.
+                let (unit, shown) = match &elem {
+                    Some(e) if e.kind != ElemKind::Struct && e.size > 0 && size >= e.size => {
+                        (e.size, Some(e.clone()))
+                    }
+                    _ => (1, None),
+                };
+                let piece = (size.min(SCALAR_PIECE) / unit).max(1) * unit;
+                let place = self.site_label(site);
+                let var = variable.clone().unwrap_or_else(|| "heap".to_string());
+                let t = ObjType {
+                    name: format!("{var}@{place}"),
+                    size: piece,
+                };
+                // Elements are shown by the variable, or by the member's own name (`counts`
+                // of `tally.counts`): a dotted name would read as a path into a struct.
+                let member = variable
+                    .as_deref()
+                    .map(|v| v.rsplit('.').next().unwrap_or(v).to_string())
+                    .unwrap_or_else(|| "elements".to_string());
+                let scalars = shown.map(|e| (e, member));
+                (t, size.div_ceil(piece), scalars)
             }
         };
-        for t in &self.named {
-            if let Some(n) = fits(t) {
-                return Some((t.clone(), n));
-            }
+        let entry = self.sites.entry(site).or_insert_with(|| SiteInfo {
+            variable: variable.clone(),
+            elem: elem
+                .clone()
+                .filter(|e| e.kind == ElemKind::Struct || size >= e.size),
+            found_by,
+            type_name: Some(typed.0.name.clone()),
+            type_size: 0,
+            blocks: 0,
+            max_bytes: 0,
+        });
+        if entry.type_name.is_none() {
+            entry.type_name = Some(typed.0.name.clone());
         }
-        let local = self.debug.pointer_types_at(site);
-        for exact in [true, false] {
-            let names: BTreeSet<&ObjType> = local
-                .iter()
-                .filter(|t| fits(t).is_some_and(|n| (n == 1) == exact))
-                .collect();
-            if names.len() == 1 {
-                let t = names.into_iter().next().expect("one").clone();
-                let n = fits(&t).expect("fits");
-                return Some((t, n));
-            }
+        Some(typed)
+    }
+
+    /// `file.c:line` of a call site, else `function+offset`, else its address.
+    fn site_label(&self, site: u64) -> String {
+        if let Some((file, line)) = self.debug.line_of(site) {
+            return format!("{file}:{line}");
         }
-        match self.by_size.get(&size) {
-            Some(names) if names.len() == 1 => {
-                let name = names.iter().next().expect("one").clone();
-                Some((ObjType { name, size }, 1))
-            }
-            Some(names) => {
-                self.ambiguous
-                    .insert((size, site), names.iter().take(6).cloned().collect());
-                None
-            }
-            None => {
-                if !local.is_empty() {
-                    self.ambiguous
-                        .insert((size, site), local.iter().map(|t| t.name.clone()).collect());
-                }
-                None
-            }
+        let r = self.debug.resolve(site);
+        match (r.symbol, r.offset) {
+            (Some(s), Some(o)) => format!("{s}+{o}"),
+            _ => format!("{site:#x}"),
         }
     }
 }
@@ -168,9 +325,11 @@ impl ObjectMap {
                 ty: g.elem.clone(),
                 base: g.addr.wrapping_add(bias),
                 count: g.count.max(1),
+                len: g.size(),
                 origin: Origin::Global(g.name.clone()),
                 born: 0,
                 died: u64::MAX,
+                scalars: None,
             });
         }
         m.globals.sort_by_key(|o| o.base);
@@ -195,19 +354,22 @@ impl ObjectMap {
             }
         }
         for (base, size, site, born, died) in blocks {
-            match chooser.choose(size, site) {
-                Some((ty, count)) => {
+            if let Some((ty, count, scalars)) = chooser.choose(size, site) {
+                if chooser.sites.get(&site).is_some_and(|s| s.elem.is_some()) {
                     m.heap_typed += 1;
-                    m.heap.push(Object {
-                        ty,
-                        base,
-                        count,
-                        origin: Origin::Heap { site },
-                        born,
-                        died,
-                    });
+                } else {
+                    m.heap_untyped += 1;
                 }
-                None => m.heap_untyped += 1,
+                m.heap.push(Object {
+                    ty,
+                    base,
+                    count,
+                    len: size,
+                    origin: Origin::Heap { site },
+                    born,
+                    died,
+                    scalars,
+                });
             }
         }
         m.heap.sort_by_key(|o| o.base);
@@ -265,30 +427,27 @@ mod tests {
     }
 
     #[test]
-    fn named_types_win_and_arrays_count_elements() {
+    fn named_types_win_and_nothing_is_typed_by_size_alone() {
         let d = DebugInfo::default();
-        let mut by_size = HashMap::new();
-        by_size.insert(64, BTreeSet::from(["a".to_string(), "b".to_string()]));
-        by_size.insert(32, BTreeSet::from(["only".to_string()]));
-        let mut c = TypeChooser::new(vec![t("b", 64)], by_size, &d);
-        assert_eq!(c.choose(64, 0), Some((t("b", 64), 1)));
-        assert_eq!(c.choose(256, 0), Some((t("b", 64), 4)));
-        assert_eq!(c.choose(32, 0), Some((t("only", 32), 1)));
-        let mut c = TypeChooser::new(vec![], c.by_size.clone(), &d);
-        assert_eq!(c.choose(64, 7), None);
-        assert_eq!(
-            c.ambiguous[&(64, 7)],
-            vec!["a".to_string(), "b".to_string()]
-        );
+        let mut c = TypeChooser::new(vec![t("b", 64)], &d);
+        assert_eq!(c.choose(64, 0).unwrap().0, t("b", 64));
+        assert_eq!(c.choose(256, 0).unwrap().1, 4);
+        // No --heap-type fits and no pointer is known: untyped, named by the site, not by
+        // whichever struct has 32 bytes.
+        let (ty, count, scalars) = c.choose(32, 0x1234).unwrap();
+        assert_eq!(ty, t("heap@0x1234", 32));
+        assert_eq!((count, scalars), (1, None));
+        assert_eq!(c.sites[&0x1234].found_by, FoundBy::Nothing);
+        // A large untyped block is folded into pieces.
+        let (ty, count, _) = c.choose(3 * SCALAR_PIECE + 1, 0x99).unwrap();
+        assert_eq!((ty.size, count), (SCALAR_PIECE, 4));
+        assert!(c.choose(0, 0x99).is_none());
     }
 
     #[test]
     fn reused_heap_addresses_resolve_by_time() {
         let d = DebugInfo::default();
-        let mut by_size = HashMap::new();
-        by_size.insert(16, BTreeSet::from(["small".to_string()]));
-        by_size.insert(128, BTreeSet::from(["big".to_string()]));
-        let mut c = TypeChooser::new(vec![], by_size, &d);
+        let mut c = TypeChooser::new(vec![t("small", 16), t("big", 128)], &d);
         let ev = |tsc, addr, size, free| AllocEvent {
             tsc,
             thread: 0,

@@ -56,6 +56,72 @@ struct Row {
 struct FunctionTypes {
     ranges: Vec<(u64, u64)>,
     types: Vec<ObjType>,
+    /// What `DW_OP_fbreg` offsets count from, as an offset from `%rbp`: 0 when the frame
+    /// base is `%rbp` (clang), 16 when it is the CFA (gcc; after `push %rbp; mov %rsp,
+    /// %rbp`, as -O0 code has it). `None` for inlined copies and other frame bases.
+    frame_from_rbp: Option<i64>,
+}
+
+/// What a pointer points to, as its DWARF type says: a struct (an array of them on the
+/// heap) or a scalar (an array of scalars), named as the source writes it (`size_t`, not
+/// `unsigned long`; an anonymous struct by its typedef).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Elem {
+    pub name: String,
+    pub size: u64,
+    pub kind: ElemKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ElemKind {
+    Struct,
+    Float,
+    Int,
+    Bool,
+    Char,
+    Pointer,
+}
+
+impl ElemKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            ElemKind::Struct => "struct",
+            ElemKind::Float => "float",
+            ElemKind::Int => "int",
+            ElemKind::Bool => "bool",
+            ElemKind::Char => "char",
+            ElemKind::Pointer => "pointer",
+        }
+    }
+}
+
+/// A local variable or parameter of pointer type, with where it is declared: the static
+/// way to name the block `double *buf = malloc(...)` allocates.
+#[derive(Clone, Debug)]
+struct PointerLocal {
+    function: usize,
+    name: String,
+    file: String,
+    line: u64,
+    elem: Option<Elem>,
+    /// `%rbp`-relative address of a variable that lives in the frame (-O0).
+    rbp_offset: Option<i64>,
+}
+
+/// A global or static variable of pointer type: a slot a block's address can be stored into.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PointerGlobal {
+    pub name: String,
+    /// Link-time address (add the load bias for a PIE).
+    pub addr: u64,
+    pub elem: Option<Elem>,
+}
+
+/// A pointer variable found for an allocation call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteVariable {
+    pub name: String,
+    pub elem: Option<Elem>,
 }
 
 /// A code location resolved against the program.
@@ -72,7 +138,10 @@ pub struct DebugInfo {
     rows: Vec<Row>,
     files: Vec<String>,
     functions: Vec<FunctionTypes>,
+    pointer_locals: Vec<PointerLocal>,
     pub globals: Vec<GlobalVar>,
+    /// Globals and statics of pointer type.
+    pub pointer_globals: Vec<PointerGlobal>,
     /// Executable sections: (address, bytes), to look at call instructions.
     code: Vec<(u64, Vec<u8>)>,
     pub has_dwarf: bool,
@@ -205,12 +274,22 @@ impl DebugInfo {
                     if let Some(t) = type_of(unit, entry).and_then(|t| pointee(dwarf, unit, t)) {
                         types.push(t);
                     }
-                    self.functions.push(FunctionTypes { ranges, types });
+                    let frame_from_rbp = frame_base_from_rbp(unit, entry);
+                    self.functions.push(FunctionTypes {
+                        ranges,
+                        types,
+                        frame_from_rbp,
+                    });
                     scopes.push((depth, self.functions.len() - 1));
                 }
                 dw::DW_TAG_variable | dw::DW_TAG_formal_parameter => {
+                    let pointer = type_of(unit, entry).and_then(|t| pointer_elem(dwarf, unit, t));
                     if let Some(addr) = static_address(dwarf, unit, entry) {
-                        if let Some(t) = type_of(unit, entry)
+                        if let Some(elem) = pointer {
+                            let name = name_of(dwarf, unit, entry).unwrap_or_default();
+                            self.pointer_globals
+                                .push(PointerGlobal { name, addr, elem });
+                        } else if let Some(t) = type_of(unit, entry)
                             && let Some((elem, count)) = composite(dwarf, unit, t)
                         {
                             let name = name_of(dwarf, unit, entry).unwrap_or_default();
@@ -221,11 +300,37 @@ impl DebugInfo {
                                 count,
                             });
                         }
-                    } else if let Some(&(_, f)) = scopes.last()
-                        && let Some(t) = type_of(unit, entry).and_then(|t| pointee(dwarf, unit, t))
-                        && !self.functions[f].types.contains(&t)
-                    {
-                        self.functions[f].types.push(t);
+                    } else if let Some(&(_, f)) = scopes.last() {
+                        if let Some(elem) = pointer
+                            && let Some(name) = name_of(dwarf, unit, entry)
+                            && let Some(line) = through_origin(unit, entry, dw::DW_AT_decl_line)
+                                .and_then(|a| a.udata_value())
+                        {
+                            let file = through_origin(unit, entry, dw::DW_AT_decl_file)
+                                .and_then(|a| a.udata_value())
+                                .map(|i| file_base(dwarf, unit, i))
+                                .unwrap_or_default();
+                            // The frame base of the nearest function that has one.
+                            let base = scopes
+                                .iter()
+                                .rev()
+                                .find_map(|&(_, g)| self.functions[g].frame_from_rbp);
+                            let rbp_offset =
+                                base.and_then(|b| fbreg_offset(unit, entry).map(|o| o + b));
+                            self.pointer_locals.push(PointerLocal {
+                                function: f,
+                                name,
+                                file,
+                                line,
+                                elem,
+                                rbp_offset,
+                            });
+                        }
+                        if let Some(t) = type_of(unit, entry).and_then(|t| pointee(dwarf, unit, t))
+                            && !self.functions[f].types.contains(&t)
+                        {
+                            self.functions[f].types.push(t);
+                        }
                     }
                 }
                 _ => {}
@@ -266,6 +371,156 @@ impl DebugInfo {
             }
         }
         ret.saturating_sub(1)
+    }
+
+    /// `file.c` and line of code address `addr` (link-time), from the line table.
+    pub fn line_of(&self, addr: u64) -> Option<(&str, u32)> {
+        let j = self.rows.partition_point(|row| row.addr <= addr);
+        let row = self.rows.get(j.checked_sub(1)?)?;
+        (!row.end && row.line > 0).then(|| (self.files[row.file as usize].as_str(), row.line))
+    }
+
+    /// The pointer variables declared on the line of the call at `site` (link-time), in the
+    /// functions (and inlined calls) around it: `double *buf = malloc(n)` names `buf`, a
+    /// `double` array. Typed ones first.
+    pub fn variables_declared_at(&self, site: u64) -> Vec<SiteVariable> {
+        let Some((file, line)) = self.line_of(site) else {
+            return Vec::new();
+        };
+        let mut out: Vec<SiteVariable> = Vec::new();
+        for v in &self.pointer_locals {
+            let f = &self.functions[v.function];
+            if v.line == u64::from(line)
+                && (v.file.is_empty() || v.file == file)
+                && f.ranges.iter().any(|&(lo, hi)| site >= lo && site < hi)
+            {
+                let s = SiteVariable {
+                    name: v.name.clone(),
+                    elem: v.elem.clone(),
+                };
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+        out.sort_by_key(|v| v.elem.is_none());
+        out
+    }
+
+    /// The pointer the result of the call at `site` (link-time) is first stored into, from
+    /// the code after the call (x86-64): the result register, and registers it is copied
+    /// into, followed to the first 8-byte store: into a global pointer variable
+    /// (`%rip`-relative) or a local in the frame (`%rbp`-relative, -O0). Instrumentation
+    /// calls (`__tsan_write8(&slot)` before the store) are stepped over; any other call,
+    /// jump or overwrite of the registers ends the search.
+    pub fn variable_assigned_at(&self, site: u64) -> Option<SiteVariable> {
+        use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic, OpKind, Register};
+        let (start, bytes) = self
+            .code
+            .iter()
+            .find(|(start, bytes)| site >= *start && site < *start + bytes.len() as u64)?;
+        let from = (site - start) as usize;
+        let mut decoder = Decoder::with_ip(64, &bytes[from..], site, DecoderOptions::NONE);
+        let call = decoder.decode();
+        if call.flow_control() != FlowControl::Call {
+            return None;
+        }
+        let volatile = [
+            Register::RAX,
+            Register::RCX,
+            Register::RDX,
+            Register::RSI,
+            Register::RDI,
+            Register::R8,
+            Register::R9,
+            Register::R10,
+            Register::R11,
+        ];
+        let mut holding: Vec<Register> = vec![Register::RAX];
+        for _ in 0..24 {
+            if !decoder.can_decode() || holding.is_empty() {
+                return None;
+            }
+            let ins = decoder.decode();
+            match ins.flow_control() {
+                FlowControl::Call => {
+                    let target = ins.near_branch_target();
+                    let hook = self
+                        .resolve(target)
+                        .symbol
+                        .is_some_and(|s| s.starts_with("__tsan_"));
+                    if !hook {
+                        return None;
+                    }
+                    holding.retain(|r| !volatile.contains(r));
+                    continue;
+                }
+                FlowControl::Next => {}
+                // A null check's branch: the fall-through path is the assignment's.
+                FlowControl::ConditionalBranch => continue,
+                _ => return None,
+            }
+            if ins.mnemonic() == Mnemonic::Mov
+                && ins.op_count() == 2
+                && ins.op1_kind() == OpKind::Register
+                && holding.contains(&ins.op1_register())
+            {
+                if ins.op0_kind() == OpKind::Register {
+                    let dst = ins.op0_register();
+                    if dst.size() == 8 && !holding.contains(&dst) {
+                        holding.push(dst);
+                    }
+                    continue;
+                }
+                if ins.op0_kind() == OpKind::Memory && ins.op1_register().size() == 8 {
+                    if ins.is_ip_rel_memory_operand() {
+                        let g = self.pointer_global_at(ins.ip_rel_memory_address())?;
+                        return Some(SiteVariable {
+                            name: g.name.clone(),
+                            elem: g.elem.clone(),
+                        });
+                    }
+                    if ins.memory_base() == Register::RBP && ins.memory_index() == Register::None {
+                        let disp = ins.memory_displacement64() as i64;
+                        return self
+                            .pointer_locals
+                            .iter()
+                            .filter(|v| v.rbp_offset == Some(disp))
+                            .find(|v| {
+                                self.functions[v.function]
+                                    .ranges
+                                    .iter()
+                                    .any(|&(lo, hi)| site >= lo && site < hi)
+                            })
+                            .map(|v| SiteVariable {
+                                name: v.name.clone(),
+                                elem: v.elem.clone(),
+                            });
+                    }
+                    // A member of an object whose address is in a register: the recorded
+                    // store tells which (`ObjectMap`), not the code.
+                    return None;
+                }
+            }
+            // Anything else that writes a register holding the result ends its holding.
+            if ins.op_count() > 0 && ins.op0_kind() == OpKind::Register {
+                let dst = ins.op0_register().full_register();
+                holding.retain(|r| *r != dst);
+            }
+        }
+        None
+    }
+
+    /// Do code addresses `a` and `b` (link-time) lie in one function (by symbol)?
+    pub fn same_function(&self, a: u64, b: u64) -> bool {
+        let i = self.symbols.partition_point(|s| s.start <= a);
+        let j = self.symbols.partition_point(|s| s.start <= b);
+        i > 0 && i == j
+    }
+
+    /// The pointer global at link-time address `addr`.
+    pub fn pointer_global_at(&self, addr: u64) -> Option<&PointerGlobal> {
+        self.pointer_globals.iter().find(|g| g.addr == addr)
     }
 
     /// Struct types the code at `addr` (link-time) handles pointers to: its function's return
@@ -440,6 +695,197 @@ fn composite(
                     return None;
                 }
                 return Some((ObjType { name, size }, count));
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// A subprogram's frame base as an offset from `%rbp` (see `FunctionTypes`).
+fn frame_base_from_rbp(unit: &Unit<'_>, entry: &Die<'_>) -> Option<i64> {
+    let Some(AttributeValue::Exprloc(expr)) = entry.attr_value(dw::DW_AT_frame_base) else {
+        return None;
+    };
+    let mut ops = expr.operations(unit.encoding());
+    let first = ops.next().ok()??;
+    if !matches!(ops.next(), Ok(None)) {
+        return None;
+    }
+    match first {
+        gimli::Operation::CallFrameCFA => Some(16),
+        // DWARF register 6 is %rbp on x86-64.
+        gimli::Operation::Register { register } if register.0 == 6 => Some(0),
+        gimli::Operation::RegisterOffset {
+            register, offset, ..
+        } if register.0 == 6 => Some(offset),
+        _ => None,
+    }
+}
+
+/// The `DW_OP_fbreg` offset of a variable that lives in its function's frame.
+fn fbreg_offset(unit: &Unit<'_>, entry: &Die<'_>) -> Option<i64> {
+    let Some(AttributeValue::Exprloc(expr)) = entry.attr_value(dw::DW_AT_location) else {
+        return None;
+    };
+    let mut ops = expr.operations(unit.encoding());
+    match ops.next().ok()?? {
+        gimli::Operation::FrameOffset { offset } => Some(offset),
+        _ => None,
+    }
+}
+
+/// An attribute of the entry, or of the entry it is an inlined copy or definition of.
+fn through_origin<'a>(
+    unit: &Unit<'a>,
+    entry: &Die<'a>,
+    at: gimli::DwAt,
+) -> Option<gimli::Attribute<Slice<'a>>> {
+    let mut e = entry.clone();
+    for _ in 0..4 {
+        if let Some(a) = e.attr(at) {
+            return Some(a.clone());
+        }
+        let next = e
+            .attr_value(dw::DW_AT_specification)
+            .or_else(|| e.attr_value(dw::DW_AT_abstract_origin));
+        match next {
+            Some(AttributeValue::UnitRef(o)) => e = unit.entry(o).ok()?,
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The base name of file `index` of the unit's line program (`DW_AT_decl_file`).
+fn file_base(dwarf: &gimli::Dwarf<Slice<'_>>, unit: &Unit<'_>, index: u64) -> String {
+    let Some(program) = &unit.line_program else {
+        return String::new();
+    };
+    program
+        .header()
+        .file(index)
+        .and_then(|f| dwarf.attr_string(unit, f.path_name()).ok())
+        .map(|s| {
+            let s = String::from_utf8_lossy(s.slice()).into_owned();
+            s.rsplit('/').next().unwrap_or("").to_string()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether type `t` is a pointer, and if so what it points to: `Some(None)` for a pointer
+/// whose target says nothing (`void *`), `None` for a type that is no pointer.
+fn pointer_elem(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &Unit<'_>,
+    mut t: gimli::UnitOffset,
+) -> Option<Option<Elem>> {
+    for _ in 0..16 {
+        let e = unit.entry(t).ok()?;
+        match e.tag() {
+            dw::DW_TAG_typedef
+            | dw::DW_TAG_const_type
+            | dw::DW_TAG_volatile_type
+            | dw::DW_TAG_restrict_type
+            | dw::DW_TAG_atomic_type => match e.attr_value(dw::DW_AT_type) {
+                Some(AttributeValue::UnitRef(n)) => t = n,
+                _ => return None,
+            },
+            dw::DW_TAG_pointer_type => {
+                return Some(match e.attr_value(dw::DW_AT_type) {
+                    Some(AttributeValue::UnitRef(n)) => elem_of(dwarf, unit, n, 0),
+                    _ => None,
+                });
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The element a pointer's target type makes: a struct, or a scalar named by the first
+/// typedef on the way (`size_t`), else by its base type (`double`, `_Bool`).
+fn elem_of(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &Unit<'_>,
+    mut t: gimli::UnitOffset,
+    depth: u32,
+) -> Option<Elem> {
+    let mut typedef_name: Option<String> = None;
+    for _ in 0..16 {
+        let e = unit.entry(t).ok()?;
+        match e.tag() {
+            dw::DW_TAG_typedef
+            | dw::DW_TAG_const_type
+            | dw::DW_TAG_volatile_type
+            | dw::DW_TAG_restrict_type
+            | dw::DW_TAG_atomic_type => {
+                if e.tag() == dw::DW_TAG_typedef && typedef_name.is_none() {
+                    typedef_name = string_attr(dwarf, unit, &e, dw::DW_AT_name);
+                }
+                match e.attr_value(dw::DW_AT_type) {
+                    Some(AttributeValue::UnitRef(n)) => t = n,
+                    _ => return None, // `void`
+                }
+            }
+            dw::DW_TAG_structure_type | dw::DW_TAG_union_type | dw::DW_TAG_class_type => {
+                if e.attr(dw::DW_AT_declaration).is_some() {
+                    return None;
+                }
+                let size = attr_u64(&e, dw::DW_AT_byte_size).filter(|&s| s > 0)?;
+                // An anonymous struct by the typedef that names it (`lreg_args`).
+                let name = string_attr(dwarf, unit, &e, dw::DW_AT_name)
+                    .filter(|n| !n.is_empty())
+                    .or(typedef_name)?;
+                return Some(Elem {
+                    name,
+                    size,
+                    kind: ElemKind::Struct,
+                });
+            }
+            dw::DW_TAG_base_type | dw::DW_TAG_enumeration_type => {
+                let size = attr_u64(&e, dw::DW_AT_byte_size)?;
+                let base = string_attr(dwarf, unit, &e, dw::DW_AT_name).unwrap_or_default();
+                let kind = if e.tag() == dw::DW_TAG_enumeration_type {
+                    ElemKind::Int
+                } else {
+                    match e.attr_value(dw::DW_AT_encoding) {
+                        Some(AttributeValue::Encoding(x)) if x == dw::DW_ATE_float => {
+                            ElemKind::Float
+                        }
+                        Some(AttributeValue::Encoding(x)) if x == dw::DW_ATE_boolean => {
+                            ElemKind::Bool
+                        }
+                        Some(AttributeValue::Encoding(x))
+                            if x == dw::DW_ATE_signed_char || x == dw::DW_ATE_unsigned_char =>
+                        {
+                            ElemKind::Char
+                        }
+                        _ => ElemKind::Int,
+                    }
+                };
+                let name = typedef_name.unwrap_or(if base.is_empty() {
+                    "enum".to_string()
+                } else {
+                    base
+                });
+                return (size > 0).then_some(Elem { name, size, kind });
+            }
+            dw::DW_TAG_pointer_type => {
+                let inner = match e.attr_value(dw::DW_AT_type) {
+                    Some(AttributeValue::UnitRef(n)) if depth < 4 => {
+                        elem_of(dwarf, unit, n, depth + 1).map(|i| i.name)
+                    }
+                    _ => None,
+                };
+                let size = attr_u64(&e, dw::DW_AT_byte_size).unwrap_or(8);
+                let name = typedef_name
+                    .unwrap_or_else(|| format!("{} *", inner.unwrap_or_else(|| "void".into())));
+                return Some(Elem {
+                    name,
+                    size,
+                    kind: ElemKind::Pointer,
+                });
             }
             _ => return None,
         }

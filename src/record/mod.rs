@@ -25,7 +25,7 @@ use crate::profile::{
     Access, CodeLocation, Counts, CpuUse, Machine, Privilege, Profile, ThreadUse, Unit,
 };
 use attribute::{ObjectMap, Origin, TypeChooser};
-use debuginfo::{DebugInfo, ObjType};
+use debuginfo::{DebugInfo, Elem, ElemKind, ObjType, SiteVariable};
 use sim::Kind;
 use trace::Process;
 
@@ -174,11 +174,84 @@ struct TypeNotes {
 /// What one executable gives: debug info and the type facts attribution needs.
 struct ExeFacts {
     debug: DebugInfo,
-    by_size: HashMap<u64, BTreeSet<String>>,
     named: Vec<ObjType>,
     /// Leaves of each attributed type, for field names.
     leaves: HashMap<ObjType, Vec<Leaf>>,
+    /// Pointer members of each struct type: (offset, path, what they point to), the slots a
+    /// heap block's address can be stored into.
+    pointer_members: HashMap<ObjType, Vec<(u64, String, Option<Elem>)>>,
     missing_types: Vec<String>,
+}
+
+/// What pointer type `id` (a member's type) points to, in the type model.
+fn pointee_elem(types: &crate::types::Types<'_>, id: crate::types::TypeId) -> Option<Option<Elem>> {
+    use crate::types::Kind;
+    let id = types.strip_qualifiers(id);
+    let Kind::Pointer { target } = types.get(types.resolve(id)).kind else {
+        return None;
+    };
+    let mut t = target;
+    let mut typedef: Option<String> = None;
+    for _ in 0..16 {
+        let ty = types.get(t);
+        match &ty.kind {
+            Kind::Typedef { target }
+            | Kind::Qualified { target, .. }
+            | Kind::TypeTag { target, .. } => {
+                if matches!(ty.kind, Kind::Typedef { .. }) && typedef.is_none() {
+                    typedef = Some(ty.name.to_string());
+                }
+                t = *target;
+            }
+            Kind::Struct(c) | Kind::Union(c) => {
+                let name = if ty.name.is_empty() {
+                    typedef?
+                } else {
+                    ty.name.to_string()
+                };
+                return Some(Some(Elem {
+                    name,
+                    size: c.size,
+                    kind: ElemKind::Struct,
+                }));
+            }
+            Kind::Int {
+                size,
+                is_char,
+                is_bool,
+                ..
+            } => {
+                let kind = if *is_bool {
+                    ElemKind::Bool
+                } else if *is_char {
+                    ElemKind::Char
+                } else {
+                    ElemKind::Int
+                };
+                return Some(Some(Elem {
+                    name: typedef.unwrap_or_else(|| ty.name.to_string()),
+                    size: u64::from(*size),
+                    kind,
+                }));
+            }
+            Kind::Float { size } => {
+                return Some(Some(Elem {
+                    name: typedef.unwrap_or_else(|| ty.name.to_string()),
+                    size: u64::from(*size),
+                    kind: ElemKind::Float,
+                }));
+            }
+            Kind::Pointer { .. } => {
+                return Some(Some(Elem {
+                    name: typedef.unwrap_or_else(|| "pointer".to_string()),
+                    size: u64::from(types.pointer_size),
+                    kind: ElemKind::Pointer,
+                }));
+            }
+            _ => return Some(None),
+        }
+    }
+    Some(None)
 }
 
 fn exe_facts(path: &Path, want: &[String]) -> Result<ExeFacts, RecordError> {
@@ -195,6 +268,7 @@ fn exe_facts(path: &Path, want: &[String]) -> Result<ExeFacts, RecordError> {
     let mut named = Vec::new();
     let mut missing = Vec::new();
     let mut leaves = HashMap::new();
+    let mut pointer_members = HashMap::new();
     if let Ok(types) = crate::readers::dwarf::parse(&bytes, &arena) {
         for id in types.composites() {
             let name = types.get(id).name;
@@ -232,7 +306,22 @@ fn exe_facts(path: &Path, want: &[String]) -> Result<ExeFacts, RecordError> {
                 .into_iter()
                 .find(|&id| types.size_of(id) == t.size);
             if let Some(id) = id {
-                leaves.insert(t, fields::leaves(&types, id));
+                let ls = fields::leaves(&types, id);
+                let mut ptrs = Vec::new();
+                if let Some(c) = types.composite(id) {
+                    for m in &c.members {
+                        if let Some(elem) = pointee_elem(&types, m.ty) {
+                            let path = fields::leaf_at(&ls, m.byte_offset())
+                                .map(|l| l.path.clone())
+                                .unwrap_or_else(|| m.name.to_string());
+                            ptrs.push((m.byte_offset(), path, elem));
+                        }
+                    }
+                }
+                if !ptrs.is_empty() {
+                    pointer_members.insert(t.clone(), ptrs);
+                }
+                leaves.insert(t, ls);
             }
         }
     } else {
@@ -240,9 +329,9 @@ fn exe_facts(path: &Path, want: &[String]) -> Result<ExeFacts, RecordError> {
     }
     Ok(ExeFacts {
         debug,
-        by_size,
         named,
         leaves,
+        pointer_members,
         missing_types: missing,
     })
 }
@@ -284,6 +373,7 @@ pub fn build(
     let mut traced_events = 0u64;
     let mut dropped = 0u64;
     let mut ambiguous: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    let mut allocations: BTreeMap<String, Vec<crate::profile::AllocationSite>> = BTreeMap::new();
     let mut all_threads: BTreeSet<(u32, u32)> = BTreeSet::new();
     let n = processes.len();
     for (pi, p) in processes.iter().enumerate() {
@@ -357,9 +447,45 @@ pub fn build(
         progress(Step::Attribute { process: pi, of: n });
         let debug = &facts.debug;
         let bias = p.exe_bias;
-        let mut chooser = TypeChooser::new(facts.named.clone(), facts.by_size.clone(), debug);
+        let mut chooser = TypeChooser::new(facts.named.clone(), debug);
         let site_of = |pc: u64| debug.call_site(pc.wrapping_sub(bias));
-        let objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, site_of);
+        let mut objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, site_of);
+        // The dynamic way: the slots the allocating threads stored the blocks' addresses
+        // into, then the blocks typed again with them.
+        let stored = stored_slots(facts, bias, &p.allocs, &tally, &objects, site_of);
+        if !stored.is_empty() {
+            chooser.stored = stored;
+            chooser.reset();
+            objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, site_of);
+        }
+        for (&site, info) in &chooser.sites {
+            let Some(type_name) = info.type_name.clone() else {
+                continue;
+            };
+            let r = debug.resolve(site);
+            let (elem_type, elem_kind, elem_size) = match &info.elem {
+                Some(e) => (
+                    Some(e.name.clone()),
+                    Some(e.kind.label().to_string()),
+                    Some(e.size),
+                ),
+                None => (None, None, None),
+            };
+            let entry = allocations.entry(type_name).or_default();
+            entry.push(crate::profile::AllocationSite {
+                function: r.symbol.clone(),
+                source: debug.line_of(site).map(|(f, l)| format!("{f}:{l}")),
+                address: Some(site),
+                variable: info.variable.clone(),
+                element_type: elem_type,
+                element_kind: elem_kind,
+                element_size: elem_size,
+                found_by: info.found_by.label().to_string(),
+                blocks: info.blocks,
+                max_bytes: info.max_bytes,
+                type_size: info.type_size,
+            });
+        }
         heap_typed += objects.heap_typed;
         heap_untyped += objects.heap_untyped;
         for ((size, _site), names) in chooser.ambiguous.drain() {
@@ -479,11 +605,13 @@ pub fn build(
                 v.comms.insert(name.to_string());
             }
             if v.field.is_none() {
-                v.field = facts
-                    .leaves
-                    .get(&obj.ty)
-                    .and_then(|l| fields::leaf_at(l, offset))
-                    .map(|l| l.path.clone());
+                v.field = obj.scalar_field(offset).or_else(|| {
+                    facts
+                        .leaves
+                        .get(&obj.ty)
+                        .and_then(|l| fields::leaf_at(l, offset))
+                        .map(|l| l.path.clone())
+                });
                 v.resolved = resolved
                     .entry(code)
                     .or_insert_with(|| debug.resolve(code))
@@ -649,6 +777,9 @@ pub fn build(
         profile.type_profile_mut(&k.type_name).accesses.push(access);
     }
     for t in &mut profile.types {
+        if let Some(a) = allocations.remove(&t.type_name) {
+            t.allocations = a;
+        }
         if let Some(n) = notes.get(&t.type_name) {
             let mut text = format!(
                 "objects: {}",
@@ -707,6 +838,204 @@ pub fn build(
         adaptive: adaptive.then_some((estimated, total.round() as u64, max_period)),
         ambiguous_heap: ambiguous.into_iter().collect(),
     })
+}
+
+/// Is struct `id` one the recorded program did not write: lineup's runtime's, or a system
+/// header's (libc's `struct lconv`, `pthread_attr_t`)? Such types are left out of
+/// `layout --all` and of suggestions for a recorded program: no heap block is ever
+/// named after them by size.
+pub fn is_foreign_type(types: &crate::types::Types<'_>, id: crate::types::TypeId) -> bool {
+    let Some(origin) = types.composite(id).and_then(|c| c.origin.as_deref()) else {
+        return false;
+    };
+    let unit = origin.unit.rsplit('/').next().unwrap_or("");
+    unit.starts_with("lineup_rt")
+        || ["/usr/", "/lib/", "/lib64/", "/opt/"]
+            .iter()
+            .any(|d| origin.file.starts_with(d))
+}
+
+/// Does `types` come from a program built with `lineup cc` (its runtime's types are there)?
+pub fn is_recorded_program(types: &crate::types::Types<'_>) -> bool {
+    types.composites().any(|id| {
+        types
+            .composite(id)
+            .and_then(|c| c.origin.as_deref())
+            .is_some_and(|o| {
+                o.unit
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("")
+                    .starts_with("lineup_rt")
+            })
+    })
+}
+
+/// Up to `n` struct names close to `name` for "did you mean", without a recorded program's
+/// foreign types ([`is_foreign_type`]).
+pub fn similar_program_names(types: &crate::types::Types<'_>, name: &str, n: usize) -> Vec<String> {
+    if !is_recorded_program(types) {
+        return types.similar_composite_names(name, n);
+    }
+    let own = |c: &String| {
+        types
+            .find_composites(c)
+            .iter()
+            .any(|&id| !is_foreign_type(types, id))
+    };
+    types
+        .similar_composite_names(name, n * 8)
+        .into_iter()
+        .filter(own)
+        .take(n)
+        .collect()
+}
+
+/// The type of an array of scalars or an untyped heap block of a recorded profile, built
+/// into `types` from its allocation sites (the program's DWARF has no such struct): one
+/// member named after the pointer, an array of the element type (`double buf[12]`), or
+/// `unsigned char bytes[N]` when untyped. `None` when `tp` names no such block.
+pub fn allocation_type<'a>(
+    types: &mut crate::types::Types<'a>,
+    tp: &crate::profile::TypeProfile,
+) -> Option<crate::types::TypeId> {
+    use crate::types::{Composite, Kind, Member, Type};
+    let site = tp
+        .allocations
+        .iter()
+        .filter(|a| a.element_kind.as_deref() != Some("struct"))
+        .max_by_key(|a| a.type_size)?;
+    let leak = |s: String| -> &'a str { Box::leak(s.into_boxed_str()) };
+    let (elem_name, elem_size, kind) = match (&site.element_type, site.element_size) {
+        (Some(name), Some(size)) if size > 0 => {
+            let size32 = u32::try_from(size).ok()?;
+            let kind = match site.element_kind.as_deref() {
+                Some("float") => Kind::Float { size: size32 },
+                Some("pointer") => Kind::Pointer { target: 0 },
+                k => Kind::Int {
+                    size: size32,
+                    signed: !name.starts_with("unsigned") && !name.starts_with("size_t"),
+                    is_char: k == Some("char"),
+                    is_bool: k == Some("bool"),
+                },
+            };
+            (name.clone(), size, kind)
+        }
+        _ => (
+            "unsigned char".to_string(),
+            1,
+            Kind::Int {
+                size: 1,
+                signed: false,
+                is_char: true,
+                is_bool: false,
+            },
+        ),
+    };
+    let member = if site.element_type.is_some() {
+        // As the profile's field names have it (`attribute::TypeChooser`).
+        site.variable
+            .as_deref()
+            .map(|v| v.rsplit('.').next().unwrap_or(v).to_string())
+            .unwrap_or_else(|| "elements".to_string())
+    } else {
+        "bytes".to_string()
+    };
+    let size = site.type_size.max(elem_size);
+    let elem = types.push(Type {
+        name: leak(elem_name),
+        kind,
+    });
+    let array = types.push(Type {
+        name: "",
+        kind: Kind::Array {
+            elem,
+            count: size / elem_size,
+        },
+    });
+    Some(types.push(Type {
+        name: leak(tp.type_name.clone()),
+        kind: Kind::Struct(Composite {
+            size,
+            members: vec![Member {
+                name: leak(member),
+                ty: array,
+                bit_offset: 0,
+                bitfield_size: 0,
+                declared_align: None,
+            }],
+            declared_align: None,
+            is_declaration: false,
+            origin: None,
+        }),
+    }))
+}
+
+/// Per allocation call site (link-time), the pointer slot its blocks' addresses went into,
+/// from the recorded stores: the first pointer-sized store after the call, by a thread that
+/// allocated there, from the same function and source line (`g_buf = malloc(n)`,
+/// `args[i].buf = calloc(n, 8)`), to a global pointer variable or a pointer member of an
+/// object lineup knows. Stores to the stack (locals) are not recorded: those are the
+/// static way's.
+fn stored_slots(
+    facts: &ExeFacts,
+    bias: u64,
+    allocs: &[trace::AllocEvent],
+    tally: &[(SiteKey, Tally)],
+    objects: &ObjectMap,
+    site_of: impl Fn(u64) -> u64,
+) -> HashMap<u64, SiteVariable> {
+    let debug = &facts.debug;
+    let mut sites: BTreeMap<u64, BTreeSet<u32>> = BTreeMap::new();
+    for a in allocs.iter().filter(|a| !a.free) {
+        sites.entry(site_of(a.pc)).or_default().insert(a.thread);
+    }
+    let mut out = HashMap::new();
+    for (site, threads) in sites {
+        let Some(line) = debug.line_of(site) else {
+            continue;
+        };
+        // Candidate stores: (code address, slot).
+        let mut best: Option<(u64, SiteVariable)> = None;
+        for (k, _) in tally {
+            if k.size != 8 || k.kind != Kind::Store || k.addr == 0 || !threads.contains(&k.thread) {
+                continue;
+            }
+            let code = site_of(k.pc);
+            if code <= site
+                || best.as_ref().is_some_and(|(b, _)| code >= *b)
+                || !debug.same_function(site, code)
+                || debug.line_of(code) != Some(line)
+            {
+                continue;
+            }
+            let slot = if let Some(g) = debug.pointer_global_at(k.addr.wrapping_sub(bias)) {
+                Some(SiteVariable {
+                    name: g.name.clone(),
+                    elem: g.elem.clone(),
+                })
+            } else if let Some(obj) = objects.lookup(k.addr, None) {
+                let off = obj.type_offset(k.addr);
+                facts.pointer_members.get(&obj.ty).and_then(|ms| {
+                    ms.iter()
+                        .find(|m| m.0 == off)
+                        .map(|(_, path, elem)| SiteVariable {
+                            name: format!("{}.{path}", obj.ty.name),
+                            elem: elem.clone(),
+                        })
+                })
+            } else {
+                None
+            };
+            if let Some(v) = slot {
+                best = Some((code, v));
+            }
+        }
+        if let Some((_, v)) = best {
+            out.insert(site, v);
+        }
+    }
+    out
 }
 
 /// `SIGSEGV` for 11, as a shell names it.

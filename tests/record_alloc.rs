@@ -1,0 +1,354 @@
+//! Heap blocks named by where they were allocated (issue 16 item 2): `lineup record` names
+//! each block by its allocation site and the pointer its address goes into, takes the
+//! element type from that pointer's type (an array of structs, or of scalars), never from
+//! a struct that merely has the block's size; `diagnose --alloc` selects the blocks by
+//! site; `layout --all` of a recorded program leaves lineup's runtime and libc out.
+//!
+//! The programs (`tests/data/record/alloc_sites.c`, `examples/record/linreg.c`) are built
+//! here with clang and gcc (`.ci/run` installs both).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+fn lineup() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lineup"));
+    c.env("LINEUP_CACHE_DIR", scratch().join("cache"));
+    c
+}
+
+fn scratch() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("record-alloc-tests");
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    })
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `lineup cc OPT -pthread SRC -o NAME` with compiler `cc`.
+fn build(src: &str, name: &str, cc: &str, opt: &str) -> PathBuf {
+    let out = scratch().join(name);
+    let o = lineup()
+        .env("LINEUP_CC", cc)
+        .args(["cc", opt, "-pthread", "-Wall"])
+        .arg(common::repo().join(src))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "lineup cc {src}: {}", text(&o.stderr));
+    out
+}
+
+fn record(prog: &Path, args: &[&str]) -> PathBuf {
+    let profile = prog.with_extension("json");
+    let o = lineup()
+        .arg("record")
+        .arg("-o")
+        .arg(&profile)
+        .arg("--")
+        .arg(prog)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "record: {}", text(&o.stderr));
+    profile
+}
+
+fn diagnose_alloc(profile: &Path, selector: &str) -> Output {
+    lineup()
+        .args(["diagnose", "--json", "--profile"])
+        .arg(profile)
+        .args(["--alloc", selector])
+        .output()
+        .unwrap()
+}
+
+fn diagnose_ok(profile: &Path, selector: &str) -> Value {
+    let o = diagnose_alloc(profile, selector);
+    assert!(o.status.success(), "diagnose: {}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The line of `src` that holds `needle`, as `file.c:N`: the tests do not hard-code line
+/// numbers that an edit of the program would shift.
+fn site(src: &str, needle: &str) -> String {
+    let body = std::fs::read_to_string(common::repo().join(src)).unwrap();
+    let n = body
+        .lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("{needle} not in {src}"))
+        + 1;
+    let file = Path::new(src).file_name().unwrap().to_string_lossy();
+    format!("{file}:{n}")
+}
+
+fn profile_types(profile: &Path) -> Vec<Value> {
+    let v: Value = serde_json::from_slice(&std::fs::read(profile).unwrap()).unwrap();
+    v["types"].as_array().unwrap().clone()
+}
+
+/// The profile type whose blocks were allocated at `at`, and that allocation site.
+fn allocated_at<'a>(types: &'a [Value], at: &str) -> (&'a Value, &'a Value) {
+    for t in types {
+        if let Some(a) = t["allocations"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["source"] == at))
+        {
+            return (t, a);
+        }
+    }
+    panic!("no allocation at {at} in {types:#?}")
+}
+
+fn line0_members(d: &Value) -> Vec<String> {
+    let l = &d["lines"][0];
+    l["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+const SITES: &str = "tests/data/record/alloc_sites.c";
+
+/// Per compiler, the recorded program and its profile (built once per test binary).
+fn recorded(cc: &str) -> (PathBuf, PathBuf) {
+    static RUNS: OnceLock<std::sync::Mutex<std::collections::HashMap<String, (PathBuf, PathBuf)>>> =
+        OnceLock::new();
+    let runs = RUNS.get_or_init(Default::default);
+    let mut runs = runs.lock().unwrap();
+    runs.entry(cc.to_string())
+        .or_insert_with(|| {
+            let prog = build(SITES, &format!("alloc_sites-{cc}"), cc, "-O2");
+            let profile = record(&prog, &["100000"]);
+            (prog, profile)
+        })
+        .clone()
+}
+
+/// A `double *` buffer of 96 bytes (glibc's `struct lconv` has 96 bytes, and the program
+/// uses it) and a `bool *` array, each element written by its own thread: named by site and
+/// variable, arrays of scalars with per-element members, false sharing between `sums[0]`
+/// and `sums[1]`; never lconv, a vtable or any struct chosen by size.
+#[test]
+fn scalar_buffers_are_named_by_site_and_variable_not_by_size() {
+    for cc in ["clang", "gcc"] {
+        let (_, profile) = recorded(cc);
+        let types = profile_types(&profile);
+        for t in &types {
+            let name = t["type_name"].as_str().unwrap();
+            assert!(
+                !["lconv", "sigval", "vtable"]
+                    .iter()
+                    .any(|w| name.contains(w)),
+                "{cc}: a block named by size: {name}"
+            );
+        }
+        let at = site(SITES, "double *sums = calloc");
+        let (t, a) = allocated_at(&types, &at);
+        assert_eq!(t["type_name"], format!("sums@{at}"), "{cc}");
+        assert_eq!(a["function"], "main", "{cc}");
+        assert_eq!(a["variable"], "sums", "{cc}");
+        assert_eq!(a["element_type"], "double", "{cc}");
+        assert_eq!(a["element_kind"], "float", "{cc}");
+        assert_eq!(a["found_by"], "declaration", "{cc}");
+        assert_eq!(a["max_bytes"], 96, "{cc}");
+
+        let d = diagnose_ok(&profile, &at);
+        assert_eq!(d["type_name"], format!("sums@{at}"), "{cc}");
+        assert_eq!(d["allocations"][0]["source"], at.as_str(), "{cc}");
+        assert_eq!(d["lines"][0]["verdict"], "false_sharing", "{cc}: {d:#}");
+        let names = line0_members(&d);
+        assert!(
+            names.contains(&"sums[0]".to_string()) && names.contains(&"sums[1]".to_string()),
+            "{cc}: {names:?}"
+        );
+
+        // The global `bool *flags`, assigned the call's result: the code after the call
+        // stores it there.
+        let at = site(SITES, "flags = malloc");
+        let (t, a) = allocated_at(&types, &at);
+        assert_eq!(t["type_name"], format!("flags@{at}"), "{cc}");
+        assert_eq!(a["variable"], "flags", "{cc}");
+        assert_eq!(a["element_type"], "_Bool", "{cc}");
+        assert_eq!(a["element_kind"], "bool", "{cc}");
+        assert_eq!(a["found_by"], "assignment", "{cc}");
+        let d = diagnose_ok(&profile, &at);
+        let names = line0_members(&d);
+        assert!(
+            names.contains(&"flags[0]".to_string()) && names.contains(&"flags[1]".to_string()),
+            "{cc}: {names:?}"
+        );
+        assert_eq!(d["lines"][0]["verdict"], "false_sharing", "{cc}: {d:#}");
+    }
+}
+
+/// `t->counts = calloc(8, sizeof(long))`: the block is named by the member its address is
+/// stored into, and typed by that member's pointer type. The code cannot tell which object
+/// `t` is; the recorded store to it can (the dynamic way).
+#[test]
+fn a_block_stored_into_a_member_is_named_by_it() {
+    let (_, profile) = recorded("gcc");
+    let types = profile_types(&profile);
+    let at = site(SITES, "t->counts = calloc");
+    let (_, a) = allocated_at(&types, &at);
+    assert_eq!(a["variable"], "tally.counts");
+    assert_eq!(a["found_by"], "store");
+    assert_eq!(a["element_size"], 8);
+    assert_eq!(a["element_kind"], "int");
+    let d = diagnose_ok(&profile, &at);
+    let names = line0_members(&d);
+    assert!(
+        names.contains(&"counts[0]".to_string()) && names.contains(&"counts[1]".to_string()),
+        "{names:?}"
+    );
+}
+
+/// `long *counts;` ... `counts = calloc(8, sizeof *counts);` at -O0: the local is found
+/// from the store of the call's result into its frame slot (gcc's frame base is the CFA,
+/// clang's `%rbp`: both are checked).
+#[test]
+fn a_local_assigned_after_its_declaration_is_found_at_o0() {
+    let src = "tests/data/record/alloc_assigned.c";
+    let at = site(src, "counts = calloc");
+    for cc in ["clang", "gcc"] {
+        let prog = build(src, &format!("alloc_assigned-{cc}"), cc, "-O0");
+        let profile = record(&prog, &["100000"]);
+        let types = profile_types(&profile);
+        let (t, a) = allocated_at(&types, &at);
+        assert_eq!(t["type_name"], format!("counts@{at}"), "{cc}");
+        assert_eq!(a["variable"], "counts", "{cc}");
+        assert_eq!(a["found_by"], "assignment", "{cc}");
+        assert_eq!(a["element_size"], 8, "{cc}");
+        let d = diagnose_ok(&profile, &at);
+        assert_eq!(d["lines"][0]["verdict"], "false_sharing", "{cc}: {d:#}");
+        let names = line0_members(&d);
+        assert!(
+            names.contains(&"counts[0]".to_string()) && names.contains(&"counts[1]".to_string()),
+            "{cc}: {names:?}"
+        );
+    }
+}
+
+/// `pair_t *ps = calloc(2, sizeof *ps)` with `typedef struct { ... } pair_t;`: an array of
+/// the anonymous struct, named by its typedef; `--alloc` selects that type.
+#[test]
+fn a_typedef_of_an_anonymous_struct_is_the_element_type() {
+    let (_, profile) = recorded("clang");
+    let types = profile_types(&profile);
+    let at = site(SITES, "pair_t *ps = calloc");
+    let (t, a) = allocated_at(&types, &at);
+    assert_eq!(t["type_name"], "pair_t");
+    assert_eq!(a["variable"], "ps");
+    assert_eq!(a["element_kind"], "struct");
+    assert_eq!(a["element_size"], 16);
+    assert_eq!(a["found_by"], "declaration");
+    let d = diagnose_ok(&profile, &at);
+    assert_eq!(d["type_name"], "pair_t");
+    assert_eq!(d["size"], 16);
+}
+
+/// Phoenix linear_regression's per-thread argument structs in one calloc'd array, at -O0
+/// as the literature runs it: named by the site and the element struct; `--alloc
+/// linreg.c:LINE` selects it; a site that allocated nothing is a one-line error listing
+/// the sites there are; a function that allocated two types asks for one site.
+#[test]
+fn linreg_arguments_are_named_by_site_and_element_struct() {
+    let src = "examples/record/linreg.c";
+    let prog = build(src, "linreg-O0", "clang", "-O0");
+    let profile = record(&prog, &["2", "1"]);
+    let types = profile_types(&profile);
+    let at = site(src, "lreg_args *tid_args = calloc");
+    let (t, a) = allocated_at(&types, &at);
+    assert_eq!(t["type_name"], "lreg_args");
+    assert_eq!(a["function"], "main");
+    assert_eq!(a["variable"], "tid_args");
+    assert_eq!(a["element_type"], "lreg_args");
+    assert_eq!(a["found_by"], "declaration");
+    assert_eq!(a["blocks"], 1);
+    let d = diagnose_ok(&profile, &at);
+    assert_eq!(d["type_name"], "lreg_args");
+    let written: Vec<&str> = d["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["counts"]["stores"].as_f64().unwrap_or(0.0) > 0.0)
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        written.contains(&"SX") && written.contains(&"SXY"),
+        "{written:?}"
+    );
+
+    let o = diagnose_alloc(&profile, "linreg.c:1");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(o.stdout.is_empty());
+    assert!(err.contains("'linreg.c:1'") && err.contains(&at), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 2, "{err}"); // the types note + the error
+
+    // main allocated the points and the arguments: which one is ambiguous.
+    let o = diagnose_alloc(&profile, "main");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("lreg_args") && err.contains("POINT_T"),
+        "{err}"
+    );
+}
+
+/// `layout --all` of a recorded program lists the program's structs, not lineup's runtime's
+/// nor libc's (`struct lconv`, which the program uses and its DWARF holds).
+#[test]
+fn runtime_and_libc_types_are_not_the_programs() {
+    let (prog, _) = recorded("gcc");
+    let o = lineup()
+        .args(["layout", "--all", "--dwarf"])
+        .arg(&prog)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let all = text(&o.stdout);
+    assert!(all.contains("struct tally {"), "{all}");
+    for foreign in ["struct lconv {", "struct tstate {", "struct alloc_ev {"] {
+        assert!(!all.contains(foreign), "{foreign} in\n{all}");
+    }
+    // Not a vacuous check: the DWARF has them, and naming one still shows it.
+    let o = lineup()
+        .args(["layout", "--dwarf"])
+        .arg(&prog)
+        .arg("lconv")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("decimal_point"));
+    // Suggestions for a misspelt name are the program's own types only.
+    let suggest = |name: &str| {
+        let o = lineup()
+            .args(["layout", "--dwarf"])
+            .arg(&prog)
+            .arg(name)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        text(&o.stderr)
+    };
+    assert!(suggest("tallyy").contains("did you mean: tally?"));
+    let err = suggest("lconvv");
+    assert!(
+        !err.contains("lconv?") && !err.contains("did you mean"),
+        "{err}"
+    );
+}
