@@ -332,7 +332,7 @@ fn row(offset: u64, f: &str, at: u64, loads: f64, stores: f64) -> Access {
             ..Default::default()
         },
         code: Some(CodeLocation {
-            symbol: Some(f.to_string()),
+            symbol: Some(f.into()),
             symbol_offset: Some(at),
             object: Some("s.o".into()),
             ..Default::default()
