@@ -137,7 +137,13 @@ enum { K_LOAD = 0, K_STORE = 1, K_RMW = 2 };
 #define LINE_TABLE_BITS 22 /* 4M blocks: 64-byte blocks alias 256 MiB apart */
 #define F_SHARED 0x40000000u
 #define F_WRITTEN 0x80000000u
-#define OWNER_MASK 0x3fffffffu
+#define OWNER_MASK 0x0000ffffu /* the first thread: its index + 1 (mod 65535) */
+/* The block number's bits above the table index: a block that maps to an entry another
+ * block holds (256 MiB apart) is seen as such, and takes the entry over, instead of
+ * inheriting the other's owner (a 144 MiB image main wrote made a worker's private
+ * histogram look shared in about half the runs, by where ASLR put the two). */
+#define ATAG_MASK 0x3fff0000u
+#define ATAG(block) ((uint32_t)(((block) >> LINE_TABLE_BITS) << 16) & ATAG_MASK)
 
 /* The site cache: per thread, one entry per code site (return address and access size and
  * kind), direct-mapped by the return address. An entry remembers where the site's last
@@ -527,9 +533,10 @@ static void summarize(struct tstate *t, const struct agg_entry *e) {
  * only one thread touched, and lines main filled in that the workers then only read, are
  * not: their per-address counts matter little, and they are most of a streaming program's. */
 static int line_contended(uint64_t addr) {
-    uint32_t v = __atomic_load_n(&g_lines[(addr >> g_block_shift) & ((1u << LINE_TABLE_BITS) - 1)],
+    uint64_t block = addr >> g_block_shift;
+    uint32_t v = __atomic_load_n(&g_lines[block & ((1u << LINE_TABLE_BITS) - 1)],
                                  __ATOMIC_RELAXED);
-    return (v & F_SHARED) && (v & F_WRITTEN);
+    return (v & ATAG_MASK) == ATAG(block) && (v & F_SHARED) && (v & F_WRITTEN);
 }
 
 static void flush_agg(struct tstate *t) {
@@ -635,7 +642,7 @@ static struct tstate *thread_init(void) {
     t->stk_size = hi - lo;
     lock();
     t->index = g_next_index++;
-    t->tag = (t->index + 1) & OWNER_MASK;
+    t->tag = t->index % OWNER_MASK + 1;
     t->next = g_threads;
     g_threads = t;
     unlock();
@@ -827,7 +834,7 @@ static void fork_child(void) {
         keep->tid = (uint32_t)syscall(SYS_gettid);
         keep->tsc_start = now_tsc();
         keep->index = g_next_index++;
-        keep->tag = (keep->index + 1) & OWNER_MASK;
+        keep->tag = keep->index % OWNER_MASK + 1;
         keep->next = 0;
         keep->dead = 0;
         g_threads = keep;
@@ -959,16 +966,19 @@ static struct agg_entry *agg_entry(struct tstate *t, uint64_t key, uintptr_t pc)
 static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t info, uintptr_t pc) {
     uint32_t kind = info >> 8;
     uint64_t key = (uint64_t)a | ((uint64_t)info << 48);
-    volatile uint32_t *slot = &t->lines[(a >> t->shift) & ((1u << LINE_TABLE_BITS) - 1)];
+    uint64_t block = a >> t->shift;
+    volatile uint32_t *slot = &t->lines[block & ((1u << LINE_TABLE_BITS) - 1)];
     uint32_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
     uint32_t wbit = kind != K_LOAD ? F_WRITTEN : 0;
-    if (v == 0) {
-        /* First touch: the block is this thread's. */
-        uint32_t want = t->tag | wbit;
+    uint32_t atag = ATAG(block), mine = t->tag | atag;
+    while (v == 0 || (v & ATAG_MASK) != atag) {
+        /* First touch, or the entry is another block's: the block is this thread's (the
+         * other block starts over at its next access). */
+        uint32_t want = mine | wbit;
         if (__atomic_compare_exchange_n(slot, &v, want, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
             v = want;
     }
-    if ((v & ~F_WRITTEN) == t->tag) {
+    if ((v & ~F_WRITTEN) == mine) {
         /* Private to this thread so far. */
         if (wbit & ~v)
             v = __atomic_or_fetch(slot, F_WRITTEN, __ATOMIC_RELAXED);
@@ -979,7 +989,7 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
              * WRITTEN starts over with this access. */
             uint32_t want;
             do
-                want = (v & OWNER_MASK) | F_SHARED | wbit;
+                want = (v & (OWNER_MASK | ATAG_MASK)) | F_SHARED | wbit;
             while (!__atomic_compare_exchange_n(slot, &v, want, 1, __ATOMIC_RELAXED,
                                                 __ATOMIC_RELAXED) &&
                    !(v & F_SHARED));
@@ -990,7 +1000,7 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
     }
     uint32_t contended = (v & F_SHARED) && (v & F_WRITTEN);
     uint32_t level = g_level;
-    if (level >= 2 || (level && ((v & ~F_WRITTEN) == t->tag ||
+    if (level >= 2 || (level && ((v & ~F_WRITTEN) == mine ||
                                  (kind == K_LOAD && (v & (F_SHARED | F_WRITTEN)) == F_SHARED)))) {
         /* Past the budget's first threshold, a line only this thread has touched, or a load
          * from a line shared but not written since, is counted into its code site's summary
