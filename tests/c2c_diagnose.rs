@@ -161,6 +161,7 @@ fn member_named_by_the_evidence_places_a_misfit() {
             access(i_mmap, "i_mmap", 100.0, 50.0),
             access(i_mmap + 36, "i_mmap_rwsem.wait_lock", 300.0, 80.0),
         ],
+        ..Default::default()
     });
     let dir = scratch("typeoff");
     let json = dir.join("p.json");

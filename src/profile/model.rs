@@ -193,6 +193,44 @@ pub struct TypeProfile {
     /// Offsets in [`Access::offset`] are relative to the start of the type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accesses: Vec<Access>,
+    /// Physical lines where threads write different elements of one array of this type
+    /// (recordings): which elements, by which threads. Offsets in the type's coordinates
+    /// lose this, since every element is the same type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub element_lines: Vec<ElementLine>,
+}
+
+/// One physical cache line holding elements of one array that different threads write.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElementLine {
+    /// The array's variable when it is a global or static (`g`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variable: Option<String>,
+    /// Where a heap array was allocated: function (`main+42`), and `file:line` when the
+    /// debug info tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_function: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_source: Option<String>,
+    /// Byte offset of the line's start from the array's first element (negative when the
+    /// array starts part-way into the line).
+    pub line_offset: i64,
+    /// The array's start modulo the line size (0: line-aligned).
+    pub misalignment: u64,
+    /// Elements written on the line, by index.
+    pub writers: Vec<ElementWriter>,
+}
+
+/// One element's writes on an [`ElementLine`] by one thread.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElementWriter {
+    pub index: u64,
+    pub tid: i64,
+    /// Offsets within the element written on this line, and their field names.
+    pub offsets: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    pub writes: f64,
 }
 
 /// Accesses to one place (byte range or field) from one code location.
