@@ -129,3 +129,107 @@ fn seed003_sketches_flag_the_lines_the_seed_names() {
     );
     assert!(d.has_contention());
 }
+
+/// Issue 16 item 6: with a run's totals (a recording), a verdict needs a rate that matters
+/// against the run. Exact evidence on `struct list_head` (next at 0, prev at 8), one CPU per
+/// access as `lineup record` writes it.
+mod run_rate {
+    use lineup::analysis::diagnose::{RunTotals, Verdict, diagnose_in_run};
+    use lineup::layout;
+    use lineup::profile::{Access, Counts, CpuUse};
+    use lineup::readers::{Format, InputFile, load};
+
+    fn access(offset: u64, cpu: u32, loads: f64, stores: f64, transfers: f64) -> Access {
+        Access {
+            offset: Some(offset),
+            size: Some(8),
+            counts: Counts {
+                loads,
+                stores,
+                lcl_hitm: transfers,
+                ..Default::default()
+            },
+            cpus: Some(CpuUse::list([cpu])),
+            ..Default::default()
+        }
+    }
+
+    fn verdict(accesses: &[Access], run: Option<RunTotals>) -> (Verdict, String, f64) {
+        let file = InputFile::open(&super::common::bundled_btf()).unwrap();
+        let types = load(&file, Format::Btf, None).unwrap();
+        let id = types.find_composites("list_head")[0];
+        let l = layout::layout(&types, id, 64).unwrap();
+        let d = diagnose_in_run(&l, accesses, None, run);
+        let line = &d.lines[0];
+        (line.verdict, line.explanation.clone(), line.cost)
+    }
+
+    /// Four accesses, one transfer: "true sharing, cost 1" alone, negligible in a run of a
+    /// million accesses and 100000 transfers; kept where they are 1% of the run's accesses.
+    #[test]
+    fn a_handful_of_accesses_is_negligible_in_a_big_run() {
+        let four = [access(0, 0, 1.0, 1.0, 1.0), access(0, 1, 1.0, 1.0, 0.0)];
+        let (v, _, cost) = verdict(&four, None);
+        assert_eq!(v, Verdict::TrueSharing);
+        assert!(cost > 0.0);
+        let big = RunTotals {
+            accesses: 1e6,
+            transfers: 1e5,
+        };
+        let (v, why, cost) = verdict(&four, Some(big));
+        assert_eq!(v, Verdict::Negligible, "{why}");
+        assert_eq!(cost, 0.0);
+        assert!(why.starts_with("4 accesses (0.000% of the run's 1000000) and 1 simulated transfers (0.00% of the run's 100000): negligible; it would be true sharing"), "{why}");
+        // The other side: the same four accesses are 1% of a 400-access run.
+        let small = RunTotals {
+            accesses: 400.0,
+            transfers: 1.0,
+        };
+        let (v, why, _) = verdict(&four, Some(small));
+        assert_eq!(v, Verdict::TrueSharing, "{why}");
+        // And a line with 1% of the run's transfers matters though its accesses do not.
+        let hot = [
+            access(0, 0, 500.0, 500.0, 1000.0),
+            access(0, 1, 500.0, 500.0, 1000.0),
+        ];
+        let run = RunTotals {
+            accesses: 1e6,
+            transfers: 2e5,
+        };
+        let (v, why, _) = verdict(&hot, Some(run));
+        assert_eq!(v, Verdict::TrueSharing, "{why}");
+        let run = RunTotals {
+            accesses: 1e6,
+            transfers: 2e5 + 1.0,
+        };
+        let (v, why, _) = verdict(&hot, Some(run));
+        assert_eq!(v, Verdict::Negligible, "{why}");
+    }
+
+    /// main reading a worker's counter once at the end does not make it truly shared (the
+    /// worker only stores, so main is its busiest reader); a reader above the run's floor
+    /// (1e-4 of its accesses) does.
+    #[test]
+    fn main_reading_the_total_once_does_not_share_a_per_thread_counter() {
+        let once = [
+            access(0, 0, 0.0, 100_000.0, 0.0),
+            access(0, 1, 1.0, 0.0, 1.0),
+        ];
+        let (v, why, _) = verdict(&once, None);
+        assert_eq!(v, Verdict::TrueSharing, "without run totals: {why}");
+        let run = RunTotals {
+            accesses: 200_001.0,
+            transfers: 1.0,
+        };
+        let (v, why, cost) = verdict(&once, Some(run));
+        assert_eq!(v, Verdict::NotShared, "{why}");
+        assert_eq!(cost, 0.0);
+        // 21 reads are above the floor of 20.0001 accesses: a reader that counts.
+        let often = [
+            access(0, 0, 0.0, 100_000.0, 0.0),
+            access(0, 1, 21.0, 0.0, 21.0),
+        ];
+        let (v, why, _) = verdict(&often, Some(run));
+        assert_eq!(v, Verdict::TrueSharing, "{why}");
+    }
+}

@@ -16,13 +16,77 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::layout::{Field, Layout};
-use crate::profile::{Access, Counts, Profile};
+use crate::profile::{Access, Counts, ElementLine, Profile};
 
 /// Members whose share of a line's accesses is below this do not change its verdict.
 const NEGLIGIBLE: f64 = 0.02;
-/// With exact evidence, lines touched less than this share of the busiest line's accesses
-/// are too rare to judge.
+/// With exact evidence and no run totals, lines touched less than this share of the busiest
+/// line's accesses are too rare to judge.
 const RARE: f64 = 0.001;
+/// With run totals (a recording), a contended line matters when it holds at least this
+/// share of the run's accesses (what it could cost, whatever interleaving this run had)...
+const LINE_ACCESS_SHARE: f64 = 0.01;
+/// ...or at least this share of the run's simulated transfers...
+const RUN_TRANSFER_SHARE: f64 = 0.01;
+/// ...and, either way, one transfer per this many of the run's accesses: a transfer costs on
+/// the order of a hundred accesses, so 1e-4 of the accesses is about 1% of the run's time.
+/// A CPU whose accesses to a member are below it neither writes nor shares the member (main
+/// reading the per-thread totals at the end).
+const RUN_ACCESS_SHARE: f64 = 1e-4;
+
+/// What the whole run did, when the evidence knows it (`lineup record` counts every
+/// access and simulates every transfer): verdicts need a rate that matters against it.
+/// Sampled kernel evidence (c2c, perf script) has no such total: perf lists only lines it
+/// found contended, and a struct's lines are weighed against its busiest one ([`RARE`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RunTotals {
+    pub accesses: f64,
+    pub transfers: f64,
+}
+
+impl RunTotals {
+    /// The run's totals from a recording's summary and its simulated transfers (every
+    /// type's and line's `lcl_hitm`); `None` for evidence without a run total.
+    pub fn from_profile(profile: &Profile) -> Option<RunTotals> {
+        let accesses = *profile.summary.get("record")?.get("accesses")?;
+        if accesses <= 0.0 {
+            return None;
+        }
+        let transfers = profile
+            .types
+            .iter()
+            .flat_map(|t| t.accesses.iter())
+            .chain(profile.lines.iter().flat_map(|l| l.accesses.iter()))
+            .map(|a| a.counts.transfers())
+            .sum();
+        Some(RunTotals {
+            accesses,
+            transfers,
+        })
+    }
+
+    /// Accesses (or transfers) below this are negligible for the run: [`RUN_ACCESS_SHARE`]
+    /// of its accesses.
+    pub fn floor(&self) -> f64 {
+        RUN_ACCESS_SHARE * self.accesses
+    }
+
+    /// Whether a line with these accesses and simulated transfers matters in the run: at
+    /// least [`LINE_ACCESS_SHARE`] of its accesses, or [`RUN_TRANSFER_SHARE`] of its
+    /// transfers, and never fewer transfers or accesses than [`RunTotals::floor`].
+    pub fn matters(&self, accesses: f64, transfers: f64) -> bool {
+        let floor = self.floor();
+        (accesses >= LINE_ACCESS_SHARE * self.accesses && accesses >= floor)
+            || (transfers >= RUN_TRANSFER_SHARE * self.transfers && transfers >= floor)
+    }
+}
+
+/// What a line's or a CPU's share is weighed against: the run, or the struct's busiest line.
+#[derive(Clone, Copy, Debug)]
+enum Scale {
+    Run(RunTotals),
+    Struct { rare: f64 },
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -33,6 +97,8 @@ pub enum Verdict {
     ReadShared,
     /// Exact evidence: written, but by one thread (CPU) only, and touched by no other.
     NotShared,
+    /// Contended, but too little of the run's transfers to matter (recordings).
+    Negligible,
     Cold,
 }
 
@@ -44,6 +110,7 @@ impl Verdict {
             Verdict::ReadMostlyNextToWriteHot => "read-mostly next to write-hot",
             Verdict::ReadShared => "read-shared",
             Verdict::NotShared => "not shared",
+            Verdict::Negligible => "negligible",
             Verdict::Cold => "cold",
         }
     }
@@ -112,6 +179,10 @@ pub struct LineDiagnosis {
     pub cost: f64,
     /// Members of the line that were touched, by offset.
     pub members: Vec<MemberUse>,
+    /// Which elements of which array share a physical line, by which threads (recordings
+    /// of per-thread elements: `g[0].v` by thread 11, `g[1].v` by thread 12).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elements: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -197,6 +268,18 @@ fn array_element(f: &Field, offset: u64) -> Option<(u64, u64)> {
 /// Diagnoses `layout` from `accesses` (offsets relative to the struct, as
 /// [`Profile::type_accesses`] gives them). `machine_cpus` turns "all CPUs" into a number.
 pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>) -> Diagnosis {
+    diagnose_in_run(layout, accesses, machine_cpus, None)
+}
+
+/// [`diagnose`], weighing each line against the whole run when its totals are known
+/// ([`RunTotals::from_profile`]): a line below [`RunTotals::floor`] is negligible, and a
+/// CPU whose accesses to a member are below it neither writes nor shares that member.
+pub fn diagnose_in_run(
+    layout: &Layout,
+    accesses: &[Access],
+    machine_cpus: Option<u32>,
+    run: Option<RunTotals>,
+) -> Diagnosis {
     let cls = layout.cacheline_size;
     // (line index, member name, member offset) -> accumulated use.
     let mut uses: Vec<(u64, MemberUse)> = Vec::new();
@@ -352,9 +435,15 @@ pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>)
         .iter()
         .map(|(_, ms)| ms.iter().map(MemberUse::total).sum::<f64>())
         .fold(0.0, f64::max);
+    let scale = match run {
+        Some(r) => Scale::Run(r),
+        None => Scale::Struct {
+            rare: busiest * RARE,
+        },
+    };
     let mut lines: Vec<LineDiagnosis> = lines
         .into_iter()
-        .map(|(line, members)| judge(line, cls, members, busiest * RARE))
+        .map(|(line, members)| judge(line, cls, members, scale))
         .collect();
     lines.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.index.cmp(&b.index)));
     let cold_lines = total_lines.saturating_sub(lines.len() as u64);
@@ -518,14 +607,29 @@ fn accessors(map: &BTreeMap<u32, (f64, f64)>) -> BTreeSet<u32> {
     out
 }
 
-fn judge(index: u64, cls: u64, members: Vec<MemberUse>, rare: f64) -> LineDiagnosis {
+fn judge(index: u64, cls: u64, members: Vec<MemberUse>, scale: Scale) -> LineDiagnosis {
     let total: f64 = members.iter().map(MemberUse::total).sum();
     let significant: Vec<&MemberUse> = members
         .iter()
         .filter(|m| total > 0.0 && m.total() / total >= NEGLIGIBLE)
         .collect();
     if !significant.is_empty() && significant.iter().all(|m| m.per_cpu.is_some()) {
-        return judge_exact(index, cls, &members, &significant, total, rare);
+        return match scale {
+            Scale::Struct { rare } => {
+                judge_exact(index, cls, &members, &significant, total, rare, 0.0)
+            }
+            Scale::Run(run) => {
+                let transfers: f64 = members.iter().map(|m| m.counts.transfers()).sum();
+                if run.matters(total, transfers) {
+                    judge_exact(index, cls, &members, &significant, total, 0.0, run.floor())
+                } else {
+                    // What it would be, named negligible.
+                    let mut d = judge_exact(index, cls, &members, &significant, total, 0.0, 0.0);
+                    negligible_in_run(&mut d, total, &run);
+                    d
+                }
+            }
+        };
     }
     let written: Vec<&MemberUse> = significant
         .iter()
@@ -647,6 +751,7 @@ fn judge(index: u64, cls: u64, members: Vec<MemberUse>, rare: f64) -> LineDiagno
             cost
         },
         members,
+        elements: None,
     }
 }
 
@@ -676,6 +781,36 @@ fn between_objects(sim_true: f64, sim_false: f64, members: &[MemberUse]) -> bool
             && sim_false >= 0.01 * writes)
 }
 
+/// A contention verdict whose line moved less than the run's floor becomes
+/// [`Verdict::Negligible`], named with its numbers and left out of the ranking (cost 0).
+fn negligible_in_run(d: &mut LineDiagnosis, accesses: f64, run: &RunTotals) {
+    if !matches!(
+        d.verdict,
+        Verdict::FalseSharing | Verdict::TrueSharing | Verdict::ReadMostlyNextToWriteHot
+    ) {
+        return;
+    }
+    let transfers: f64 = d.members.iter().map(|m| m.counts.transfers()).sum();
+    if run.matters(accesses, transfers) {
+        return;
+    }
+    let pct = |x: f64, of: f64| if of > 0.0 { 100.0 * x / of } else { 0.0 };
+    d.explanation = format!(
+        "{accesses:.0} accesses ({:.3}% of the run's {:.0}) and {transfers:.0} simulated transfers ({:.2}% of the run's {:.0}): negligible; it would be {}. A line must hold {:.0}% of the run's accesses or {:.0}% of its transfers, and at least {:.0} of either ({}% of the accesses)",
+        pct(accesses, run.accesses),
+        run.accesses,
+        pct(transfers, run.transfers),
+        run.transfers,
+        d.verdict.label(),
+        LINE_ACCESS_SHARE * 100.0,
+        RUN_TRANSFER_SHARE * 100.0,
+        run.floor(),
+        RUN_ACCESS_SHARE * 100.0
+    );
+    d.verdict = Verdict::Negligible;
+    d.cost = 0.0;
+}
+
 fn judge_exact(
     index: u64,
     cls: u64,
@@ -683,7 +818,11 @@ fn judge_exact(
     significant: &[&MemberUse],
     total: f64,
     rare: f64,
+    cpu_floor: f64,
 ) -> LineDiagnosis {
+    // Without run totals, rarity (`rare`) is against the struct's busiest line; with them, a
+    // CPU's accesses to a member below the run's floor (`cpu_floor`) do not make it a writer
+    // or a sharer.
     if total < rare {
         let written = members.iter().any(|m| m.counts.writes() > 0.0);
         return LineDiagnosis {
@@ -701,6 +840,7 @@ fn judge_exact(
             ),
             cost: 0.0,
             members: members.to_vec(),
+            elements: None,
         };
     }
     struct Who<'m> {
@@ -713,15 +853,21 @@ fn judge_exact(
         .map(|m| {
             let map = m.per_cpu.as_ref().expect("exact evidence");
             // Writes too rare for the struct (a table filled in once) do not make a writer.
-            let writers = if m.counts.writes() > 0.0 && m.counts.writes() >= rare {
+            let mut writers = if m.counts.writes() > 0.0 && m.counts.writes() >= rare {
                 writers_of(map)
             } else {
                 BTreeSet::new()
             };
+            let mut accessors = accessors(map);
+            if cpu_floor > 0.0 {
+                let enough = |c: &u32| map.get(c).is_some_and(|(w, r)| w + r >= cpu_floor);
+                writers.retain(enough);
+                accessors.retain(enough);
+            }
             Who {
                 m,
                 writers,
-                accessors: accessors(map),
+                accessors,
             }
         })
         .collect();
@@ -859,7 +1005,7 @@ fn judge_exact(
     let writes: f64 = members.iter().map(|m| m.counts.writes()).sum();
     let cost = if matches!(
         verdict,
-        Verdict::ReadShared | Verdict::NotShared | Verdict::Cold
+        Verdict::ReadShared | Verdict::NotShared | Verdict::Negligible | Verdict::Cold
     ) {
         0.0
     } else if transfers > 0.0 {
@@ -875,6 +1021,7 @@ fn judge_exact(
         explanation,
         cost,
         members: members.to_vec(),
+        elements: None,
     }
 }
 
@@ -1014,6 +1161,134 @@ pub fn accesses_for(
 }
 
 pub use super::bind::LineBinding;
+
+/// Names the elements behind each false-sharing line that `lines` (the recording's
+/// [`crate::profile::TypeProfile::element_lines`]) place on it, in the line's `elements`
+/// and at the end of its explanation.
+pub fn name_elements(d: &mut Diagnosis, layout: &Layout, lines: &[ElementLine]) {
+    let cls = d.cacheline_size.max(1);
+    // Members by the names diagnose shows, whatever the recording called them.
+    let name_at = |o: u64| display_member(&layout.members, o).map(member_name);
+    for l in &mut d.lines {
+        if !matches!(l.verdict, Verdict::FalseSharing | Verdict::Negligible) {
+            continue;
+        }
+        let here: Vec<ElementLine> = lines
+            .iter()
+            .filter(|e| {
+                e.writers
+                    .iter()
+                    .flat_map(|w| w.offsets.iter())
+                    .any(|&o| o / cls == l.index)
+            })
+            .map(|e| {
+                let mut e = e.clone();
+                // A thread's few writes next to a worker's many (main filling in the
+                // arguments) do not make it a sharer of the element.
+                let top = e.writers.iter().map(|w| w.writes).fold(0.0, f64::max);
+                e.writers.retain(|w| w.writes >= NEGLIGIBLE * top);
+                for w in &mut e.writers {
+                    w.fields = w.offsets.iter().filter_map(|&o| name_at(o)).fold(
+                        Vec::new(),
+                        |mut v, n| {
+                            if !v.contains(&n) {
+                                v.push(n);
+                            }
+                            v
+                        },
+                    );
+                }
+                e
+            })
+            .collect();
+        let here: Vec<&ElementLine> = here.iter().collect();
+        if let Some(text) = elements_text(&here, &d.type_name, cls) {
+            l.explanation.push_str(&format!(". {text}"));
+            l.elements = Some(text);
+        }
+    }
+}
+
+/// "`g[0].v` by thread 11 and `g[1].v` by thread 12 share one line (bytes 0..63 of `g`)";
+/// for many, "`args[0..7].sum` (8 elements, 8 threads) on 2 lines of ...".
+fn elements_text(lines: &[&ElementLine], type_name: &str, cls: u64) -> Option<String> {
+    let first = lines.first()?;
+    let array = match (&first.variable, &first.alloc_function, &first.alloc_source) {
+        (Some(v), ..) => format!("`{v}`"),
+        (None, Some(f), Some(src)) => format!("the heap array allocated at {f} ({src})"),
+        (None, Some(f), None) => format!("the heap array allocated at {f}"),
+        _ => "the array".to_string(),
+    };
+    // A heap array has no name of its own here: its elements go by their type.
+    let var = first
+        .variable
+        .clone()
+        .unwrap_or_else(|| type_name.to_string());
+    // (index, tid) -> fields, over every line.
+    let mut writers: BTreeMap<(u64, i64), Vec<String>> = BTreeMap::new();
+    for l in lines {
+        for w in &l.writers {
+            let f = writers.entry((w.index, w.tid)).or_default();
+            for name in &w.fields {
+                if !f.contains(name) {
+                    f.push(name.clone());
+                }
+            }
+        }
+    }
+    let indices: BTreeSet<u64> = writers.keys().map(|k| k.0).collect();
+    let threads: BTreeSet<i64> = writers.keys().map(|k| k.1).collect();
+    if indices.len() < 2 || threads.len() < 2 {
+        return None;
+    }
+    let fields_of = |f: &[String]| match f.len() {
+        0 => String::new(),
+        1 => format!(".{}", f[0]),
+        _ => format!(".{{{}}}", f.join(", ")),
+    };
+    let where_ = if lines.len() == 1 {
+        let start = first.line_offset;
+        format!(
+            "share one line (bytes {start}..{} of {array}{})",
+            start + cls as i64 - 1,
+            if first.misalignment != 0 {
+                format!(", which starts {} bytes into a line", first.misalignment)
+            } else {
+                String::new()
+            }
+        )
+    } else {
+        format!("share {} lines of {array}", lines.len())
+    };
+    if writers.len() <= 4 {
+        let each: Vec<String> = writers
+            .iter()
+            .map(|((i, t), f)| format!("`{var}[{i}]{}` by thread {t}", fields_of(f)))
+            .collect();
+        let joined = match each.len() {
+            1 => each[0].clone(),
+            n => format!("{} and {}", each[..n - 1].join(", "), each[n - 1]),
+        };
+        Some(format!("Elements: {joined} {where_}"))
+    } else {
+        let mut all: Vec<String> = Vec::new();
+        for f in writers.values() {
+            for name in f {
+                if !all.contains(name) {
+                    all.push(name.clone());
+                }
+            }
+        }
+        let lo = indices.first().copied().unwrap_or(0);
+        let hi = indices.last().copied().unwrap_or(0);
+        Some(format!(
+            "Elements: `{var}[{lo}..{hi}]{}` ({} elements written by {} threads) {where_}",
+            fields_of(&all),
+            indices.len(),
+            threads.len()
+        ))
+    }
+}
 
 /// Binds the raw lines of `profile` not yet bound to struct `id` (named `type_name`) that
 /// fit it, jointly per object ([`super::bind::bind_type`]): at `line_start` when given, else

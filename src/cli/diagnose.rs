@@ -344,8 +344,12 @@ pub fn run(args: Args) -> Result<()> {
         accesses,
         missing,
     } = subject::gather_with(&mut profile, &types, id, &type_name, layout.size, &input)?;
-    let mut d = diagnose::diagnose(&layout, &accesses, profile.provenance.machine.cpus);
+    let run = diagnose::RunTotals::from_profile(&profile);
+    let mut d = diagnose::diagnose_in_run(&layout, &accesses, profile.provenance.machine.cpus, run);
     d.unresolved_fields = missing;
+    if let Some(t) = profile.types.iter().find(|t| t.type_name == type_name) {
+        diagnose::name_elements(&mut d, &layout, &t.element_lines);
+    }
 
     if let Some(path) = &args.html {
         let mut notes = vec![

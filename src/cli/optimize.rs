@@ -194,6 +194,66 @@ struct Report<'a> {
     diff: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     instance_alignment: Option<&'a InstanceAlignment>,
+    /// Per-thread elements of one array share lines: what fixes them besides the layout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    elements: Option<&'a ElementAdvice>,
+}
+
+/// The fix for elements of one array written by different threads on one line.
+#[derive(Serialize)]
+struct ElementAdvice {
+    /// One paragraph: the element padded and aligned, and what the allocation needs.
+    advice: String,
+    /// The heap allocation site (`file`, line), when the recording names it.
+    #[serde(skip)]
+    site: Option<(String, usize)>,
+    /// The patch rewrites the allocation to a line-aligned one.
+    allocation_in_patch: bool,
+}
+
+/// What per-thread elements need beyond the layout: nothing for a global or static array
+/// (it takes the element's alignment), a line-aligned allocation for a heap one.
+fn element_advice(lines: &[lineup::profile::ElementLine], cls: u64) -> Option<ElementAdvice> {
+    let first = lines.first()?;
+    let mut advice = format!(
+        "elements of one array written by different threads share lines: the layout pads the element to whole {cls}-byte lines and aligns it to the line (its first member aligned)"
+    );
+    let mut site = None;
+    match (&first.variable, &first.alloc_function) {
+        (Some(v), _) => advice.push_str(&format!(
+            "; the array `{v}` is a global or static, which takes the element's alignment: nothing else to change"
+        )),
+        (None, Some(f)) => {
+            let at = match &first.alloc_source {
+                Some(src) => format!("{f} ({src})"),
+                None => f.clone(),
+            };
+            advice.push_str(&format!(
+                "; the array is allocated at {at}, {} bytes into a line: malloc and calloc return 16-byte aligned blocks, so the element's alignment alone does not hold there. Allocate it with aligned_alloc({cls}, n * size) or posix_memalign",
+                first.misalignment
+            ));
+            site = first.alloc_source.as_ref().and_then(|src| {
+                let (file, line) = src.rsplit_once(':')?;
+                Some((file.to_string(), line.parse().ok()?))
+            });
+        }
+        _ => {}
+    }
+    Some(ElementAdvice {
+        advice,
+        site,
+        allocation_in_patch: false,
+    })
+}
+
+/// Whether the header the patch is for is the recorded allocation site's file (the debug
+/// info's path may be absolute, the header's relative, or the other way round).
+fn same_file(header: &std::path::Path, site: &str) -> bool {
+    let a = std::fs::canonicalize(header).ok();
+    let b = std::fs::canonicalize(site).ok();
+    // A copy of the source (the header given is not the compiled path) is the same file
+    // by name: the patch is reviewed before it is applied.
+    (a.is_some() && a == b) || header.file_name() == std::path::Path::new(site).file_name()
 }
 
 /// C++ sources by their extension (`alignas` is a keyword there; C11 spells it `_Alignas`).
@@ -358,6 +418,36 @@ pub fn run(args: Args) -> Result<()> {
     .map_err(|e| anyhow::anyhow!("{}: struct {}: {e}", opened.label, args.subject.type_name))?;
     let search_ms = started.elapsed().as_secs_f64() * 1e3;
     let current = model.evaluate(&model.current);
+    let mut plan = plan;
+
+    // Threads writing their own elements of one array share lines between elements (a
+    // recording's element lines): the model prices one element, so the fix it cannot see
+    // is the element's own: padded to whole lines and line-aligned (the first member
+    // aligned to the line aligns the struct and rounds its size up). A member order the
+    // model prices above the current one is dropped for the current order.
+    let element_lines: Vec<lineup::profile::ElementLine> = profile
+        .types
+        .iter()
+        .find(|t| t.type_name == args.subject.type_name)
+        .map(|t| t.element_lines.clone())
+        .unwrap_or_default();
+    if !element_lines.is_empty() && !model.units.is_empty() {
+        if worse_than_current(current.total_cycles(), plan.cost.total_cycles(), None).is_some() {
+            let mut order: Vec<usize> = (0..model.units.len()).collect();
+            order.sort_by_key(|&u| model.units[u].offset);
+            plan.order = order;
+            plan.line_aligned.clear();
+            plan.moved.clear();
+            plan.write_lines.clear();
+        }
+        let first = plan.order[0];
+        if !plan.line_aligned.contains(&first) {
+            plan.line_aligned.insert(0, first);
+        }
+        let set: std::collections::BTreeSet<usize> = plan.line_aligned.iter().copied().collect();
+        plan.placement = optimize::derive(&model.units, &plan.order, &set, cls, min_align);
+        plan.cost = model.evaluate(&plan.placement);
+    }
 
     // The new layout as a type, for the printers.
     let aligned_names: Vec<String> = plan
@@ -509,6 +599,9 @@ pub fn run(args: Args) -> Result<()> {
             .map(|ia| (ia.current_as_allocated, ia.cycles_as_allocated)),
     );
 
+    let elements = element_advice(&element_lines, cls);
+    let mut allocation_patched = false;
+    let mut allocation_problem: Option<String> = None;
     // The diff against the header (none when the new layout is no fix).
     let diff = match &header {
         Some(_) if rejected.is_some() => None,
@@ -534,6 +627,25 @@ pub fn run(args: Args) -> Result<()> {
                 .diff_path
                 .clone()
                 .unwrap_or_else(|| path.display().to_string());
+            // The allocation site of a heap array of elements, when it is in this file:
+            // rewritten to a line-aligned allocation in the same patch.
+            let new_text = match elements
+                .as_ref()
+                .and_then(|e| e.site.as_ref())
+                .filter(|(file, _)| same_file(path, file))
+            {
+                Some((_, line)) => match emit::patch::align_allocation(&new_text, *line, cls) {
+                    Ok(t) => {
+                        allocation_patched = true;
+                        t
+                    }
+                    Err(why) => {
+                        allocation_problem = Some(why);
+                        new_text
+                    }
+                },
+                None => new_text,
+            };
             if new_text == *text {
                 // Nothing to move: say so rather than write an empty patch.
                 None
@@ -543,6 +655,16 @@ pub fn run(args: Args) -> Result<()> {
         }
         None => None,
     };
+    let elements = elements.map(|mut e| {
+        e.allocation_in_patch = allocation_patched;
+        if let Some(why) = allocation_problem.take() {
+            e.advice
+                .push_str(&format!(" (the patch leaves the allocation alone: {why})"));
+        } else if allocation_patched {
+            e.advice.push_str(" (the patch rewrites it)");
+        }
+        e
+    });
     let init_warning = header.as_ref().and_then(|(path, text, _)| {
         positional_initializer(text, &args.subject.type_name).map(|line| {
             format!(
@@ -697,6 +819,7 @@ pub fn run(args: Args) -> Result<()> {
                 diff.as_deref()
             },
             instance_alignment: instance.as_ref(),
+            elements: elements.as_ref(),
         };
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
@@ -839,6 +962,9 @@ pub fn run(args: Args) -> Result<()> {
         for why in sp.why.iter().filter(|w| !w.is_empty()) {
             let _ = writeln!(s, "  {why}");
         }
+    }
+    if let Some(e) = &elements {
+        let _ = writeln!(s, "\n{}", e.advice);
     }
     if let Some(ia) = &instance {
         let _ = writeln!(

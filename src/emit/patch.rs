@@ -217,6 +217,96 @@ fn check_line_structure(cs: &CStruct, n_lines: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Rewrites the allocation call on 1-based `line` of `text` to return a `cls`-aligned block:
+/// `calloc(n, size)` becomes a zeroed `aligned_alloc(cls, (n) * (size))` (`memset`, with
+/// `<string.h>` included when it is not), `malloc(size)` becomes `aligned_alloc(cls, size)`.
+/// aligned_alloc wants a size that is a multiple of the alignment: it is, once the element
+/// is padded to the line. Errors say why the line cannot be rewritten (no such call, one
+/// already aligned, arguments that do not parse).
+pub fn align_allocation(text: &str, line: usize, cls: u64) -> Result<String, String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let Some(at) = line.checked_sub(1).and_then(|i| lines.get(i)) else {
+        return Err(format!("line {line} is past the end of the file"));
+    };
+    let call = |name: &str| {
+        at.match_indices(name).map(|(i, _)| i).find(|&i| {
+            let before = at[..i].chars().next_back();
+            let after = at[i + name.len()..].trim_start();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_') && after.starts_with('(')
+        })
+    };
+    let (start, name) = match (call("calloc"), call("malloc")) {
+        (Some(i), _) => (i, "calloc"),
+        (None, Some(i)) => (i, "malloc"),
+        (None, None) => {
+            return Err(format!(
+                "line {line} holds no calloc or malloc call to align: `{}`",
+                at.trim()
+            ));
+        }
+    };
+    let open = start + at[start..].find('(').expect("checked");
+    // The arguments up to the matching parenthesis, split at top-level commas.
+    let mut depth = 0;
+    let mut args: Vec<String> = vec![String::new()];
+    let mut close = None;
+    for (i, c) in at[open..].char_indices() {
+        match c {
+            '(' => {
+                depth += 1;
+                if depth == 1 {
+                    continue;
+                }
+            }
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(open + i);
+                    break;
+                }
+            }
+            ',' if depth == 1 => {
+                args.push(String::new());
+                continue;
+            }
+            _ => {}
+        }
+        args.last_mut().expect("one").push(c);
+    }
+    let Some(close) = close else {
+        return Err(format!(
+            "line {line}: the {name} call's arguments continue past the line"
+        ));
+    };
+    let args: Vec<String> = args.iter().map(|a| a.trim().to_string()).collect();
+    let replacement = match (name, args.as_slice()) {
+        ("calloc", [n, size]) => {
+            let bytes = format!("({n}) * ({size})");
+            format!("memset(aligned_alloc({cls}, {bytes}), 0, {bytes})")
+        }
+        ("malloc", [size]) => format!("aligned_alloc({cls}, {size})"),
+        _ => {
+            return Err(format!(
+                "line {line}: {name} with {} argument(s)",
+                args.len()
+            ));
+        }
+    };
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    out[line - 1] = format!("{}{replacement}{}", &at[..start], &at[close + 1..]);
+    let has_string_h = lines
+        .iter()
+        .any(|l| l.trim_start().starts_with("#include") && l.contains("<string.h>"));
+    if name == "calloc" && !has_string_h {
+        let last_include = lines
+            .iter()
+            .rposition(|l| l.trim_start().starts_with("#include"));
+        let at = last_include.map(|i| i + 1).unwrap_or(0);
+        out.insert(at, "#include <string.h>\n".to_string());
+    }
+    Ok(out.concat())
+}
+
 /// How a header's struct differs from the type being optimized, or None when they declare
 /// the same members. `type_members` holds, per unit of the type, the member names it
 /// covers. A header member the type lacks is fine inside an `#if` block (compiled out in the
@@ -284,4 +374,30 @@ pub fn unified_diff(old: &str, new: &str, path: &str) -> String {
         .context_radius(3)
         .header(&format!("a/{path}"), &format!("b/{path}"))
         .to_string()
+}
+
+#[cfg(test)]
+mod allocation_tests {
+    use super::align_allocation;
+
+    #[test]
+    fn calloc_and_malloc_become_aligned_allocations() {
+        let src = "#include <stdlib.h>\nint main(void) {\n    T *a = calloc(n, sizeof(T));\n    T *b = malloc(sizeof(T) * 4);\n}\n";
+        let out = align_allocation(src, 3, 64).unwrap();
+        assert_eq!(
+            out,
+            "#include <stdlib.h>\n#include <string.h>\nint main(void) {\n    T *a = memset(aligned_alloc(64, (n) * (sizeof(T))), 0, (n) * (sizeof(T)));\n    T *b = malloc(sizeof(T) * 4);\n}\n"
+        );
+        let out = align_allocation(src, 4, 128).unwrap();
+        assert!(
+            out.contains("    T *b = aligned_alloc(128, sizeof(T) * 4);\n"),
+            "{out}"
+        );
+        assert!(!out.contains("string.h"), "{out}");
+        let err = align_allocation(src, 2, 64).unwrap_err();
+        assert!(err.contains("no calloc or malloc"), "{err}");
+        assert!(align_allocation(src, 9, 64).is_err());
+        // `my_calloc(` is not calloc.
+        assert!(align_allocation("x = my_calloc(1, 2);\n", 1, 64).is_err());
+    }
 }

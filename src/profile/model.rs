@@ -203,6 +203,11 @@ pub struct TypeProfile {
     /// Where the heap blocks of this type were allocated (recorded profiles).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allocations: Vec<AllocationSite>,
+    /// Physical lines where threads write different elements of one array of this type
+    /// (recordings): which elements, by which threads. Offsets in the type's coordinates
+    /// lose this, since every element is the same type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub element_lines: Vec<ElementLine>,
 }
 
 /// A place in the recorded program that allocated heap blocks, and what lineup found they
@@ -289,6 +294,39 @@ impl AllocationSite {
         }
         self.function.as_deref() == Some(selector)
     }
+}
+
+/// One physical cache line holding elements of one array that different threads write.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElementLine {
+    /// The array's variable when it is a global or static (`g`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variable: Option<String>,
+    /// Where a heap array was allocated: function (`main+42`), and `file:line` when the
+    /// debug info tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_function: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_source: Option<String>,
+    /// Byte offset of the line's start from the array's first element (negative when the
+    /// array starts part-way into the line).
+    pub line_offset: i64,
+    /// The array's start modulo the line size (0: line-aligned).
+    pub misalignment: u64,
+    /// Elements written on the line, by index.
+    pub writers: Vec<ElementWriter>,
+}
+
+/// One element's writes on an [`ElementLine`] by one thread.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElementWriter {
+    pub index: u64,
+    pub tid: i64,
+    /// Offsets within the element written on this line, and their field names.
+    pub offsets: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    pub writes: f64,
 }
 
 /// Accesses to one place (byte range or field) from one code location.

@@ -22,7 +22,8 @@ use std::path::Path;
 
 use crate::analysis::fields::{self, Leaf};
 use crate::profile::{
-    Access, CodeLocation, Counts, CpuUse, Machine, Privilege, Profile, ThreadUse, Unit,
+    Access, CodeLocation, Counts, CpuUse, ElementLine, ElementWriter, Machine, Privilege, Profile,
+    ThreadUse, Unit,
 };
 use attribute::{ObjectMap, Origin, TypeChooser};
 use debuginfo::{DebugInfo, Elem, ElemKind, ObjType, SiteVariable};
@@ -366,6 +367,8 @@ pub fn build(
     let line = opts.line_size.max(1);
     let mut accesses: BTreeMap<AccessKey, AccessVal> = BTreeMap::new();
     let mut notes: BTreeMap<String, TypeNotes> = BTreeMap::new();
+    // (type, array base, birth, physical line) -> elements written there by different threads.
+    let mut element_lines: BTreeMap<(String, u64, u64, u64), ElementLine> = BTreeMap::new();
     let mut total = 0.0f64;
     let mut attributed = 0.0f64;
     let mut heap_typed = 0u64;
@@ -599,6 +602,60 @@ pub fn build(
                     .is_some_and(|w| w.iter().any(|&(e, th)| e != element && th != k.thread))
             {
                 v.element_writes += n;
+                // Which element, by which thread: the verdict names them (`g[0].v`).
+                let size = obj.ty.size.max(1);
+                let el = element_lines
+                    .entry((obj.ty.name.clone(), obj.base, obj.born, k.addr / line))
+                    .or_insert_with(|| {
+                        let (variable, alloc_function, alloc_source) = match &obj.origin {
+                            Origin::Global(name) => (Some(name.clone()), None, None),
+                            Origin::Heap { site } => {
+                                let r = debug.resolve(*site);
+                                let f = match (r.symbol, r.offset) {
+                                    (Some(s), Some(o)) => format!("{s}+{o}"),
+                                    (Some(s), None) => s,
+                                    _ => format!("{site:#x}"),
+                                };
+                                (None, Some(f), r.source)
+                            }
+                        };
+                        ElementLine {
+                            variable,
+                            alloc_function,
+                            alloc_source,
+                            line_offset: (k.addr / line * line) as i64 - obj.base as i64,
+                            misalignment: obj.base % line,
+                            writers: Vec::new(),
+                        }
+                    });
+                let index = (element - obj.base) / size;
+                let w = match el
+                    .writers
+                    .iter()
+                    .position(|w| w.index == index && w.tid == i64::from(tid))
+                {
+                    Some(i) => &mut el.writers[i],
+                    None => {
+                        el.writers.push(ElementWriter {
+                            index,
+                            tid: i64::from(tid),
+                            ..Default::default()
+                        });
+                        el.writers.last_mut().expect("just pushed")
+                    }
+                };
+                w.writes += n;
+                if !w.offsets.contains(&offset) {
+                    w.offsets.push(offset);
+                    if let Some(f) = facts
+                        .leaves
+                        .get(&obj.ty)
+                        .and_then(|l| fields::leaf_at(l, offset))
+                        && !w.fields.contains(&f.path)
+                    {
+                        w.fields.push(f.path.clone());
+                    }
+                }
             }
             v.threads.insert((p.pid, tid));
             if let Some(name) = p.thread_name(k.thread) {
@@ -776,10 +833,34 @@ pub fn build(
         };
         profile.type_profile_mut(&k.type_name).accesses.push(access);
     }
+    for ((type_name, ..), mut el) in element_lines {
+        el.writers.sort_by_key(|w| (w.index, w.tid));
+        for w in &mut el.writers {
+            w.offsets.sort_unstable();
+            w.writes = w.writes.round();
+        }
+        // Only lines with two elements written by two threads (the test above is per
+        // access; a thread's own element beside nobody's is not one).
+        let two = el.writers.iter().any(|a| {
+            el.writers
+                .iter()
+                .any(|b| a.index != b.index && a.tid != b.tid)
+        });
+        if two {
+            profile.type_profile_mut(&type_name).element_lines.push(el);
+        }
+    }
     for t in &mut profile.types {
         if let Some(a) = allocations.remove(&t.type_name) {
             t.allocations = a;
         }
+        // The busiest lines first, a bounded number (a huge array would list every line).
+        t.element_lines.sort_by(|a, b| {
+            let w = |l: &ElementLine| l.writers.iter().map(|w| w.writes).sum::<f64>();
+            w(b).total_cmp(&w(a))
+                .then(a.line_offset.cmp(&b.line_offset))
+        });
+        t.element_lines.truncate(64);
         if let Some(n) = notes.get(&t.type_name) {
             let mut text = format!(
                 "objects: {}",

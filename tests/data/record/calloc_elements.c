@@ -12,8 +12,10 @@ typedef struct {
 } worker_args;
 
 static long n = 100000;
+static pthread_barrier_t start; /* workers begin together, so their writes interleave */
 
 static void *worker(void *arg) {
+    pthread_barrier_wait(&start);
     /* volatile: every update is a load and a store at -O2 too */
     volatile worker_args *a = arg;
     for (long i = 0; i < n; i++) {
@@ -28,6 +30,7 @@ int main(int argc, char **argv) {
         n = atol(argv[1]);
     worker_args *args = calloc(2, sizeof(worker_args));
     pthread_t t[2];
+    pthread_barrier_init(&start, NULL, 2);
     for (long i = 0; i < 2; i++) {
         args[i].id = i;
         pthread_create(&t[i], NULL, worker, &args[i]);

@@ -10,9 +10,11 @@ struct counter {
 
 struct counter g[2];
 static long n = 100000;
+static pthread_barrier_t start; /* workers begin together, so their writes interleave */
 
 static void *worker(void *arg) {
     long id = (long)arg;
+    pthread_barrier_wait(&start);
     /* volatile: one load and one store per iteration at -O2 too */
     volatile long *v = &g[id].v;
     for (long i = 0; i < n; i++)
@@ -24,6 +26,7 @@ int main(int argc, char **argv) {
     if (argc > 1)
         n = atol(argv[1]);
     pthread_t t[2];
+    pthread_barrier_init(&start, NULL, 2);
     for (long i = 0; i < 2; i++)
         pthread_create(&t[i], NULL, worker, (void *)i);
     for (int i = 0; i < 2; i++)
