@@ -216,15 +216,27 @@ fn a_block_stored_into_a_member_is_named_by_it() {
     );
 }
 
-/// `long *counts;` ... `counts = calloc(8, sizeof *counts);` at -O0: the local is found
+/// `long *counts;` ... `counts = calloc(8, sizeof *counts);`: at -O0 the local is found
 /// from the store of the call's result into its frame slot (gcc's frame base is the CFA,
-/// clang's `%rbp`: both are checked).
+/// clang's `%rbp`: both are checked); at -O2 from its location list, which puts it in the
+/// register the result went to.
 #[test]
-fn a_local_assigned_after_its_declaration_is_found_at_o0() {
+fn a_local_assigned_after_its_declaration_is_found() {
     let src = "tests/data/record/alloc_assigned.c";
     let at = site(src, "counts = calloc");
-    for cc in ["clang", "gcc"] {
-        let prog = build(src, &format!("alloc_assigned-{cc}"), cc, "-O0");
+    for (compiler, opt) in [
+        ("clang", "-O0"),
+        ("gcc", "-O0"),
+        ("clang", "-O2"),
+        ("gcc", "-O2"),
+    ] {
+        let cc = format!("{compiler} {opt}");
+        let prog = build(
+            src,
+            &format!("alloc_assigned-{compiler}{opt}"),
+            compiler,
+            opt,
+        );
         let profile = record(&prog, &["100000"]);
         let types = profile_types(&profile);
         let (t, a) = allocated_at(&types, &at);
