@@ -215,6 +215,7 @@ impl DebugInfo {
         }
         info.rows
             .sort_by(|a, b| a.addr.cmp(&b.addr).then(b.end.cmp(&a.end)));
+        info.pointer_globals.sort_by_key(|g| g.addr);
         Ok(info)
     }
 
@@ -579,7 +580,8 @@ impl DebugInfo {
 
     /// The pointer global at link-time address `addr`.
     pub fn pointer_global_at(&self, addr: u64) -> Option<&PointerGlobal> {
-        self.pointer_globals.iter().find(|g| g.addr == addr)
+        let i = self.pointer_globals.partition_point(|g| g.addr < addr);
+        self.pointer_globals.get(i).filter(|g| g.addr == addr)
     }
 
     /// Struct types the code at `addr` (link-time) handles pointers to: its function's return
