@@ -195,6 +195,40 @@ fn scalar_buffers_are_named_by_site_and_variable_not_by_size() {
     }
 }
 
+/// C++: `bool *centers = new bool[8]()`, 8 bytes like the program's class `Shape`, which
+/// holds only its vtable pointer: an array of bool, named by its site and variable.
+#[test]
+fn a_new_bool_array_is_bools_not_a_vtable() {
+    let src = "tests/data/record/alloc_new.cpp";
+    let prog = scratch().join("alloc_new");
+    let o = lineup()
+        .args(["c++", "-O2", "-pthread"])
+        .arg(common::repo().join(src))
+        .arg("-o")
+        .arg(&prog)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "lineup c++: {}", text(&o.stderr));
+    let profile = record(&prog, &["100000"]);
+    let types = profile_types(&profile);
+    let at = site(src, "bool *centers = new bool");
+    let (t, a) = allocated_at(&types, &at);
+    assert_eq!(t["type_name"], format!("centers@{at}"));
+    assert_eq!(a["element_kind"], "bool");
+    assert_eq!(a["found_by"], "declaration");
+    let d = diagnose_ok(&profile, &at);
+    let names = line0_members(&d);
+    assert!(
+        names.contains(&"centers[0]".to_string()) && names.contains(&"centers[1]".to_string()),
+        "{names:?}"
+    );
+    assert!(!format!("{d}").contains("_vptr"), "{d:#}");
+    assert!(
+        types.iter().all(|t| t["type_name"] != "Shape"),
+        "{types:#?}"
+    );
+}
+
 /// `t->counts = calloc(8, sizeof(long))`: the block is named by the member its address is
 /// stored into, and typed by that member's pointer type. The code cannot tell which object
 /// `t` is; the recorded store to it can (the dynamic way).
@@ -216,15 +250,27 @@ fn a_block_stored_into_a_member_is_named_by_it() {
     );
 }
 
-/// `long *counts;` ... `counts = calloc(8, sizeof *counts);` at -O0: the local is found
+/// `long *counts;` ... `counts = calloc(8, sizeof *counts);`: at -O0 the local is found
 /// from the store of the call's result into its frame slot (gcc's frame base is the CFA,
-/// clang's `%rbp`: both are checked).
+/// clang's `%rbp`: both are checked); at -O2 from its location list, which puts it in the
+/// register the result went to.
 #[test]
-fn a_local_assigned_after_its_declaration_is_found_at_o0() {
+fn a_local_assigned_after_its_declaration_is_found() {
     let src = "tests/data/record/alloc_assigned.c";
     let at = site(src, "counts = calloc");
-    for cc in ["clang", "gcc"] {
-        let prog = build(src, &format!("alloc_assigned-{cc}"), cc, "-O0");
+    for (compiler, opt) in [
+        ("clang", "-O0"),
+        ("gcc", "-O0"),
+        ("clang", "-O2"),
+        ("gcc", "-O2"),
+    ] {
+        let cc = format!("{compiler} {opt}");
+        let prog = build(
+            src,
+            &format!("alloc_assigned-{compiler}{opt}"),
+            compiler,
+            opt,
+        );
         let profile = record(&prog, &["100000"]);
         let types = profile_types(&profile);
         let (t, a) = allocated_at(&types, &at);

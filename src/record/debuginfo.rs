@@ -106,6 +106,8 @@ struct PointerLocal {
     elem: Option<Elem>,
     /// `%rbp`-relative address of a variable that lives in the frame (-O0).
     rbp_offset: Option<i64>,
+    /// Where an optimized variable lives in a register: (from, to, DWARF register).
+    in_registers: Vec<(u64, u64, u16)>,
 }
 
 /// A global or static variable of pointer type: a slot a block's address can be stored into.
@@ -213,6 +215,7 @@ impl DebugInfo {
         }
         info.rows
             .sort_by(|a, b| a.addr.cmp(&b.addr).then(b.end.cmp(&a.end)));
+        info.pointer_globals.sort_by_key(|g| g.addr);
         Ok(info)
     }
 
@@ -317,6 +320,7 @@ impl DebugInfo {
                                 .find_map(|&(_, g)| self.functions[g].frame_from_rbp);
                             let rbp_offset =
                                 base.and_then(|b| fbreg_offset(unit, entry).map(|o| o + b));
+                            let in_registers = register_ranges(dwarf, unit, entry);
                             self.pointer_locals.push(PointerLocal {
                                 function: f,
                                 name,
@@ -324,6 +328,7 @@ impl DebugInfo {
                                 line,
                                 elem,
                                 rbp_offset,
+                                in_registers,
                             });
                         }
                         if let Some(t) = type_of(unit, entry).and_then(|t| pointee(dwarf, unit, t))
@@ -441,6 +446,10 @@ impl DebugInfo {
             if !decoder.can_decode() || holding.is_empty() {
                 return None;
             }
+            // An optimized local that lives, here, in a register holding the result.
+            if let Some(v) = self.local_in_registers(site, decoder.ip(), &holding) {
+                return Some(v);
+            }
             let ins = decoder.decode();
             match ins.flow_control() {
                 FlowControl::Call => {
@@ -511,6 +520,57 @@ impl DebugInfo {
         None
     }
 
+    /// The pointer local of the function around `site` that lives at `ip` in one of the
+    /// registers `regs` (its location list says so).
+    fn local_in_registers(
+        &self,
+        site: u64,
+        ip: u64,
+        regs: &[iced_x86::Register],
+    ) -> Option<SiteVariable> {
+        use iced_x86::Register as R;
+        // DWARF register numbers of x86-64.
+        const DWARF: [iced_x86::Register; 16] = [
+            R::RAX,
+            R::RDX,
+            R::RCX,
+            R::RBX,
+            R::RSI,
+            R::RDI,
+            R::RBP,
+            R::RSP,
+            R::R8,
+            R::R9,
+            R::R10,
+            R::R11,
+            R::R12,
+            R::R13,
+            R::R14,
+            R::R15,
+        ];
+        self.pointer_locals
+            .iter()
+            .filter(|v| {
+                v.in_registers.iter().any(|&(lo, hi, r)| {
+                    ip >= lo
+                        && ip < hi
+                        && DWARF
+                            .get(usize::from(r))
+                            .is_some_and(|reg| regs.contains(reg))
+                })
+            })
+            .find(|v| {
+                self.functions[v.function]
+                    .ranges
+                    .iter()
+                    .any(|&(lo, hi)| site >= lo && site < hi)
+            })
+            .map(|v| SiteVariable {
+                name: v.name.clone(),
+                elem: v.elem.clone(),
+            })
+    }
+
     /// Do code addresses `a` and `b` (link-time) lie in one function (by symbol)?
     pub fn same_function(&self, a: u64, b: u64) -> bool {
         let i = self.symbols.partition_point(|s| s.start <= a);
@@ -520,7 +580,8 @@ impl DebugInfo {
 
     /// The pointer global at link-time address `addr`.
     pub fn pointer_global_at(&self, addr: u64) -> Option<&PointerGlobal> {
-        self.pointer_globals.iter().find(|g| g.addr == addr)
+        let i = self.pointer_globals.partition_point(|g| g.addr < addr);
+        self.pointer_globals.get(i).filter(|g| g.addr == addr)
     }
 
     /// Struct types the code at `addr` (link-time) handles pointers to: its function's return
@@ -721,6 +782,31 @@ fn frame_base_from_rbp(unit: &Unit<'_>, entry: &Die<'_>) -> Option<i64> {
         } if register.0 == 6 => Some(offset),
         _ => None,
     }
+}
+
+/// The ranges of a variable's location list where it is a register (`DW_OP_regN`).
+fn register_ranges(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &Unit<'_>,
+    entry: &Die<'_>,
+) -> Vec<(u64, u64, u16)> {
+    let mut out = Vec::new();
+    let Some(value) = entry.attr_value(dw::DW_AT_location) else {
+        return out;
+    };
+    let Ok(Some(mut list)) = dwarf.attr_locations(unit, value) else {
+        return out;
+    };
+    while let Ok(Some(e)) = list.next() {
+        let mut ops = e.data.operations(unit.encoding());
+        if let Ok(Some(gimli::Operation::Register { register })) = ops.next()
+            && matches!(ops.next(), Ok(None))
+            && e.range.end > e.range.begin
+        {
+            out.push((e.range.begin, e.range.end, register.0));
+        }
+    }
+    out
 }
 
 /// The `DW_OP_fbreg` offset of a variable that lives in its function's frame.

@@ -1072,31 +1072,39 @@ fn stored_slots(
         sites.entry(site_of(a.pc)).or_default().insert(a.thread);
     }
     let mut out = HashMap::new();
+    // The 8-byte stores by code address, once: (code, thread, slot address). A program's
+    // count tables can hold millions of places and it may have thousands of sites.
+    let mut stores: Vec<(u64, u32, u64)> = tally
+        .iter()
+        .filter(|(k, _)| k.size == 8 && k.kind == Kind::Store && k.addr != 0)
+        .map(|(k, _)| (site_of(k.pc), k.thread, k.addr))
+        .collect();
+    stores.sort_unstable();
     for (site, threads) in sites {
         let Some(line) = debug.line_of(site) else {
             continue;
         };
-        // Candidate stores: (code address, slot).
+        // The stores after the call, in code order, while still in the call's function
+        // and on its line.
         let mut best: Option<(u64, SiteVariable)> = None;
-        for (k, _) in tally {
-            if k.size != 8 || k.kind != Kind::Store || k.addr == 0 || !threads.contains(&k.thread) {
+        let first = stores.partition_point(|s| s.0 <= site);
+        for &(code, thread, addr) in &stores[first..] {
+            if best.as_ref().is_some_and(|(b, _)| code > *b) {
+                break;
+            }
+            if !debug.same_function(site, code) {
+                break;
+            }
+            if !threads.contains(&thread) || debug.line_of(code) != Some(line) {
                 continue;
             }
-            let code = site_of(k.pc);
-            if code <= site
-                || best.as_ref().is_some_and(|(b, _)| code >= *b)
-                || !debug.same_function(site, code)
-                || debug.line_of(code) != Some(line)
-            {
-                continue;
-            }
-            let slot = if let Some(g) = debug.pointer_global_at(k.addr.wrapping_sub(bias)) {
+            let slot = if let Some(g) = debug.pointer_global_at(addr.wrapping_sub(bias)) {
                 Some(SiteVariable {
                     name: g.name.clone(),
                     elem: g.elem.clone(),
                 })
-            } else if let Some(obj) = objects.lookup(k.addr, None) {
-                let off = obj.type_offset(k.addr);
+            } else if let Some(obj) = objects.lookup(addr, None) {
+                let off = obj.type_offset(addr);
                 facts.pointer_members.get(&obj.ty).and_then(|ms| {
                     ms.iter()
                         .find(|m| m.0 == off)
