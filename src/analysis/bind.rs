@@ -198,20 +198,147 @@ fn pointee(types: &Types<'_>, ty: TypeId) -> Option<TypeRef> {
     Some(TypeRef { id, names })
 }
 
-/// How a function's struct relates to the candidate type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Reach {
+/// How a function's struct relates to the candidate type, nearest last. Each step away
+/// weighs less in the ranking ([`PrototypeEvidence::strength`]), so functions that take the
+/// type itself still rank it first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reach {
     None,
-    /// The function's struct points to the type (or holds a struct that does).
+    /// Two steps: a struct the function's struct points to embeds the type
+    /// (`task_struct->mm`, then `mm_struct.mmap_lock`).
+    Far,
+    /// One pointer: the function's struct (or a struct it embeds) points to the type
+    /// (`cfs_rq->tg`, `p->mm`).
     Near,
-    /// The function takes the type itself, or a struct the type embeds.
+    /// One holds the other by value: the function's struct embeds the type (`rq.cfs`,
+    /// `p->se`), or the type embeds the function's struct (`mm_struct.mmap_lock` for
+    /// `rwsem_spin_on_owner`).
+    Embedded,
+    /// The function takes or returns the type itself.
     Direct,
 }
 
-/// Memo of which struct names each struct holds embedded or points to.
+impl Reach {
+    /// Weight in the ranking, by distance: 1, ¾ (the embedded type is placed where its
+    /// parent object puts the line, so it is nearly as sure), ¼ and ⅛ through a pointer
+    /// (another object, of which many small structs fit a few offsets).
+    pub fn weight(self) -> f64 {
+        match self {
+            Reach::Direct => 1.0,
+            Reach::Embedded => 0.75,
+            Reach::Near => 0.25,
+            Reach::Far => 0.125,
+            Reach::None => 0.0,
+        }
+    }
+}
+
+/// A struct a function can get at from one of its prototype's structs.
+#[derive(Clone, Debug)]
+pub struct Reached {
+    pub id: TypeId,
+    pub names: Vec<String>,
+    pub reach: Reach,
+    /// How: `rq.cfs`, `task_struct->mm`, `task_struct->mm.mmap_lock`.
+    pub path: String,
+    /// Where the type lies in the function's struct when embedded in it: the byte offset of
+    /// `rq.cfs` in `rq`, which tells which lines of the parent object the type occupies.
+    pub offset_in_parent: Option<u64>,
+    /// The function's struct (`rq`).
+    pub parent: TypeId,
+}
+
+/// Structs embedded in `id` by value, at any depth (the first element of arrays), with their
+/// member paths and offsets.
+fn embedded_parts(types: &Types<'_>, id: TypeId) -> Vec<(TypeId, String, u64)> {
+    fn walk(
+        types: &Types<'_>,
+        id: TypeId,
+        prefix: &str,
+        base: u64,
+        depth: usize,
+        out: &mut Vec<(TypeId, String, u64)>,
+    ) {
+        let Some(comp) = types.composite(types.resolve(id)) else {
+            return;
+        };
+        if depth > 8 || out.len() > 512 {
+            return;
+        }
+        for m in &comp.members {
+            if m.is_bitfield() {
+                continue;
+            }
+            let mut ty = types.resolve(m.ty);
+            let mut path = if m.name.is_empty() {
+                prefix.to_string()
+            } else if prefix.is_empty() {
+                m.name.to_string()
+            } else {
+                format!("{prefix}.{}", m.name)
+            };
+            if let Kind::Array { elem, .. } = types.get(ty).kind {
+                ty = types.resolve(elem);
+                path.push_str("[0]");
+            }
+            if types.composite(ty).is_none() {
+                continue;
+            }
+            let offset = base + m.bit_offset / 8;
+            // Anonymous structs and unions are the parent's own members, not a type a
+            // function could take.
+            if !m.name.is_empty() && !type_names(types, ty).is_empty() {
+                out.push((ty, path.clone(), offset));
+            }
+            walk(types, ty, &path, offset, depth + 1, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(types, id, "", 0, 0, &mut out);
+    out
+}
+
+/// Structs the pointer members of `id` and of the structs it embeds point to, with the
+/// member path (`mm`, `se.cfs_rq`).
+fn pointer_targets(types: &Types<'_>, id: TypeId) -> Vec<(TypeId, String)> {
+    let mut holders = vec![(types.resolve(id), String::new())];
+    holders.extend(
+        embedded_parts(types, id)
+            .into_iter()
+            .map(|(t, p, _)| (t, p)),
+    );
+    let mut out: Vec<(TypeId, String)> = Vec::new();
+    for (h, prefix) in holders {
+        let Some(comp) = types.composite(h) else {
+            continue;
+        };
+        for m in &comp.members {
+            let mut ty = m.ty;
+            if let Kind::Array { elem, .. } = types.get(types.resolve(ty)).kind {
+                ty = elem;
+            }
+            let Some(p) = pointee(types, ty) else {
+                continue;
+            };
+            if out.iter().any(|(t, _)| *t == p.id) {
+                continue;
+            }
+            let path = match (prefix.is_empty(), m.name.is_empty()) {
+                (true, _) => m.name.to_string(),
+                (false, true) => prefix.clone(),
+                (false, false) => format!("{prefix}.{}", m.name),
+            };
+            out.push((p.id, path));
+        }
+    }
+    out
+}
+
+/// Memo of what each prototype struct reaches, two steps at most.
 struct Relations<'t, 'a> {
     types: &'t Types<'a>,
-    related: HashMap<TypeId, BTreeSet<String>>,
+    reached: HashMap<TypeId, Vec<Reached>>,
     embeds: HashMap<TypeId, BTreeSet<String>>,
 }
 
@@ -219,42 +346,63 @@ impl<'t, 'a> Relations<'t, 'a> {
     fn new(types: &'t Types<'a>) -> Self {
         Relations {
             types,
-            related: HashMap::new(),
+            reached: HashMap::new(),
             embeds: HashMap::new(),
         }
     }
 
-    /// Names of the structs `id` embeds or points to (its own members and its embedded
-    /// structs' members).
-    fn of(&mut self, id: TypeId) -> &BTreeSet<String> {
+    /// The structs a function taking `from` can get at: `from` itself, the structs it
+    /// embeds, the structs it (or what it embeds) points to, and the structs those embed.
+    /// Pointers are followed once: two would reach nearly everything from a task.
+    fn reached(&mut self, from: &TypeRef) -> &[Reached] {
         let types = self.types;
-        self.related.entry(id).or_insert_with(|| {
-            let mut out = BTreeSet::new();
-            let mut holders = vec![id];
-            for e in embedded(types, id) {
-                out.extend(e.names.iter().cloned());
-            }
-            // Pointers in the struct and in what it embeds.
-            let mut seen = BTreeSet::new();
-            while let Some(h) = holders.pop() {
-                if !seen.insert(h) || seen.len() > 64 {
-                    continue;
+        self.reached.entry(from.id).or_insert_with(|| {
+            let parent = from.name().to_string();
+            let mut out = vec![Reached {
+                id: from.id,
+                names: from.names.clone(),
+                reach: Reach::Direct,
+                path: parent.clone(),
+                offset_in_parent: Some(0),
+                parent: from.id,
+            }];
+            let mut seen: BTreeSet<TypeId> = BTreeSet::from([from.id]);
+            for (id, path, offset) in embedded_parts(types, from.id) {
+                if seen.insert(id) {
+                    out.push(Reached {
+                        id,
+                        names: type_names(types, id),
+                        reach: Reach::Embedded,
+                        path: format!("{parent}.{path}"),
+                        offset_in_parent: Some(offset),
+                        parent: from.id,
+                    });
                 }
-                let Some(comp) = types.composite(types.resolve(h)) else {
-                    continue;
-                };
-                for m in &comp.members {
-                    let r = types.resolve(m.ty);
-                    if let Some(p) = pointee(types, m.ty) {
-                        out.extend(p.names);
-                    } else if types.composite(r).is_some() {
-                        holders.push(r);
-                    } else if let Kind::Array { elem, .. } = types.get(r).kind {
-                        if let Some(p) = pointee(types, elem) {
-                            out.extend(p.names);
-                        } else if types.composite(types.resolve(elem)).is_some() {
-                            holders.push(types.resolve(elem));
-                        }
+            }
+            let targets = pointer_targets(types, from.id);
+            for (id, path) in &targets {
+                if seen.insert(*id) {
+                    out.push(Reached {
+                        id: *id,
+                        names: type_names(types, *id),
+                        reach: Reach::Near,
+                        path: format!("{parent}->{path}"),
+                        offset_in_parent: None,
+                        parent: from.id,
+                    });
+                }
+            }
+            for (target, path) in &targets {
+                for (id, inner, _) in embedded_parts(types, *target) {
+                    if seen.insert(id) {
+                        out.push(Reached {
+                            id,
+                            names: type_names(types, id),
+                            reach: Reach::Far,
+                            path: format!("{parent}->{path}.{inner}"),
+                            offset_in_parent: None,
+                            parent: from.id,
+                        });
                     }
                 }
             }
@@ -262,28 +410,40 @@ impl<'t, 'a> Relations<'t, 'a> {
         })
     }
 
-    fn reach(&mut self, target: TypeId, target_names: &[String], from: &TypeRef) -> Reach {
-        if from.id == target || from.names.iter().any(|n| target_names.contains(n)) {
-            return Reach::Direct;
+    /// How `from` reaches the type `target` (named `target_names`), and by which path.
+    fn reach(
+        &mut self,
+        target: TypeId,
+        target_names: &[String],
+        from: &TypeRef,
+    ) -> (Reach, String) {
+        let mut best = (Reach::None, String::new());
+        for r in self.reached(from) {
+            if (r.id == target || r.names.iter().any(|n| target_names.contains(n)))
+                && r.reach > best.0
+            {
+                best = (r.reach, r.path.clone());
+            }
         }
-        // The type embeds the function's struct (`mmap_lock` in `mm_struct`), or the
-        // function's struct embeds the type (`se` in `task_struct`).
+        if best.0 >= Reach::Embedded {
+            return best;
+        }
+        // The type embeds the function's struct (`mmap_lock` in `mm_struct`).
         if from
             .names
             .iter()
             .any(|n| self.of_embedded(target).contains(n))
-            || target_names
-                .iter()
-                .any(|n| self.of_embedded(from.id).contains(n))
         {
-            return Reach::Direct;
+            return (
+                Reach::Embedded,
+                format!(
+                    "{} in {}",
+                    from.name(),
+                    target_names.last().map(String::as_str).unwrap_or("?")
+                ),
+            );
         }
-        // One pointer: `cfs_rq->tg`, `p->sched_task_group`. Two would reach nearly
-        // everything from a struct that points to a task.
-        if target_names.iter().any(|n| self.of(from.id).contains(n)) {
-            return Reach::Near;
-        }
-        Reach::None
+        best
     }
 
     fn of_embedded(&mut self, id: TypeId) -> &BTreeSet<String> {
@@ -347,12 +507,20 @@ fn with_decoded_sizes(accesses: &mut [(usize, LineAccess)], address: u64, decode
 pub struct PrototypeEvidence {
     /// Share of the line's weight made by functions whose prototypes are known.
     pub known: f64,
-    /// Share of the known weight whose functions take the type (or a struct it embeds).
+    /// Share of the known weight whose functions take the type itself.
     pub direct: f64,
-    /// Share of the known weight whose functions take a struct pointing to or holding it.
+    /// Share of the known weight whose functions take a struct that embeds the type, or
+    /// that the type embeds.
+    pub embedded: f64,
+    /// Share of the known weight whose functions take a struct pointing to it.
     pub near: f64,
-    /// The functions that take it directly.
+    /// Share of the known weight whose functions take a struct pointing to one that embeds
+    /// it (two steps).
+    pub far: f64,
+    /// The functions that take it, or a struct it embeds or is embedded in.
     pub functions: Vec<String>,
+    /// How the other functions reach it (`rq.cfs`, `task_struct->mm`), with the function.
+    pub paths: Vec<String>,
     /// Structs the other known functions take instead.
     pub others: Vec<String>,
 }
@@ -360,11 +528,14 @@ pub struct PrototypeEvidence {
 impl PrototypeEvidence {
     /// Share of the known weight whose functions relate to the type at all.
     pub fn reach(&self) -> f64 {
-        self.direct + self.near
+        self.direct + self.embedded + self.near + self.far
     }
-    /// For ranking: direct counts fully, one pointer hop half.
+    /// For ranking: each step away weighs less ([`Reach::weight`]).
     pub fn strength(&self) -> f64 {
-        self.direct + 0.5 * self.near
+        Reach::Direct.weight() * self.direct
+            + Reach::Embedded.weight() * self.embedded
+            + Reach::Near.weight() * self.near
+            + Reach::Far.weight() * self.far
     }
     /// Whether the prototypes speak at all (functions with known prototypes made at least
     /// half the line's weight).
@@ -387,9 +558,9 @@ fn prototype_evidence(
         .sum::<f64>()
         .max(1e-12);
     let mut known = 0.0;
-    let mut direct = 0.0;
-    let mut near = 0.0;
+    let mut by_reach: BTreeMap<Reach, f64> = BTreeMap::new();
     let mut functions = BTreeSet::new();
+    let mut paths = BTreeSet::new();
     let mut others = BTreeSet::new();
     for (i, a) in accesses {
         let Some(sym) = line.accesses[*i]
@@ -403,28 +574,37 @@ fn prototype_evidence(
             continue;
         };
         known += a.weight;
-        let best = refs
+        let (best, path) = refs
             .iter()
             .map(|r| rel.reach(target, target_names, r))
-            .max()
-            .unwrap_or(Reach::None);
+            .max_by_key(|(r, _)| *r)
+            .unwrap_or((Reach::None, String::new()));
+        *by_reach.entry(best).or_default() += a.weight;
         match best {
-            Reach::Direct => {
-                direct += a.weight;
+            Reach::Direct | Reach::Embedded => {
                 functions.insert(function_name(&sym).to_string());
+                if best == Reach::Embedded {
+                    paths.insert(format!("{} ({path})", function_name(&sym)));
+                }
             }
-            Reach::Near => near += a.weight,
+            Reach::Near | Reach::Far => {
+                paths.insert(format!("{} ({path})", function_name(&sym)));
+            }
             Reach::None => {
                 others.extend(refs.iter().map(|r| r.name().to_string()));
             }
         }
     }
     let k = known.max(1e-12);
+    let share = |r: Reach| by_reach.get(&r).copied().unwrap_or(0.0) / k;
     PrototypeEvidence {
         known: known / total,
-        direct: direct / k,
-        near: near / k,
+        direct: share(Reach::Direct),
+        embedded: share(Reach::Embedded),
+        near: share(Reach::Near),
+        far: share(Reach::Far),
         functions: functions.into_iter().collect(),
+        paths: paths.into_iter().collect(),
         others: others.into_iter().collect(),
     }
 }
@@ -996,8 +1176,10 @@ pub fn overview_with_progress(
             out.push(view);
             continue;
         }
-        // Candidate types: every struct the rows' functions' prototypes point to.
+        // Candidate types: every struct the rows' functions' prototypes point to, and what
+        // those reach (embedded, one pointer away, embedded there), nearest first.
         let mut ids: Vec<TypeId> = Vec::new();
+        let mut via: HashMap<TypeId, Reached> = HashMap::new();
         for (i, _) in &accesses {
             let Some(sym) = line.accesses[*i]
                 .code
@@ -1007,15 +1189,23 @@ pub fn overview_with_progress(
                 continue;
             };
             for r in protos.of(&sym).unwrap_or(&[]) {
-                if !ids.contains(&r.id) {
-                    ids.push(r.id);
+                for x in rel.reached(r) {
+                    if !ids.contains(&x.id) {
+                        ids.push(x.id);
+                    }
+                    if via.get(&x.id).is_none_or(|v| v.reach < x.reach) {
+                        via.insert(x.id, x.clone());
+                    }
                 }
             }
         }
+        ids.sort_by_key(|id| std::cmp::Reverse(via.get(id).map(|v| v.reach)));
         let only: Vec<LineAccess> = accesses.iter().map(|(_, a)| a.clone()).collect();
         let span = only.iter().map(|a| a.offset).max().unwrap_or(0)
             - only.iter().map(|a| a.offset).min().unwrap_or(0);
         let mut cands: Vec<TypeCandidate> = Vec::new();
+        // Where each ranked type put the line, for the structs embedded in it.
+        let mut placed: HashMap<TypeId, Vec<i64>> = HashMap::new();
         for &id in &ids {
             let size = types.size_of(id);
             if size <= span {
@@ -1025,7 +1215,32 @@ pub fn overview_with_progress(
             let name = names.last().cloned().unwrap_or_default();
             let proto = prototype_evidence(&mut rel, &protos, line, &accesses, id, &names);
             let scorer = scorers.entry(id).or_insert_with(|| Scorer::new(types, id));
-            if let Some(c) = rank_one(
+            // Embedded in a prototype's struct: the line is in it only where the parent
+            // object's placement puts it inside the member's bytes; ranked at that place.
+            let embedded_in = via.get(&id).and_then(|v| {
+                let o = v.offset_in_parent?;
+                (v.reach == Reach::Embedded && v.parent != id).then_some((v, o))
+            });
+            let fixed = match embedded_in {
+                Some((v, o)) => {
+                    let Some(starts) = placed.get(&v.parent) else {
+                        continue;
+                    };
+                    let Some((k, at)) = starts
+                        .iter()
+                        .map(|start| start - o as i64)
+                        .enumerate()
+                        .find(|(_, at)| *at < size as i64 && at + cls as i64 > 0)
+                    else {
+                        continue;
+                    };
+                    Some((k == 0, at))
+                }
+                None => None,
+            };
+            let at_parents_choice = fixed.is_none_or(|f| f.0);
+            let fixed = fixed.map(|f| f.1);
+            if let Some(mut c) = rank_one(
                 profile,
                 types,
                 id,
@@ -1037,7 +1252,39 @@ pub fn overview_with_progress(
                 input,
                 cls,
                 &by_address,
+                fixed,
             ) {
+                if let Some((v, o)) = embedded_in {
+                    let parent = v.path.split('.').next().unwrap_or("?");
+                    // Only another placement of the parent, about as good as its chosen
+                    // one, holds the line in the member: it weighs as two steps away.
+                    if !at_parents_choice {
+                        c.score -= (Reach::Embedded.weight() - Reach::Far.weight())
+                            * c.prototypes.embedded;
+                        c.reasons.push(format!(
+                            "only at another placement of the {parent} than its best"
+                        ));
+                    }
+                    let at = c.line_start + o as i64;
+                    c.reasons.push(format!(
+                        "embedded as {} at byte {o}: this line is bytes {at}..{} of the {parent}",
+                        v.path,
+                        at + cls as i64 - 1
+                    ));
+                }
+                // The chosen placement first, then the others about as good.
+                let mut starts = vec![c.line_start];
+                if let Some(scorer) = scorers.get(&id) {
+                    let all = scorer.candidates(types, &only, cls);
+                    let top = all.first().map(|x| x.score()).unwrap_or(0.0);
+                    starts.extend(
+                        all.iter()
+                            .take_while(|x| top - x.score() < 0.05)
+                            .map(|x| x.line_start)
+                            .filter(|s| *s != c.line_start),
+                    );
+                }
+                placed.insert(id, starts);
                 cands.push(c);
             }
         }
@@ -1091,6 +1338,7 @@ fn rank_one(
     input: &BindInput,
     cls: u64,
     by_address: &[(u64, usize)],
+    fixed: Option<i64>,
 ) -> Option<TypeCandidate> {
     let only: Vec<LineAccess> = accesses.iter().map(|(_, a)| a.clone()).collect();
     let exact = decoded_start(scorer, &input.decoded, line.address, accesses);
@@ -1111,6 +1359,13 @@ fn rank_one(
     // those, the one most neighbouring lines of the report agree with.
     let pool: Vec<attribute::Candidate> = match best {
         Some(b) => vec![b],
+        None if fixed.is_some() => {
+            let c = scorer.at(types, &only, fixed?, cls)?;
+            if c.fit < MIN_FIT {
+                return None;
+            }
+            vec![c]
+        }
         None => {
             let all = scorer.candidates(types, &only, cls);
             let top = all.first()?.score();
@@ -1172,21 +1427,37 @@ fn rank_one(
     } else {
         0.0
     };
-    if proto.direct > 0.0 || proto.near > 0.0 {
-        reasons.push(format!(
-            "prototypes: {:.0}% of the known weight by functions taking it{}{}",
-            proto.direct * 100.0,
-            if proto.functions.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", proto.functions.join(", "))
-            },
-            if proto.near > 0.0 {
-                format!(", {:.0}% one pointer away", proto.near * 100.0)
-            } else {
-                String::new()
+    if proto.reach() > 0.0 {
+        let mut parts = vec![format!(
+            "{:.0}% of the known weight by functions taking it",
+            proto.direct * 100.0
+        )];
+        for (share, what) in [
+            (proto.embedded, "embedded in or embedding what they take"),
+            (proto.near, "one pointer away"),
+            (proto.far, "embedded one pointer away"),
+        ] {
+            if share > 0.0 {
+                parts.push(format!("{:.0}% {what}", share * 100.0));
             }
-        ));
+        }
+        let mut text = format!("prototypes: {}", parts.join(", "));
+        if !proto.functions.is_empty() {
+            text.push_str(&format!(" ({})", proto.functions.join(", ")));
+        }
+        if !proto.paths.is_empty() {
+            text.push_str(&format!(
+                "; reached as {}",
+                proto
+                    .paths
+                    .iter()
+                    .take(4)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        reasons.push(text);
     }
     reasons.push(format!(
         "offsets: {:.0}% of the weight on member starts at bytes {}..{}",
