@@ -228,8 +228,9 @@ pub struct Access {
     /// NUMA node(s) of the memory accessed, when the tool resolved physical addresses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_nodes: Option<Vec<u32>>,
+    /// Boxed: most evidence names no thread, and the access is copied by the hundred thousand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub threads: Option<ThreadUse>,
+    pub threads: Option<Box<ThreadUse>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<CodeLocation>,
     /// Names of co-access groups this access belongs to (see [`AccessGroup`]).
@@ -845,26 +846,36 @@ impl Profile {
     /// accesses plus those of raw lines bound to it (accesses that would land before the
     /// type's start are left out).
     pub fn type_accesses(&self, type_name: &str) -> Vec<Access> {
-        let mut out: Vec<Access> = self
-            .type_profile(type_name)
-            .map(|t| t.accesses.clone())
-            .unwrap_or_default();
-        for line in &self.lines {
-            let Some(b) = line.binding.as_ref().filter(|b| b.type_name == type_name) else {
-                continue;
-            };
+        let own = self.type_profile(type_name).map(|t| &t.accesses[..]);
+        let bound = || {
+            self.lines.iter().filter_map(|l| {
+                l.binding
+                    .as_ref()
+                    .filter(|b| b.type_name == type_name)
+                    .map(|b| (l, b))
+            })
+        };
+        // Sized once: a full report's copy is tens of MB, and doubling would waste as much.
+        let n =
+            own.map_or(0, <[Access]>::len) + bound().map(|(l, _)| l.accesses.len()).sum::<usize>();
+        let mut out: Vec<Access> = Vec::with_capacity(n);
+        out.extend_from_slice(own.unwrap_or_default());
+        for (line, b) in bound() {
             for a in &line.accesses {
-                let mut a = a.clone();
-                if let Some(off) = a.offset {
-                    match i64::try_from(off)
+                let offset = match a.offset {
+                    Some(off) => match i64::try_from(off)
                         .ok()
                         .and_then(|o| b.line_start.checked_add(o))
                     {
-                        Some(shifted) if shifted >= 0 => a.offset = Some(shifted as u64),
+                        Some(shifted) if shifted >= 0 => Some(shifted as u64),
                         _ => continue,
-                    }
-                }
-                out.push(a);
+                    },
+                    None => None,
+                };
+                out.push(Access {
+                    offset,
+                    ..a.clone()
+                });
             }
         }
         out
