@@ -882,6 +882,11 @@ fn json_is_versioned_and_readable() {
         Profile::from_json("{}"),
         Err(ProfileError::Json(_))
     ));
+    // Read without building a JSON tree of the file: still no version in an array.
+    match Profile::from_json("[1, 2]") {
+        Err(ProfileError::Json(m)) => assert!(m.contains("no schema"), "{m}"),
+        other => panic!("{other:?}"),
+    }
     let mut bad = v.clone();
     bad["lines"][0]["address"] = "ff28".into();
     assert!(Profile::from_json(&bad.to_string()).is_err());
