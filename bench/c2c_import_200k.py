@@ -4,8 +4,9 @@ import in under 3 s and 300 MB, and diagnose in under 5 s).
 
 Writes a report in perf 6.x's layout (tests/data/c2c/perf6_hitm_full.txt's headers): N cache
 lines of a kernel struct, each with a header row and 9 offset rows, ~200k lines in all, then
-times `lineup import --c2c` and `lineup diagnose --type task_group --c2c` on it and prints
-wall time and peak RSS (from /usr/bin/time -v).
+times `lineup import --c2c`, `lineup diagnose --type task_group --c2c` on it and `diagnose
+--profile` on the imported profile, and prints wall time, CPU time and peak RSS (from
+/usr/bin/time -v).
 
     python3 bench/c2c_import_200k.py [--lines 200000] [--lineup target/release/lineup]
 """
@@ -76,6 +77,11 @@ def main():
             [a.lineup, "diagnose", "--type", "task_group", "--btf", a.btf, "--c2c", rep])
         print(f"diagnose {n} lines: rc={rc} wall {s:.2f} s, cpu {cpu:.2f} s, peak RSS {mb:.0f} MB"
               " (target < 5 s)")
+        # The saved profile read back (`diagnose --profile`), as a later run reads it.
+        rc, s, cpu, mb = measure(
+            [a.lineup, "diagnose", "--type", "task_group", "--btf", a.btf, "--profile", out])
+        print(f"diagnose --profile of it: rc={rc} wall {s:.2f} s, cpu {cpu:.2f} s,"
+              f" peak RSS {mb:.0f} MB")
 
 
 if __name__ == "__main__":

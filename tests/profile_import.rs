@@ -882,6 +882,11 @@ fn json_is_versioned_and_readable() {
         Profile::from_json("{}"),
         Err(ProfileError::Json(_))
     ));
+    // Read without building a JSON tree of the file: still no version in an array.
+    match Profile::from_json("[1, 2]") {
+        Err(ProfileError::Json(m)) => assert!(m.contains("no schema"), "{m}"),
+        other => panic!("{other:?}"),
+    }
     let mut bad = v.clone();
     bad["lines"][0]["address"] = "ff28".into();
     assert!(Profile::from_json(&bad.to_string()).is_err());
@@ -1389,4 +1394,43 @@ fn nan_and_inf_shares_in_any_spelling_keep_the_block() {
     let damaged = text.replace("        NAN%", "      4x.2%");
     let e = import_c2c(&damaged).unwrap_err().to_string();
     assert!(e.contains("line 10") && e.contains("4x.2%"), "{e}");
+}
+
+// ---------------------------------------------------------------------------------------
+// A lean profile: a 200k-line report is hundreds of thousands of accesses
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn c2c_rows_share_one_copy_of_each_name() {
+    let p = &c2c("tests/data/c2c/perf6_hitm_full.txt")[0];
+    let codes: Vec<&lineup::profile::CodeLocation> = p
+        .lines
+        .iter()
+        .flat_map(|l| &l.accesses)
+        .filter_map(|a| a.code.as_ref())
+        .collect();
+    let kernel: Vec<_> = codes
+        .iter()
+        .filter_map(|c| c.object.as_ref())
+        .filter(|o| &***o == "[kernel.kallsyms]")
+        .collect();
+    assert!(kernel.len() >= 2, "{kernel:?}");
+    assert!(kernel.iter().all(|o| std::sync::Arc::ptr_eq(o, kernel[0])));
+    // Rows of one function on different lines name it with one string.
+    let mut by_name: std::collections::BTreeMap<&str, Vec<&std::sync::Arc<str>>> =
+        Default::default();
+    for s in codes.iter().filter_map(|c| c.symbol.as_ref()) {
+        by_name.entry(s).or_default().push(s);
+    }
+    let repeated: Vec<_> = by_name.values().filter(|v| v.len() > 1).collect();
+    assert!(!repeated.is_empty());
+    for v in repeated {
+        assert!(v.iter().all(|s| std::sync::Arc::ptr_eq(s, v[0])), "{v:?}");
+    }
+    // Line vectors hold no spare capacity once their rows are read.
+    assert!(
+        p.lines
+            .iter()
+            .all(|l| l.accesses.capacity() == l.accesses.len())
+    );
 }

@@ -146,6 +146,48 @@ fn latin1_byte_in_perf_script_is_read_with_a_warning() {
     assert!(dir.join("p.json").exists());
 }
 
+#[test]
+fn c2c_file_read_as_it_comes_equals_the_text_import() {
+    // `import --c2c` reads the file line by line (a large report is never held whole): CRLF
+    // line ends and a Latin-1 byte read as they do when the text is imported whole.
+    let dir = scratch("c2c-stream");
+    let original = std::fs::read(repo().join("tests/data/c2c/perf6_hitm_full.txt")).unwrap();
+    let mut bytes = Vec::new();
+    for (i, line) in original.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            bytes.extend_from_slice(b"\r\n");
+        }
+        bytes.extend_from_slice(line);
+        if i == 1 {
+            // `# captured on ...`: a Latin-1 `é` in the header comment.
+            bytes.push(0xe9);
+        }
+    }
+    let f = dir.join("c2c.txt");
+    std::fs::write(&f, &bytes).unwrap();
+    let json = dir.join("p.json");
+    let out = lineup(&[
+        "import",
+        "--c2c",
+        f.to_str().unwrap(),
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("{}: line 2 not UTF-8", f.display())),
+        "{err}"
+    );
+    let mut streamed =
+        profile::Profile::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (text, _) = profile::text::decode_lossy(&original);
+    let whole = profile::import_c2c(&text).unwrap().swap_remove(0);
+    streamed.provenance.input = None;
+    assert_eq!(streamed, whole);
+    assert!(!whole.lines.is_empty());
+}
+
 /// A sketch weight of 1e308 gave cost `inf` and `NaN%`: every number is bounded at import,
 /// the error saying which value of which entry, on which line.
 #[test]

@@ -175,6 +175,8 @@ struct Report {
     in_events: bool,
     /// One copy of each symbol, object and source line.
     names: Names,
+    /// Accesses of the Pareto line being read, moved into it when it ends.
+    rows: Vec<Access>,
 }
 
 impl Parser {
@@ -567,6 +569,7 @@ impl Report {
             current: None,
             in_events: false,
             names: Names::default(),
+            rows: Vec::new(),
         }
     }
 
@@ -720,7 +723,7 @@ impl Report {
     }
 
     fn offset_row(&mut self, no: usize, tokens: &[&str]) -> Result<(), ProfileError> {
-        let Some((line_idx, totals)) = self.current.clone() else {
+        let Some((_, totals)) = &self.current else {
             return Err(ProfileError::parse(
                 no,
                 "offset row before any cache line header row (the `0 1031 3927 ... 0x...` line)",
@@ -751,16 +754,19 @@ impl Report {
             // A table "edited to fit" without the offset column: what is there is imported.
             None => self.no_offsets = true,
         }
-        let access = row.into_access(&totals, &mut self.names);
-        self.profile.lines[line_idx].accesses.push(access);
+        let access = row.into_access(totals, &mut self.names);
+        self.rows.push(access);
         Ok(())
     }
 
-    /// The Pareto line being read has all its rows: its accesses keep no spare capacity (a
-    /// growing vector's slack is a third of a large report's profile).
+    /// The Pareto line being read has all its rows: they move into it in one allocation of
+    /// their size (a vector grown row by row keeps up to half its size spare, and shrinking
+    /// it in place frees nothing with every allocator).
     fn end_line(&mut self) {
         if let Some((i, _)) = self.current.take() {
-            self.profile.lines[i].accesses.shrink_to_fit();
+            let accesses = &mut self.profile.lines[i].accesses;
+            accesses.reserve_exact(self.rows.len());
+            accesses.append(&mut self.rows);
         }
     }
 
@@ -1388,7 +1394,7 @@ impl Row {
             cpus,
             nodes,
             data_nodes: self.data_nodes,
-            threads,
+            threads: threads.map(Box::new),
             code: Some(code_location(
                 self.symbol,
                 self.code_addr,

@@ -355,8 +355,9 @@ pub struct Access {
     /// NUMA node(s) of the memory accessed, when the tool resolved physical addresses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_nodes: Option<Vec<u32>>,
+    /// Boxed: most evidence names no thread, and the access is copied by the hundred thousand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub threads: Option<ThreadUse>,
+    pub threads: Option<Box<ThreadUse>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<CodeLocation>,
     /// Names of co-access groups this access belongs to (see [`AccessGroup`]).
@@ -851,14 +852,25 @@ impl Profile {
 
     /// Reads a profile written by [`Profile::to_json`], refusing other schema versions.
     pub fn from_json(text: &str) -> Result<Profile, ProfileError> {
-        // Look at the version first, so a newer file says so instead of failing on a field.
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| ProfileError::Json(e.to_string()))?;
-        let version = value
-            .get("schema")
-            .or_else(|| value.get("schema_version"))
-            .and_then(|v| v.as_u64())
-            .ok_or_else(|| ProfileError::Json("no schema: not a lineup profile".into()))?;
+        // Look at the version first, so a newer file says so instead of failing on a field;
+        // read only it (the rest is skipped, not built as a JSON tree: a large report's
+        // profile is 150 MB of text, and its tree was 800 MB).
+        #[derive(Deserialize)]
+        struct Version {
+            #[serde(default)]
+            schema: Option<serde_json::Value>,
+            #[serde(default)]
+            schema_version: Option<serde_json::Value>,
+        }
+        let version = match serde_json::from_str::<Version>(text) {
+            // (serde would also read a struct from an array)
+            Ok(_) if !text.trim_start().starts_with('{') => None,
+            Ok(v) => v.schema.or(v.schema_version).and_then(|v| v.as_u64()),
+            // Valid JSON that is not an object: no version either.
+            Err(e) if e.is_data() => None,
+            Err(e) => return Err(ProfileError::Json(e.to_string())),
+        }
+        .ok_or_else(|| ProfileError::Json("no schema: not a lineup profile".into()))?;
         if version != u64::from(SCHEMA_VERSION) {
             return Err(ProfileError::Schema {
                 found: u32::try_from(version).unwrap_or(u32::MAX),
@@ -866,7 +878,7 @@ impl Profile {
             });
         }
         let profile: Profile =
-            serde_json::from_value(value).map_err(|e| ProfileError::Json(e.to_string()))?;
+            serde_json::from_str(text).map_err(|e| ProfileError::Json(e.to_string()))?;
         profile.validate()?;
         Ok(profile)
     }
@@ -972,26 +984,36 @@ impl Profile {
     /// accesses plus those of raw lines bound to it (accesses that would land before the
     /// type's start are left out).
     pub fn type_accesses(&self, type_name: &str) -> Vec<Access> {
-        let mut out: Vec<Access> = self
-            .type_profile(type_name)
-            .map(|t| t.accesses.clone())
-            .unwrap_or_default();
-        for line in &self.lines {
-            let Some(b) = line.binding.as_ref().filter(|b| b.type_name == type_name) else {
-                continue;
-            };
+        let own = self.type_profile(type_name).map(|t| &t.accesses[..]);
+        let bound = || {
+            self.lines.iter().filter_map(|l| {
+                l.binding
+                    .as_ref()
+                    .filter(|b| b.type_name == type_name)
+                    .map(|b| (l, b))
+            })
+        };
+        // Sized once: a full report's copy is tens of MB, and doubling would waste as much.
+        let n =
+            own.map_or(0, <[Access]>::len) + bound().map(|(l, _)| l.accesses.len()).sum::<usize>();
+        let mut out: Vec<Access> = Vec::with_capacity(n);
+        out.extend_from_slice(own.unwrap_or_default());
+        for (line, b) in bound() {
             for a in &line.accesses {
-                let mut a = a.clone();
-                if let Some(off) = a.offset {
-                    match i64::try_from(off)
+                let offset = match a.offset {
+                    Some(off) => match i64::try_from(off)
                         .ok()
                         .and_then(|o| b.line_start.checked_add(o))
                     {
-                        Some(shifted) if shifted >= 0 => a.offset = Some(shifted as u64),
+                        Some(shifted) if shifted >= 0 => Some(shifted as u64),
                         _ => continue,
-                    }
-                }
-                out.push(a);
+                    },
+                    None => None,
+                };
+                out.push(Access {
+                    offset,
+                    ..a.clone()
+                });
             }
         }
         out

@@ -1863,7 +1863,7 @@ impl Acc {
             counts: self.counts,
             latency,
             cpus: (!self.cpus.is_empty()).then(|| CpuUse::list(self.cpus)),
-            threads,
+            threads: threads.map(Box::new),
             code: self.code,
             details: Details::from([("samples", self.samples as f64)]),
             ..Default::default()

@@ -521,7 +521,7 @@ impl Acc {
             counts: self.counts,
             latency,
             cpus: (!self.cpus.is_empty()).then(|| CpuUse::list(self.cpus)),
-            threads,
+            threads: threads.map(Box::new),
             code: Some(self.code),
             ..Default::default()
         }

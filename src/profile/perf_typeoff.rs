@@ -26,8 +26,8 @@ use std::collections::BTreeMap;
 
 use super::error::ProfileError;
 use super::model::{
-    Access, CodeLocation, Counts, CpuUse, DEFAULT_CACHELINE_SIZE, Privilege, Profile, ThreadUse,
-    Unit, parse_hex,
+    Access, CodeLocation, Counts, CpuUse, DEFAULT_CACHELINE_SIZE, Privilege, Profile, Unit,
+    parse_hex,
 };
 
 /// `provenance.tool` of the profiles this importer makes.
@@ -1703,7 +1703,7 @@ fn build_profile(p: Parser) -> Result<Profile, ProfileError> {
             a.cpus = Some(CpuUse::list(list));
         }
         if e.cells.comm.is_some() || e.cells.tid.is_some() {
-            let th = a.threads.get_or_insert_with(ThreadUse::default);
+            let th = a.threads.get_or_insert_with(Box::default);
             if let Some(c) = &e.cells.comm
                 && !th.comms.contains(c)
             {

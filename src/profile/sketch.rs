@@ -353,9 +353,11 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
                 latency,
                 cpus,
                 nodes: a.nodes.clone(),
-                threads: a.threads.map(|n| ThreadUse {
-                    count: Some(n),
-                    ..Default::default()
+                threads: a.threads.map(|n| {
+                    Box::new(ThreadUse {
+                        count: Some(n),
+                        ..Default::default()
+                    })
                 }),
                 code: a.by.as_ref().map(|f| CodeLocation {
                     symbol: Some(f.as_str().into()),

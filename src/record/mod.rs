@@ -814,12 +814,12 @@ pub fn build(
             field: v.field.clone(),
             counts,
             cpus: Some(CpuUse::list([k.cpu])),
-            threads: Some(ThreadUse {
+            threads: Some(Box::new(ThreadUse {
                 count: Some(threads.len() as u32),
                 pids: pids.into_iter().collect(),
                 tids: threads.iter().map(|&(_, t)| i64::from(t)).collect(),
                 comms: v.comms.iter().cloned().collect(),
-            }),
+            })),
             code: Some(CodeLocation {
                 symbol: v.resolved.symbol.as_deref().map(Into::into),
                 symbol_offset: v.resolved.offset,
