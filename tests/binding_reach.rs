@@ -17,7 +17,7 @@ fn row(offset: u64, function: &str, loads: f64, stores: f64) -> Access {
             ..Default::default()
         },
         code: Some(CodeLocation {
-            symbol: Some(function.to_string()),
+            symbol: Some(function.into()),
             object: Some("[kernel.kallsyms]".into()),
             ..Default::default()
         }),
