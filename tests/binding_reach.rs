@@ -96,3 +96,51 @@ fn overview_reaches_cfs_rq_through_the_rq_that_embeds_it() {
         }
     }
 }
+
+/// Evidence from a kernel before 5.14 names `task_struct.state`, the `volatile long` right
+/// after `thread_info`; Peter Zijlstra's "sched: Change task_struct::state" (5.14) made it
+/// `unsigned int __state`, which the fixture (6.18) has at byte 24. The 8-byte access the
+/// old kernel made there straddles `__state` here: a misfit, and the name the evidence
+/// gives is not in this layout, so it is mapped by a name alike near the offset, and the
+/// output says it was inferred and why. (The row's function and weights are made up; the
+/// member, its old type and the rename are the kernel's.)
+#[test]
+fn a_renamed_member_the_evidence_names_is_mapped_and_said_to_be_inferred() {
+    use lineup::analysis::diagnose::diagnose;
+    let file = InputFile::open(&common::bundled_btf()).unwrap();
+    let types = load(&file, Format::Btf, None).unwrap();
+    let id = types.find_composites("task_struct")[0];
+    let l = lineup::layout::layout(&types, id, 64).unwrap();
+    let mut old = row(24, "try_to_wake_up", 400.0, 0.0);
+    old.size = Some(8);
+    old.field = Some("state".into());
+    let mut writer = row(24, "__schedule", 0.0, 100.0);
+    writer.size = Some(8);
+    writer.field = Some("state".into());
+    let d = diagnose(&l, &[old, writer], None);
+    let m = d
+        .misfits
+        .iter()
+        .find(|m| m.contains("`state`"))
+        .unwrap_or_else(|| panic!("{:#?}", d.misfits));
+    assert!(m.contains("straddles `__state`"), "{m}");
+    assert!(
+        m.contains(
+            "mapped to `__state` at 24, inferred (the name is 71% alike, at the evidence's offset"
+        ),
+        "{m}"
+    );
+    let names: Vec<&str> = d.members.iter().map(|m| m.name.as_str()).collect();
+    assert!(names.contains(&"__state"), "{names:?}");
+
+    // A name nothing here resembles is not mapped: counted where it lands, and said so.
+    let mut gone = row(24, "try_to_wake_up", 400.0, 0.0);
+    gone.size = Some(8);
+    gone.field = Some("exit_code_of_old".into());
+    let d = diagnose(&l, &[gone], None);
+    assert!(
+        d.misfits.iter().all(|m| !m.contains("mapped to")),
+        "{:#?}",
+        d.misfits
+    );
+}

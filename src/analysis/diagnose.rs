@@ -567,6 +567,15 @@ fn place(layout: &Layout, a: &Access, off: u64) -> (u64, Option<String>) {
                 m.name, m.offset
             )),
         ),
+        None if let Some((name, m, why)) = renamed(layout, a, off) => (
+            m.offset,
+            Some(format!(
+                "offset {off}{who} {reason} in this layout, and the evidence names `{name}`, \
+                 which this layout does not have: mapped to `{}` at {}, inferred ({why}; \
+                 renamed between kernels?)",
+                m.name, m.offset
+            )),
+        ),
         None => {
             let placed = match display_member(&layout.members, off) {
                 Some(f) => format!("counted on `{}`, where it lands", f.name),
@@ -581,6 +590,43 @@ fn place(layout: &Layout, a: &Access, off: u64) -> (u64, Option<String>) {
             )
         }
     }
+}
+
+/// The member of this layout a renamed one most likely is, when the evidence names a member
+/// this layout lacks: a name alike (`state` and `__state`), within a line of the evidence's
+/// offset, not less than half the access (a member narrowed from `long` to `int`); the
+/// nearest of the most alike. With the reason.
+fn renamed<'l>(
+    layout: &'l Layout,
+    a: &Access,
+    off: u64,
+) -> Option<(String, &'l crate::layout::Field, String)> {
+    let name = a.field.as_deref()?;
+    let top = name.split(['.', '[']).next().unwrap_or(name);
+    let cls = layout.cacheline_size.max(1);
+    let best = layout
+        .members
+        .iter()
+        .filter(|m| !m.name.is_empty() && m.offset.abs_diff(off) < cls)
+        .filter(|m| a.size.is_none_or(|s| s <= m.size.max(1) * 2))
+        .map(|m| (strsim::normalized_damerau_levenshtein(top, &m.name), m))
+        .filter(|(sim, _)| *sim >= 0.6)
+        .max_by(|x, y| {
+            x.0.total_cmp(&y.0)
+                .then(y.1.offset.abs_diff(off).cmp(&x.1.offset.abs_diff(off)))
+        })?;
+    let (sim, m) = best;
+    let d = m.offset.abs_diff(off);
+    let why = format!(
+        "the name is {:.0}% alike, {}",
+        sim * 100.0,
+        if d == 0 {
+            "at the evidence's offset".to_string()
+        } else {
+            format!("{d} bytes from the evidence's offset")
+        }
+    );
+    Some((top.to_string(), m, why))
 }
 
 /// CPUs that wrote a member more than negligibly. Negligible next to the busiest CPU: 64 threads sharing a counter equally all count, the
