@@ -198,7 +198,7 @@ struct Outcome {
     after_diag: Value,
 }
 
-fn false_sharing_line<'a>(d: &'a Value) -> &'a Value {
+fn false_sharing_line(d: &Value) -> &Value {
     d["lines"]
         .as_array()
         .unwrap()
