@@ -233,3 +233,116 @@ mod run_rate {
         assert_eq!(v, Verdict::TrueSharing, "{why}");
     }
 }
+
+/// Issue 16 item 3: per-thread elements named on the line they share; many in a compact
+/// form with the thread count. Element lines as a recording writes them, on `list_head`.
+mod element_names {
+    use lineup::analysis::diagnose::{Verdict, diagnose, name_elements};
+    use lineup::layout;
+    use lineup::profile::{Access, Counts, CpuUse, ElementLine, ElementWriter};
+    use lineup::readers::{Format, InputFile, load};
+
+    fn named(lines: &[ElementLine]) -> (Verdict, Option<String>, String) {
+        let file = InputFile::open(&super::common::bundled_btf()).unwrap();
+        let types = load(&file, Format::Btf, None).unwrap();
+        let id = types.find_composites("list_head")[0];
+        let l = layout::layout(&types, id, 64).unwrap();
+        // Each element written by its own thread (number 0 within its element), every write
+        // on a line another thread writes another element of.
+        let mut a = Access {
+            offset: Some(0),
+            size: Some(8),
+            counts: Counts {
+                stores: 1000.0,
+                ..Default::default()
+            },
+            cpus: Some(CpuUse::list([0])),
+            ..Default::default()
+        };
+        a.details.insert("element_line_writes".into(), 1000.0);
+        let mut d = diagnose(&l, &[a], None);
+        name_elements(&mut d, &l, lines);
+        let line = &d.lines[0];
+        (
+            line.verdict,
+            line.elements.clone(),
+            line.explanation.clone(),
+        )
+    }
+
+    fn writer(index: u64, tid: i64, writes: f64) -> ElementWriter {
+        ElementWriter {
+            index,
+            tid,
+            offsets: vec![0],
+            fields: vec![],
+            writes,
+        }
+    }
+
+    #[test]
+    fn two_elements_by_two_threads_are_named_one_by_one() {
+        let lines = [ElementLine {
+            variable: Some("g".into()),
+            line_offset: 0,
+            writers: vec![
+                writer(0, 11, 500.0),
+                writer(1, 12, 500.0),
+                writer(1, 10, 2.0),
+            ],
+            ..Default::default()
+        }];
+        let (v, elements, why) = named(&lines);
+        assert_eq!(v, Verdict::FalseSharing, "{why}");
+        // main's two writes (thread 10) next to the workers' 500 are not a sharer.
+        assert_eq!(
+            elements.as_deref(),
+            Some(
+                "Elements: `g[0].next` by thread 11 and `g[1].next` by thread 12 share one line (bytes 0..63 of `g`)"
+            )
+        );
+        assert!(
+            why.contains("between elements") && why.ends_with("of `g`)"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn many_elements_are_named_as_a_range_with_the_thread_count() {
+        let lines = [
+            ElementLine {
+                alloc_function: Some("main+79".into()),
+                alloc_source: Some("lr.c:49".into()),
+                line_offset: -16,
+                misalignment: 16,
+                writers: (0..4).map(|i| writer(i, 100 + i as i64, 10.0)).collect(),
+                ..Default::default()
+            },
+            ElementLine {
+                alloc_function: Some("main+79".into()),
+                alloc_source: Some("lr.c:49".into()),
+                line_offset: 48,
+                misalignment: 16,
+                writers: (4..8).map(|i| writer(i, 100 + i as i64, 10.0)).collect(),
+                ..Default::default()
+            },
+        ];
+        let (_, elements, _) = named(&lines);
+        assert_eq!(
+            elements.as_deref(),
+            Some(
+                "Elements: `list_head[0..7].next` (8 elements written by 8 threads) share 2 lines of the heap array allocated at main+79 (lr.c:49)"
+            )
+        );
+    }
+
+    #[test]
+    fn one_thread_is_no_element_sharing_to_name() {
+        let lines = [ElementLine {
+            variable: Some("g".into()),
+            writers: vec![writer(0, 11, 500.0), writer(1, 11, 500.0)],
+            ..Default::default()
+        }];
+        assert_eq!(named(&lines).1, None);
+    }
+}

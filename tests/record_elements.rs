@@ -117,8 +117,19 @@ fn accept(src: &str, ty: &str, opt: &str, record_flags: &[&str], args: &[&str]) 
         ty,
         "--profile",
         "before.json",
+        "--html",
+        "before.html",
     ])))
     .unwrap();
+    let text = String::from_utf8(run(lineup(&dir).args([
+        "diagnose",
+        "--type",
+        ty,
+        "--profile",
+        "before.json",
+    ])))
+    .unwrap();
+    let html = std::fs::read_to_string(dir.join("before.html")).unwrap();
     let report: Value = serde_json::from_slice(&run(lineup(&dir).args([
         "optimize",
         "--json",
@@ -165,6 +176,8 @@ fn accept(src: &str, ty: &str, opt: &str, record_flags: &[&str], args: &[&str]) 
     );
     Outcome {
         diag,
+        text,
+        html,
         report,
         patch,
         before,
@@ -175,6 +188,9 @@ fn accept(src: &str, ty: &str, opt: &str, record_flags: &[&str], args: &[&str]) 
 
 struct Outcome {
     diag: Value,
+    /// `diagnose` before, as text and as the HTML page.
+    text: String,
+    html: String,
     report: Value,
     patch: String,
     before: Seen,
@@ -182,7 +198,7 @@ struct Outcome {
     after_diag: Value,
 }
 
-fn false_sharing_line<'a>(d: &'a Value) -> &'a Value {
+fn false_sharing_line(d: &Value) -> &Value {
     d["lines"]
         .as_array()
         .unwrap()
@@ -228,6 +244,9 @@ fn per_thread_elements_of_a_global_array_are_named_and_fixed() {
         "{elements}"
     );
     assert!(l["explanation"].as_str().unwrap().ends_with(elements));
+    // The same words in the text report and on the HTML page.
+    assert!(o.text.contains(elements), "{}", o.text);
+    assert!(o.html.contains("g[0].v` by thread"), "{}", o.html);
     assert!(patch.contains("+    _Alignas(64) long v;"), "{patch}");
     assert!(advice.contains("global or static"), "{advice}");
     assert!(!patch.contains("aligned_alloc(64, ("), "{patch}");

@@ -679,11 +679,13 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut html_text: Option<String> = None;
     if args.html.is_some() {
-        let d = lineup::analysis::diagnose::diagnose(
+        let mut d = lineup::analysis::diagnose::diagnose_in_run(
             &model.layout,
             &ev.accesses,
             profile.provenance.machine.cpus,
+            lineup::analysis::diagnose::RunTotals::from_profile(&profile),
         );
+        lineup::analysis::diagnose::name_elements(&mut d, &model.layout, &element_lines);
         let base = current.total_cycles();
         let mut cur = emit::html::LayoutView::modeled(
             "current",
