@@ -259,7 +259,7 @@ mod element_names {
             cpus: Some(CpuUse::list([0])),
             ..Default::default()
         };
-        a.details.insert("element_line_writes".into(), 1000.0);
+        a.details.insert("element_line_writes", 1000.0);
         let mut d = diagnose(&l, &[a], None);
         name_elements(&mut d, &l, lines);
         let line = &d.lines[0];
