@@ -2,15 +2,19 @@
  * pattern, not its code. Points { weight, coord pointer, assign, cost } in one array; each
  * thread takes a contiguous range, computes every point's distance to a candidate centre
  * and, where it is cheaper, writes the point's cost and assignment; per-thread partial
- * costs go into one shared `double *work_mem` array, one slot per thread: neighbouring
- * threads' slots share a line. Its false sharing survives at -O2 (the slot is written in
- * the loop through a pointer the compiler cannot keep in a register across the calls).
+ * costs go into one shared `double *work_mem` array, a slice of STRIDE doubles per thread
+ * (PARSEC pads each slice to its CACHE_LINE of 32 bytes, half a 64-byte line), indexed by
+ * the point's current assignment as PARSEC's `lower[center_table[p[i].assign]]`:
+ * neighbouring threads' slices share a line. Its false sharing survives at -O2 because the
+ * index is loaded per point, so the compiler cannot keep the slot in a register (a fixed
+ * `work_mem[pid] += d` is hoisted out of the loop at -O2 and leaves one store per round).
  *   streamcluster THREADS THOUSAND_POINTS ROUNDS */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define DIM 8
+#define STRIDE 4 /* doubles per thread's slice: 32 bytes */
 
 typedef struct {
     float weight;
@@ -35,6 +39,7 @@ static void *pgain(void *arg) {
     long pid = (long)arg;
     long k1 = npoints / nthreads * pid;
     long k2 = pid == nthreads - 1 ? npoints : k1 + npoints / nthreads;
+    double *lower = work_mem + pid * STRIDE;
     for (int r = 0; r < rounds; r++) {
         const float *centre = points[(r * 7919) % npoints].coord;
         for (long i = k1; i < k2; i++) {
@@ -43,7 +48,7 @@ static void *pgain(void *arg) {
                 points[i].cost = d;
                 points[i].assign = r;
             }
-            work_mem[pid] += d;
+            lower[points[i].assign & (STRIDE - 1)] += d;
         }
     }
     return NULL;
@@ -63,14 +68,15 @@ int main(int argc, char **argv) {
         points[i].assign = 0;
         points[i].cost = 1e30f;
     }
-    work_mem = calloc(nthreads, sizeof(double));
+    work_mem = calloc((size_t)nthreads * STRIDE, sizeof(double));
     pthread_t *t = malloc(nthreads * sizeof(pthread_t));
     for (long i = 0; i < nthreads; i++)
         pthread_create(&t[i], NULL, pgain, (void *)i);
     double total = 0;
     for (int i = 0; i < nthreads; i++) {
         pthread_join(t[i], NULL);
-        total += work_mem[i];
+        for (int j = 0; j < STRIDE; j++)
+            total += work_mem[i * STRIDE + j];
     }
     printf("%.0f\n", total);
     free(t);

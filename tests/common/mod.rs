@@ -197,3 +197,16 @@ pub fn pooled_ab(
     }
     panic!("B not significantly better over {max} pooled series; each series: {seen:?}");
 }
+
+/// The line of the repository file `src` that holds `needle`, as `file.c:N` (how recorded
+/// allocation sites are named): tests do not hard-code line numbers an edit would shift.
+pub fn source_site(src: &str, needle: &str) -> String {
+    let body = std::fs::read_to_string(repo().join(src)).unwrap();
+    let n = body
+        .lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("{needle} not in {src}"))
+        + 1;
+    let file = Path::new(src).file_name().unwrap().to_string_lossy();
+    format!("{file}:{n}")
+}
