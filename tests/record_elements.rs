@@ -8,8 +8,8 @@
 //! a timing; how many a run has depends on how its threads interleaved).
 //!
 //! Not covered here, and why: `examples/record/streamcluster.c` shares a `double *` array
-//! of scalars, which a recording types only once heap blocks are named by allocation site
-//! (issue 16 item 2); `examples/record/counters.c` is an array member (`hits[8]`) of one
+//! of scalars, which `optimize` cannot reorder (`record_replicas.rs` checks its advice and
+//! the fix); `examples/record/counters.c` is an array member (`hits[8]`) of one
 //! struct, whose elements can only be separated by changing the member's type, which
 //! lineup does not write. The negative control (`padded.c`) is
 //! `record::controls_show_no_contention`.

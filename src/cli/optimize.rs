@@ -288,6 +288,23 @@ fn positional_initializer(text: &str, name: &str) -> Option<usize> {
     None
 }
 
+/// A recorded array of scalars (`work_mem@file.c:N`) has no struct to reorder or price:
+/// an error that says what fixes it instead (`optimize`, `predict`).
+pub fn refuse_scalar_array(
+    types: &lineup::types::Types<'_>,
+    profile: &lineup::profile::Profile,
+    name: &str,
+) -> Result<()> {
+    if types.find_composites(name).is_empty()
+        && let Some(advice) = profile
+            .type_profile(name)
+            .and_then(|tp| lineup::record::scalar_array_advice(tp, profile.cacheline_size))
+    {
+        bail!("{advice}");
+    }
+    Ok(())
+}
+
 pub fn run(args: Args) -> Result<()> {
     if let Some(q) = args.queued
         && !(q.is_finite() && q >= 0.0)
@@ -300,6 +317,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
     let opened = args.subject.source.for_profile(&profile).open()?;
     let mut types = opened.types()?;
+    refuse_scalar_array(&types, &profile, &args.subject.type_name)?;
     let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);
     let ev = subject::gather(

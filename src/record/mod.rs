@@ -1052,6 +1052,96 @@ pub fn allocation_type<'a>(
     }))
 }
 
+/// What to do about a recorded array of scalars (or an untyped block), which `optimize`
+/// cannot reorder: its elements are not members a layout moves, and which thread owns which
+/// index is the program's arithmetic. The fix is the program's: give each thread's elements
+/// whole lines (a per-thread slice, or index stride, of a multiple of `cls / element`
+/// elements) and allocate the array aligned to the line at the site the recording names.
+/// `None` when `tp` has no such allocation (a struct, or no recording).
+pub fn scalar_array_advice(tp: &crate::profile::TypeProfile, cls: u64) -> Option<String> {
+    let site = tp
+        .allocations
+        .iter()
+        .filter(|a| a.element_kind.as_deref() != Some("struct"))
+        .max_by_key(|a| a.type_size)?;
+    let cls = cls.max(1);
+    let (what, per_line) = match (&site.element_type, site.element_size) {
+        (Some(t), Some(n)) if n > 0 => (
+            format!("an array of {t} ({n} bytes each)"),
+            (cls / n).max(1),
+        ),
+        _ => ("an untyped heap block".to_string(), cls),
+    };
+    let at = match (&site.function, &site.source) {
+        (Some(f), Some(s)) => format!("in {f} at {s}"),
+        (Some(f), None) => format!("in {f}"),
+        (None, Some(s)) => format!("at {s}"),
+        (None, None) => "on the heap".to_string(),
+    };
+    let selector = site
+        .source
+        .as_deref()
+        .or(site.function.as_deref())
+        .unwrap_or(tp.type_name.as_str());
+    Some(format!(
+        "{} is {what} allocated {at}, not a struct: no layout moves its elements, so optimize has nothing to reorder. \
+         To stop threads writing elements on one line, give each thread's elements whole {cls}-byte lines \
+         (a per-thread slice or index stride that is a multiple of {per_line} elements) and allocate the array aligned to the line \
+         (aligned_alloc({cls}, n * size) or posix_memalign) {at}; `lineup diagnose --alloc {selector}` names the elements that share lines",
+        tp.type_name
+    ))
+}
+
+#[cfg(test)]
+mod scalar_array_advice_tests {
+    use super::scalar_array_advice;
+    use crate::profile::{AllocationSite, TypeProfile};
+
+    fn recorded(kind: &str, elem: Option<(&str, u64)>) -> TypeProfile {
+        TypeProfile {
+            type_name: "work_mem@sc.c:71".into(),
+            allocations: vec![AllocationSite {
+                function: Some("main".into()),
+                source: Some("sc.c:71".into()),
+                element_type: elem.map(|e| e.0.to_string()),
+                element_kind: Some(kind.into()),
+                element_size: elem.map(|e| e.1),
+                type_size: 64,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_scalar_array_gets_slices_of_whole_lines_and_an_aligned_allocation() {
+        let a = scalar_array_advice(&recorded("float", Some(("double", 8))), 64).unwrap();
+        assert!(a.starts_with("work_mem@sc.c:71 is an array of double (8 bytes each) allocated in main at sc.c:71, not a struct"), "{a}");
+        assert!(a.contains("a multiple of 8 elements"), "{a}");
+        assert!(a.contains("aligned_alloc(64, n * size)"), "{a}");
+        assert!(
+            a.ends_with("`lineup diagnose --alloc sc.c:71` names the elements that share lines"),
+            "{a}"
+        );
+        assert!(!a.contains('\n'), "one line: {a}");
+        // 128-byte lines, 4-byte elements: 32 per line.
+        let a = scalar_array_advice(&recorded("int", Some(("int", 4))), 128).unwrap();
+        assert!(
+            a.contains("multiple of 32 elements") && a.contains("aligned_alloc(128,"),
+            "{a}"
+        );
+    }
+
+    #[test]
+    fn a_struct_array_gets_no_scalar_advice() {
+        assert_eq!(
+            scalar_array_advice(&recorded("struct", Some(("pair_t", 16))), 64),
+            None
+        );
+        assert_eq!(scalar_array_advice(&TypeProfile::default(), 64), None);
+    }
+}
+
 /// Per allocation call site (link-time), the pointer slot its blocks' addresses went into,
 /// from the recorded stores: the first pointer-sized store after the call, by a thread that
 /// allocated there, from the same function and source line (`g_buf = malloc(n)`,
