@@ -83,7 +83,10 @@ fn a_gib_footprint_and_a_billion_accesses_stay_under_the_default_budget() {
     );
     let recorder = rec["peak_rss_recorder"].as_f64().unwrap() as u64;
     let program = rec["peak_rss_program"].as_f64().unwrap() as u64;
-    assert!(recorder <= budget, "lineup peaked at {recorder} bytes: {rec}");
+    assert!(
+        recorder <= budget,
+        "lineup peaked at {recorder} bytes: {rec}"
+    );
     assert!(
         program.saturating_sub(plain) <= budget,
         "the runtime added {} bytes to the program's {plain}",
