@@ -7,10 +7,12 @@
  * numab_state, vm_userfaultfd_ctx.
  * Mapping: 6.14 held `struct vma_lock *vm_lock` (8 bytes) at this place and took the
  * rw_semaphore in the separately allocated vma_lock; 6.15 replaced both `detached` and the
- * lock with one refcount_t vm_refcnt. The replica keeps the 8 bytes at the lock's place as
- * `vm_refcnt` (a 4-byte int plus the 4 bytes `detached` and padding held), i.e. the lock word
- * embedded where 6.14 kept its pointer, so the sketch's vm_refcnt names the same member in
- * both layouts. Kernel types are replaced by same-sized C types (pointers, unsigned long,
+ * lock with one refcount_t vm_refcnt. The replica puts a 4-byte int `vm_refcnt` where
+ * `detached` was and drops the 8-byte pointer (6.14's 16 bytes of detached + pad +
+ * vm_lock_seq + vm_lock become 8), i.e. the lock word embedded where 6.14 kept its lock
+ * fields, so the sketch's vm_refcnt names the same member in both layouts; the replica is
+ * 168 bytes. Member order checked against mm_types.h as quoted in the linux-mm thread of
+ * the series (find_string "struct vma_lock *vm_lock;"). Kernel types are replaced by same-sized C types (pointers, unsigned long,
  * 16-byte structs for list_head/rcu_head, 32 bytes for `shared`).
  * Compiled with cc -g -c by tests/cases.rs. */
 struct list_head_r { void *next, *prev; };
