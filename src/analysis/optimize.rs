@@ -658,6 +658,73 @@ pub fn optimize(
             cycles = c;
         }
     }
+    // Fill padding with untouched members: the order above leaves holes before line-aligned
+    // units and only fills write lines with the cold items that follow, so untouched members
+    // can spill onto an extra line. A cold item (no accesses, not pinned, on no write line)
+    // later in the order moves up into a hole it fits, when its members end sooner, the
+    // struct grows no larger and the model prices it no higher.
+    let movable = |i: usize| {
+        items[i].streams.is_empty()
+            && items[i].size > 0
+            && !pinned.contains(&i)
+            && !bin_of.contains_key(&i)
+            && !items[i].units.iter().any(|u| line_aligned.contains(u))
+    };
+    let units_of = |order: &[usize]| -> Vec<usize> {
+        order
+            .iter()
+            .flat_map(|&i| items[i].units.iter().copied())
+            .collect()
+    };
+    // Progress is the end of the last member (the size itself moves in whole alignments, so
+    // one move alone may not shrink it); the size may never grow.
+    let end_of = |p: &Placement| {
+        (0..units.len())
+            .map(|u| p.offsets[u] + units[u].size)
+            .max()
+            .unwrap_or(0)
+    };
+    let start = derive(units, &unit_order, &line_aligned, cls, min_align);
+    let (mut current_size, mut current_end) = (start.size, end_of(&start));
+    let mut rounds = 0;
+    'fill: while rounds < items.len() {
+        rounds += 1;
+        let p = derive(units, &unit_order, &line_aligned, cls, min_align);
+        for pos in 1..item_order.len() {
+            let prev = *items[item_order[pos - 1]].units.last().unwrap();
+            let end = p.offsets[prev] + units[prev].size;
+            let next_start = p.offsets[items[item_order[pos]].units[0]];
+            if next_start <= end {
+                continue;
+            }
+            for r in pos + 1..item_order.len() {
+                let c = item_order[r];
+                if !movable(c) || items[c].size > next_start - end {
+                    continue;
+                }
+                let mut order = item_order.clone();
+                order.remove(r);
+                order.insert(pos, c);
+                let u_order = units_of(&order);
+                let trial = derive(units, &u_order, &line_aligned, cls, min_align);
+                if trial.size > current_size || end_of(&trial) >= current_end || !keeps_pins(&trial)
+                {
+                    continue;
+                }
+                let c2 =
+                    cost::evaluate(units, &unit_streams, &trial, cls, machine, q).total_cycles();
+                if c2 <= cycles + 1e-9 * cycles.abs().max(1.0) {
+                    item_order = order;
+                    unit_order = u_order;
+                    current_size = trial.size;
+                    current_end = end_of(&trial);
+                    cycles = c2;
+                    continue 'fill;
+                }
+            }
+        }
+        break;
+    }
     placement = derive(units, &unit_order, &line_aligned, cls, min_align);
     if let Some(max) = constraints.max_size
         && placement.size > max
@@ -1263,6 +1330,34 @@ mod tests {
         assert_eq!(plan.cost.path_lines["fast"], 1);
         // Ties go to the smaller struct: the gathered line costs no more than a line.
         assert!(plan.placement.size <= 512 + 64, "{}", plan.placement.size);
+    }
+
+    #[test]
+    fn untouched_members_fill_the_holes_a_plan_leaves() {
+        // `w` written on 16 CPUs, r0..r3 read by `fast` on those CPUs, and 72 bytes of
+        // members nothing touches. The written line and the gathered read line leave holes;
+        // the untouched members belong in them, not on a third line.
+        let units = vec![
+            unit("w", 0, 8),
+            unit("r0", 8, 8),
+            unit("r1", 16, 8),
+            unit("c0", 24, 32),
+            unit("r2", 56, 8),
+            unit("r3", 64, 8),
+            unit("c1", 72, 16),
+            unit("c2", 88, 24),
+        ];
+        let cpus: Vec<u32> = (0..16).collect();
+        let mut s = vec![stream(0, "tick", 200.0, &cpus)];
+        for u in [1, 2, 4, 5] {
+            let mut r = stream(u, "fast", 0.0, &cpus);
+            r.reads = 1000.0;
+            s.push(r);
+        }
+        let plan = plan_for(&units, &s, 112);
+        let line = |u: usize| plan.placement.offsets[u] / 64;
+        assert_ne!(line(0), line(1), "{:?}", plan.placement);
+        assert!(plan.placement.size <= 128, "{:?}", plan.placement);
     }
 
     #[test]
