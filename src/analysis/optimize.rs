@@ -686,8 +686,11 @@ pub fn optimize(
     };
     let start = derive(units, &unit_order, &line_aligned, cls, min_align);
     let (mut current_size, mut current_end) = (start.size, end_of(&start));
+    // Bounded work on huge structs: each trial derives a whole placement.
+    let mut trials = 0usize;
+    const FILL_TRIALS: usize = 4096;
     let mut rounds = 0;
-    'fill: while rounds < items.len() {
+    'fill: while rounds < items.len() && trials < FILL_TRIALS {
         rounds += 1;
         let p = derive(units, &unit_order, &line_aligned, cls, min_align);
         for pos in 1..item_order.len() {
@@ -701,6 +704,10 @@ pub fn optimize(
                 let c = item_order[r];
                 if !movable(c) || items[c].size > next_start - end {
                     continue;
+                }
+                trials += 1;
+                if trials > FILL_TRIALS {
+                    break 'fill;
                 }
                 let mut order = item_order.clone();
                 order.remove(r);
