@@ -694,6 +694,27 @@ fn attr_u64(entry: &Die<'_>, at: gimli::DwAt) -> Option<u64> {
     entry.attr(at).and_then(|a| a.udata_value())
 }
 
+/// Typedefs and qualifiers: another name for a type, with its layout.
+fn is_alias(tag: gimli::DwTag) -> bool {
+    matches!(
+        tag,
+        dw::DW_TAG_typedef
+            | dw::DW_TAG_const_type
+            | dw::DW_TAG_volatile_type
+            | dw::DW_TAG_restrict_type
+            | dw::DW_TAG_atomic_type
+    )
+}
+
+/// The type an entry refers to (`DW_AT_type`), when it is in the same unit; `None` for
+/// `void`.
+fn referred_type(e: &Die<'_>) -> Option<gimli::UnitOffset> {
+    match e.attr_value(dw::DW_AT_type) {
+        Some(AttributeValue::UnitRef(n)) => Some(n),
+        _ => None,
+    }
+}
+
 /// The struct or union that type `t` is, through typedefs, qualifiers and arrays, with the
 /// number of elements the arrays multiply to. An anonymous struct is named by the nearest
 /// typedef.
@@ -707,18 +728,11 @@ fn composite(
     for _ in 0..32 {
         let e = unit.entry(t).ok()?;
         match e.tag() {
-            dw::DW_TAG_typedef
-            | dw::DW_TAG_const_type
-            | dw::DW_TAG_volatile_type
-            | dw::DW_TAG_restrict_type
-            | dw::DW_TAG_atomic_type => {
-                if e.tag() == dw::DW_TAG_typedef && typedef_name.is_none() {
+            tag if is_alias(tag) => {
+                if tag == dw::DW_TAG_typedef && typedef_name.is_none() {
                     typedef_name = string_attr(dwarf, unit, &e, dw::DW_AT_name);
                 }
-                match e.attr_value(dw::DW_AT_type) {
-                    Some(AttributeValue::UnitRef(n)) => t = n,
-                    _ => return None,
-                }
+                t = referred_type(&e)?;
             }
             dw::DW_TAG_array_type => {
                 // The dimensions are the array's children: step onto the array, then into
@@ -869,19 +883,9 @@ fn pointer_elem(
     for _ in 0..16 {
         let e = unit.entry(t).ok()?;
         match e.tag() {
-            dw::DW_TAG_typedef
-            | dw::DW_TAG_const_type
-            | dw::DW_TAG_volatile_type
-            | dw::DW_TAG_restrict_type
-            | dw::DW_TAG_atomic_type => match e.attr_value(dw::DW_AT_type) {
-                Some(AttributeValue::UnitRef(n)) => t = n,
-                _ => return None,
-            },
+            tag if is_alias(tag) => t = referred_type(&e)?,
             dw::DW_TAG_pointer_type => {
-                return Some(match e.attr_value(dw::DW_AT_type) {
-                    Some(AttributeValue::UnitRef(n)) => elem_of(dwarf, unit, n, 0),
-                    _ => None,
-                });
+                return Some(referred_type(&e).and_then(|n| elem_of(dwarf, unit, n, 0)));
             }
             _ => return None,
         }
@@ -901,18 +905,11 @@ fn elem_of(
     for _ in 0..16 {
         let e = unit.entry(t).ok()?;
         match e.tag() {
-            dw::DW_TAG_typedef
-            | dw::DW_TAG_const_type
-            | dw::DW_TAG_volatile_type
-            | dw::DW_TAG_restrict_type
-            | dw::DW_TAG_atomic_type => {
-                if e.tag() == dw::DW_TAG_typedef && typedef_name.is_none() {
+            tag if is_alias(tag) => {
+                if tag == dw::DW_TAG_typedef && typedef_name.is_none() {
                     typedef_name = string_attr(dwarf, unit, &e, dw::DW_AT_name);
                 }
-                match e.attr_value(dw::DW_AT_type) {
-                    Some(AttributeValue::UnitRef(n)) => t = n,
-                    _ => return None, // `void`
-                }
+                t = referred_type(&e)?;
             }
             dw::DW_TAG_structure_type | dw::DW_TAG_union_type | dw::DW_TAG_class_type => {
                 if e.attr(dw::DW_AT_declaration).is_some() {
