@@ -684,15 +684,15 @@ pub fn optimize(
             .max()
             .unwrap_or(0)
     };
-    let start = derive(units, &unit_order, &line_aligned, cls, min_align);
-    let (mut current_size, mut current_end) = (start.size, end_of(&start));
+    let mut filled = derive(units, &unit_order, &line_aligned, cls, min_align);
+    let mut current_end = end_of(&filled);
     // Bounded work on huge structs: each trial derives a whole placement.
     let mut trials = 0usize;
     const FILL_TRIALS: usize = 4096;
     let mut rounds = 0;
     'fill: while rounds < items.len() && trials < FILL_TRIALS {
         rounds += 1;
-        let p = derive(units, &unit_order, &line_aligned, cls, min_align);
+        let p = &filled;
         for pos in 1..item_order.len() {
             let prev = *items[item_order[pos - 1]].units.last().unwrap();
             let end = p.offsets[prev] + units[prev].size;
@@ -714,8 +714,7 @@ pub fn optimize(
                 order.insert(pos, c);
                 let u_order = units_of(&order);
                 let trial = derive(units, &u_order, &line_aligned, cls, min_align);
-                if trial.size > current_size || end_of(&trial) >= current_end || !keeps_pins(&trial)
-                {
+                if trial.size > p.size || end_of(&trial) >= current_end || !keeps_pins(&trial) {
                     continue;
                 }
                 let c2 =
@@ -723,8 +722,8 @@ pub fn optimize(
                 if c2 <= cycles + 1e-9 * cycles.abs().max(1.0) {
                     item_order = order;
                     unit_order = u_order;
-                    current_size = trial.size;
                     current_end = end_of(&trial);
+                    filled = trial;
                     cycles = c2;
                     continue 'fill;
                 }
