@@ -125,7 +125,13 @@ struct alloc_ev {
     uint32_t kind, align;
 };
 
-enum { K_LOAD = 0, K_STORE = 1, K_RMW = 2 };
+/* K_UPDATE: a plain load and then a store of one place (`x++`, `x += v`), which clang's
+ * compound instrumentation reports in one call: counted as a load and a store, as c2c sees
+ * the two instructions, at the cost of one hook. */
+enum { K_LOAD = 0, K_STORE = 1, K_RMW = 2, K_UPDATE = 3 };
+/* Accesses one record stands for (an update is two), from its key (address or pc | info
+ * << 48: the kind is in bits 56-57). */
+static inline uint64_t per_record(uint64_t key) { return ((key >> 56) & 3) == K_UPDATE ? 2 : 1; }
 
 /* ---------------------------------------------------------------------------------- */
 /* State                                                                                */
@@ -481,7 +487,7 @@ static void flush_sum(struct tstate *t) {
     uint64_t summarized = 0; /* the hooks count into summaries without a running total */
     for (uint32_t i = 0; i < (1u << SUM_BITS); i++)
         if (t->sum[i].key) {
-            summarized += t->sum[i].count;
+            summarized += t->sum[i].count * per_record(t->sum[i].key);
             if (n != i)
                 t->sum[n] = t->sum[i];
             n++;
@@ -548,7 +554,7 @@ static void flush_agg(struct tstate *t) {
     sites_forget(t);
     for (uint32_t i = 0; i <= t->agg_mask; i++)
         if (t->agg[i].key) {
-            t->accesses += t->agg[i].count;
+            t->accesses += t->agg[i].count * per_record(t->agg[i].key);
             uint64_t addr = t->agg[i].key & (((uint64_t)1 << 48) - 1);
             if (level >= 2 || (level == 1 && !line_contended(addr))) {
                 summarize(t, &t->agg[i]);
@@ -573,8 +579,10 @@ static void flush_thread(struct tstate *t, int final) {
     flush_allocs(t);
     if (final) {
         /* Skips planned but not made: the weights stood for them, so they are estimated. */
-        for (uint32_t i = 0; i < (1u << SITES_BITS); i++)
-            t->estimated -= t->estimated >= t->sites[i].skip ? t->sites[i].skip : t->estimated;
+        for (uint32_t i = 0; i < (1u << SITES_BITS); i++) {
+            uint64_t left = t->sites[i].skip * per_record(t->sites[i].tag);
+            t->estimated -= t->estimated >= left ? left : t->estimated;
+        }
         __atomic_add_fetch(&g_estimated, t->estimated, __ATOMIC_RELAXED);
         uint64_t m = g_max_period;
         while (t->max_period > m &&
@@ -1031,7 +1039,7 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
  * next burst's weight from what this one met. */
 static __attribute__((noinline)) void burst_end(struct tstate *t, struct site *s) {
     s->skip = (uint32_t)(s->weight - 1) * ABURST;
-    t->estimated += s->skip;
+    t->estimated += s->skip * per_record(s->tag);
     if (s->skip)
         s->span = 0; /* the skipped accesses take the miss path, which only counts down */
     if (s->hot || s->traced)
@@ -1141,7 +1149,8 @@ static __attribute__((noinline)) void rec_slow(struct tstate *t, uintptr_t a, ui
     if (s->tag != tag) {
         /* A new site (or another one that maps to this entry): counted in full until its
          * bursts show it may back off. */
-        t->estimated -= t->estimated >= s->skip ? s->skip : t->estimated;
+        uint64_t left = s->skip * per_record(s->tag);
+        t->estimated -= t->estimated >= left ? left : t->estimated;
         s->tag = tag;
         s->span = 0; /* its counters were another site's */
         s->skip = 0;
@@ -1240,6 +1249,10 @@ EXPORT void __tsan_init(void) {
     }                                                                                      \
     EXPORT void __tsan_write##N##_pc(void *a, void *pc) {                                  \
         rec((uintptr_t)a, N, K_STORE, (uintptr_t)pc);                                      \
+    }                                                                                      \
+    EXPORT void __tsan_read_write##N(void *a) { rec((uintptr_t)a, N, K_UPDATE, RA()); }    \
+    EXPORT void __tsan_unaligned_read_write##N(void *a) {                                  \
+        rec((uintptr_t)a, N, K_UPDATE, RA());                                              \
     }
 
 ACCESS_HOOKS(1)

@@ -130,19 +130,25 @@ impl Process {
     }
 }
 
-fn kind_of(k: u64) -> Kind {
+/// The runtime's kind 3: a plain load and then a store of one place (`x++`), reported by
+/// one compound hook; read as the two accesses a cache (and c2c) sees.
+const K_UPDATE: u64 = 3;
+
+/// The accesses one record of the runtime stands for: one, or a load and a store.
+fn kinds_of(k: u64) -> &'static [Kind] {
     match k {
-        0 => Kind::Load,
-        1 => Kind::Store,
-        _ => Kind::Rmw,
+        0 => &[Kind::Load],
+        1 => &[Kind::Store],
+        K_UPDATE => &[Kind::Load, Kind::Store],
+        _ => &[Kind::Rmw],
     }
 }
 
 /// `key` = address | (size | kind << 8) << 48.
-fn split_key(key: u64) -> (u64, u32, Kind) {
+fn split_key(key: u64) -> (u64, u32, &'static [Kind]) {
     let addr = key & ((1 << 48) - 1);
     let info = key >> 48;
-    (addr, (info & 0xff) as u32, kind_of((info >> 8) & 3))
+    (addr, (info & 0xff) as u32, kinds_of((info >> 8) & 3))
 }
 
 fn u32_at(b: &[u8], o: usize) -> u32 {
@@ -241,26 +247,28 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
             CH_AGG => {
                 need(32)?;
                 for r in body.chunks_exact(32) {
-                    let (addr, size, kind) = split_key(u64_at(r, 0));
+                    let (addr, size, kinds) = split_key(u64_at(r, 0));
                     let pc = u64_at(r, 8);
                     let (count, eligible) = (u64_at(r, 16), u64_at(r, 24));
-                    match index.entry((thread, addr, size, kind, pc)) {
-                        std::collections::hash_map::Entry::Occupied(o) => {
-                            let c = &mut p.counted[*o.get()];
-                            c.count += count;
-                            c.eligible += eligible;
-                        }
-                        std::collections::hash_map::Entry::Vacant(v) => {
-                            v.insert(p.counted.len());
-                            p.counted.push(Counted {
-                                thread,
-                                addr,
-                                size,
-                                kind,
-                                pc,
-                                count,
-                                eligible,
-                            });
+                    for &kind in kinds {
+                        match index.entry((thread, addr, size, kind, pc)) {
+                            std::collections::hash_map::Entry::Occupied(o) => {
+                                let c = &mut p.counted[*o.get()];
+                                c.count += count;
+                                c.eligible += eligible;
+                            }
+                            std::collections::hash_map::Entry::Vacant(v) => {
+                                v.insert(p.counted.len());
+                                p.counted.push(Counted {
+                                    thread,
+                                    addr,
+                                    size,
+                                    kind,
+                                    pc,
+                                    count,
+                                    eligible,
+                                });
+                            }
                         }
                     }
                 }
@@ -269,15 +277,17 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                 need(24)?;
                 p.traced.reserve(count);
                 for r in body.chunks_exact(24) {
-                    let (addr, size, kind) = split_key(u64_at(r, 8));
-                    p.traced.push(Traced {
-                        tsc: u64_at(r, 0),
-                        thread,
-                        addr,
-                        size,
-                        kind,
-                        pc: u64_at(r, 16),
-                    });
+                    let (addr, size, kinds) = split_key(u64_at(r, 8));
+                    for &kind in kinds {
+                        p.traced.push(Traced {
+                            tsc: u64_at(r, 0),
+                            thread,
+                            addr,
+                            size,
+                            kind,
+                            pc: u64_at(r, 16),
+                        });
+                    }
                 }
             }
             CH_ALLOC => {
