@@ -10,10 +10,11 @@
  *  - Per thread, a state block (mmap'd, never malloc'd) holds an open-addressing table of
  *    (address, size, kind, pc) -> count, a trace buffer and an allocation log. Stack
  *    addresses of the thread itself are filtered first.
- *  - A global direct-mapped table of line-sized blocks remembers which thread touched a block
- *    first, whether a second thread touched it, and whether anyone wrote it since: each
- *    entry is written at most three times. Only accesses to blocks both shared and written
- *    are "eligible" for the ordered trace, which carries a TSC timestamp per access and is
+ *  - A global direct-mapped table of line-sized blocks remembers which thread owns a block,
+ *    whether it was handed over to a second thread (main filling in what a worker then
+ *    works on), whether another thread touched it after that (shared), and whether anyone
+ *    wrote it since: each entry is written a handful of times at most. Only accesses to
+ *    blocks both shared and written are "eligible" for the ordered trace, which carries a TSC timestamp per access and is
  *    decimated in aligned time windows once a budget of events is used, so that the trace
  *    stays bounded however long the program runs.
  *  - Data goes to $LINEUP_OUT/rt.<pid>.bin as self-describing chunks appended with one
@@ -137,18 +138,25 @@ static inline uint64_t per_record(uint64_t key) { return ((key >> 56) & 3) == K_
 /* State                                                                                */
 
 #define AGG_BITS 15
-#define SUM_BITS 12 /* per-site summaries: (size, kind, pc) -> count */
+#define SUM_BITS 12 /* per-site summaries: (size, kind, pc) -> count, and one of the
+                        site's addresses (SUM_KEY: the key says so) */
+#define SUM_KEY ((uint64_t)1 << 58)
+#define ADDR_MASK (((uint64_t)1 << 48) - 1)
 #define TRACE_CAP 8192
 #define ALLOC_CAP 2048
 #define LINE_TABLE_BITS 22 /* 4M blocks: 64-byte blocks alias 256 MiB apart */
 #define F_SHARED 0x40000000u
 #define F_WRITTEN 0x80000000u
-#define OWNER_MASK 0x0000ffffu /* the first thread: its index + 1 (mod 65535) */
+/* Handed over: a second thread took the block from its first one (main filling in an array
+ * that a worker then owns). The owner is now the second; only a third touch by another
+ * thread (the first one coming back, or a third) makes the block shared. */
+#define F_MOVED 0x20000000u
+#define OWNER_MASK 0x0000ffffu /* the owning thread: its index + 1 (mod 65535) */
 /* The block number's bits above the table index: a block that maps to an entry another
  * block holds (256 MiB apart) is seen as such, and takes the entry over, instead of
  * inheriting the other's owner (a 144 MiB image main wrote made a worker's private
  * histogram look shared in about half the runs, by where ASLR put the two). */
-#define ATAG_MASK 0x3fff0000u
+#define ATAG_MASK 0x1fff0000u
 #define ATAG(block) ((uint32_t)(((block) >> LINE_TABLE_BITS) << 16) & ATAG_MASK)
 
 /* The site cache: per thread, one entry per code site (return address and access size and
@@ -191,6 +199,9 @@ struct site {
     uint16_t weight, burst;   /* adaptive: weight of this burst, accesses left in it (0: exact) */
     uint8_t traced;           /* the line is contended: eligible for the ordered trace */
     uint8_t hot;              /* adaptive: this burst met a contended line */
+    uint8_t hotline;          /* adaptive: the entry's line is one (handed over or shared,
+                                 and written): its accesses keep the burst hot though they
+                                 take no slow path */
     uint8_t more;             /* MORE_*: what follows the increment */
 } __attribute__((aligned(64)));
 
@@ -502,12 +513,13 @@ static void flush_sum(struct tstate *t) {
 /* The summary entry of a code site (size, kind, return address; the address dropped, written
  * as 0), inserted with count 0 when new. */
 static struct agg_entry *sum_entry(struct tstate *t, uint64_t key, uint64_t pc) {
-    key &= ~(((uint64_t)1 << 48) - 1);
+    uint64_t addr = key & ADDR_MASK;
+    key = (key & ~ADDR_MASK) | SUM_KEY;
     uint64_t h = (key ^ (pc * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
     uint32_t mask = (1u << SUM_BITS) - 1, i = (uint32_t)(h >> 40) & mask;
     for (;;) {
         struct agg_entry *s = &t->sum[i];
-        if (s->key == key && s->pc == pc)
+        if ((s->key & ~ADDR_MASK) == key && s->pc == pc)
             return s;
         if (!s->key) {
             if (t->sum_used * 4 >= mask * 3) {
@@ -518,7 +530,10 @@ static struct agg_entry *sum_entry(struct tstate *t, uint64_t key, uint64_t pc) 
                 i = (uint32_t)(h >> 40) & mask;
                 continue;
             }
-            s->key = key;
+            /* The first address counted here stands for the site's: lineup attributes the
+             * summary to the member there (a code site reads one member of one type, as a
+             * rule), so that summarized counts still reach fields. */
+            s->key = key | addr;
             s->pc = pc;
             s->count = s->eligible = 0;
             t->sum_used++;
@@ -968,9 +983,9 @@ static struct agg_entry *agg_entry(struct tstate *t, uint64_t key, uintptr_t pc)
 }
 
 /* Points the site entry `s` at the counters of this access, after updating the line's
- * sharing-table entry: which thread touched the block first, whether a second one has since,
- * and whether anyone wrote it after that (each entry changes at most three times, so the
- * table does not become a contended line itself). */
+ * sharing-table entry: which thread owns the block, whether it was handed over, whether
+ * a third touch made it shared, and whether anyone wrote it after that (each entry changes
+ * at most six times, so the table does not become a contended line itself). */
 static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t info, uintptr_t pc) {
     uint32_t kind = info >> 8;
     uint64_t key = (uint64_t)a | ((uint64_t)info << 48);
@@ -979,37 +994,42 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
     uint32_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
     uint32_t wbit = kind != K_LOAD ? F_WRITTEN : 0;
     uint32_t atag = ATAG(block), mine = t->tag | atag;
-    while (v == 0 || (v & ATAG_MASK) != atag) {
-        /* First touch, or the entry is another block's: the block is this thread's (the
-         * other block starts over at its next access). */
-        uint32_t want = mine | wbit;
-        if (__atomic_compare_exchange_n(slot, &v, want, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-            v = want;
-    }
-    if ((v & ~F_WRITTEN) == mine) {
-        /* Private to this thread so far. */
-        if (wbit & ~v)
-            v = __atomic_or_fetch(slot, F_WRITTEN, __ATOMIC_RELAXED);
-    } else {
-        if (!(v & F_SHARED)) {
-            /* A second thread: from now on the block is shared. Writes from before (main
-             * filling in a table the workers then only read) do not make it contended:
-             * WRITTEN starts over with this access. */
-            uint32_t want;
-            do
-                want = (v & (OWNER_MASK | ATAG_MASK)) | F_SHARED | wbit;
-            while (!__atomic_compare_exchange_n(slot, &v, want, 1, __ATOMIC_RELAXED,
-                                                __ATOMIC_RELAXED) &&
-                   !(v & F_SHARED));
-            v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    for (;;) {
+        uint32_t want;
+        if (v == 0 || (v & ATAG_MASK) != atag) {
+            /* First touch, or the entry is another block's: the block is this thread's (the
+             * other block starts over at its next access). */
+            want = mine | wbit;
+        } else if ((v & (OWNER_MASK | ATAG_MASK | F_SHARED)) == mine) {
+            /* This thread's (first, or handed over to it). */
+            want = v | wbit;
+        } else if (!(v & (F_SHARED | F_MOVED))) {
+            /* A second thread: the block is handed over to it. Writes from before (main
+             * filling in what a worker then works on) do not count: WRITTEN starts over. */
+            want = mine | F_MOVED | wbit;
+        } else if (!(v & F_SHARED)) {
+            /* A third touch by a thread not the owner: from now on the block is shared.
+             * WRITTEN starts over again: main reading the results a worker wrote, or a
+             * table main filled in and the workers then only read, are not contended. */
+            want = (v & (OWNER_MASK | ATAG_MASK)) | F_MOVED | F_SHARED | wbit;
+        } else {
+            want = v | wbit;
         }
-        if (wbit & ~v)
-            v = __atomic_or_fetch(slot, F_WRITTEN, __ATOMIC_RELAXED);
+        if (want == v ||
+            __atomic_compare_exchange_n(slot, &v, want, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            v = want;
+            break;
+        }
     }
+    /* Contended: shared (three touches, two threads at least) and written since. For the
+     * adaptive sampling's "hot", a block handed over and written is too: whether a third
+     * touch comes depends on the threads' timing, and the sampling must not. */
     uint32_t contended = (v & F_SHARED) && (v & F_WRITTEN);
+    uint32_t hot = (v & (F_SHARED | F_MOVED)) && (v & F_WRITTEN);
     uint32_t level = g_level;
-    if (level >= 2 || (level && ((v & ~F_WRITTEN) == mine ||
-                                 (kind == K_LOAD && (v & (F_SHARED | F_WRITTEN)) == F_SHARED)))) {
+    if (level >= 2 ||
+        (level && ((v & (OWNER_MASK | ATAG_MASK | F_SHARED)) == mine ||
+                   (kind == K_LOAD && (v & (F_SHARED | F_WRITTEN)) == F_SHARED)))) {
         /* Past the budget's first threshold, a line only this thread has touched, or a load
          * from a line shared but not written since, is counted into its code site's summary
          * (past the second, every line is: the trace has stopped): streaming over a large
@@ -1031,7 +1051,8 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
         s->traced = (uint8_t)contended;
     }
     s->v = v;
-    s->hot |= (uint8_t)contended;
+    s->hot |= (uint8_t)hot;
+    s->hotline = (uint8_t)hot;
     s->more = (uint8_t)((s->traced ? MORE_TRACED : 0) | (s->burst ? MORE_BURST : 0));
 }
 
@@ -1042,7 +1063,7 @@ static __attribute__((noinline)) void burst_end(struct tstate *t, struct site *s
     t->estimated += s->skip * per_record(s->tag);
     if (s->skip)
         s->span = 0; /* the skipped accesses take the miss path, which only counts down */
-    if (s->hot || s->traced)
+    if (s->hot || s->hotline || s->traced)
         s->weight = 1;
     else if (s->weight < AMAX)
         s->weight = (uint16_t)(s->weight * 2);
@@ -1156,7 +1177,7 @@ static __attribute__((noinline)) void rec_slow(struct tstate *t, uintptr_t a, ui
         s->skip = 0;
         s->weight = 1;
         s->burst = g_adaptive ? ABURST : 0;
-        s->hot = 0;
+        s->hot = s->hotline = 0;
         s->more = 0;
     } else if (s->skip) {
         s->skip--;

@@ -135,6 +135,9 @@ struct SiteKey {
 struct Tally {
     count: u64,
     eligible: u64,
+    /// A code site's summary: its address is a sample standing for the site's (the
+    /// counts reach the member there, but say nothing about which element or line).
+    summary: bool,
 }
 
 /// One profile access being accumulated: (type, offset, size, code).
@@ -399,6 +402,7 @@ pub fn build(
                     Tally {
                         count: c.count,
                         eligible: c.eligible,
+                        summary: c.summary,
                     },
                 )
             })
@@ -527,7 +531,7 @@ pub fn build(
                 .or_default()
                 .entry(k.thread)
                 .or_default() += t.count;
-            if !matches!(k.kind, Kind::Load) {
+            if !matches!(k.kind, Kind::Load) && !t.summary {
                 line_writers
                     .entry((k.addr / line, obj.born))
                     .or_default()
@@ -597,6 +601,7 @@ pub fn build(
             v.pair_true += pt;
             v.pair_false += pf;
             if !matches!(k.kind, Kind::Load)
+                && !t.summary
                 && line_writers
                     .get(&(k.addr / line, obj.born))
                     .is_some_and(|w| w.iter().any(|&(e, th)| e != element && th != k.thread))
@@ -776,11 +781,11 @@ pub fn build(
     if budget_level > 0 {
         s.insert("budget_level".into(), budget_level.to_string());
         note.push_str(&format!(
-            "; MEMORY BUDGET reached: {} ({summarized} accesses counted per code site only: in the totals, not attributed to fields)",
+            "; MEMORY BUDGET reached: {} ({summarized} accesses counted per code site: each site's count attributed to the member at one address of the site, the first it counted there; which element or line they touched is not known)",
             if budget_level >= 2 {
                 "every place summarized and the ordered trace stopped from then on"
             } else {
-                "places on lines not contended (one thread's, or only read since shared) summarized"
+                "places on lines not contended (one thread's, handed over to one thread, or only read since shared) summarized"
             }
         ));
     }

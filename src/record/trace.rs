@@ -42,6 +42,9 @@ pub struct Counted {
     /// Accesses made while the line was shared by threads and written: those the trace
     /// would hold if it were not sampled.
     pub eligible: u64,
+    /// A code site's summary (the memory budget's levels): `count` is every access of the
+    /// site on lines not contended, `addr` the first of them, which stands for the rest.
+    pub summary: bool,
 }
 
 /// One access of the ordered trace.
@@ -144,11 +147,16 @@ fn kinds_of(k: u64) -> &'static [Kind] {
     }
 }
 
-/// `key` = address | (size | kind << 8) << 48.
-fn split_key(key: u64) -> (u64, u32, &'static [Kind]) {
+/// `key` = address | (size | kind << 8 | summary << 10) << 48.
+fn split_key(key: u64) -> (u64, u32, &'static [Kind], bool) {
     let addr = key & ((1 << 48) - 1);
     let info = key >> 48;
-    (addr, (info & 0xff) as u32, kinds_of((info >> 8) & 3))
+    (
+        addr,
+        (info & 0xff) as u32,
+        kinds_of((info >> 8) & 3),
+        (info >> 10) & 1 != 0,
+    )
 }
 
 fn u32_at(b: &[u8], o: usize) -> u32 {
@@ -172,8 +180,11 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
     let mut seen_header = false;
     // The runtime writes a place again each time its table fills: merged here, so memory
     // follows the distinct places, not the flushes.
-    let mut index: std::collections::HashMap<(u32, u64, u32, Kind, u64), usize, super::FastHash> =
-        Default::default();
+    let mut index: std::collections::HashMap<
+        (u32, u64, u32, Kind, u64, bool),
+        usize,
+        super::FastHash,
+    > = Default::default();
     let mut o = 0usize;
     while o < bytes.len() {
         if bytes.len() - o < 24 {
@@ -247,11 +258,11 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
             CH_AGG => {
                 need(32)?;
                 for r in body.chunks_exact(32) {
-                    let (addr, size, kinds) = split_key(u64_at(r, 0));
+                    let (addr, size, kinds, summary) = split_key(u64_at(r, 0));
                     let pc = u64_at(r, 8);
                     let (count, eligible) = (u64_at(r, 16), u64_at(r, 24));
                     for &kind in kinds {
-                        match index.entry((thread, addr, size, kind, pc)) {
+                        match index.entry((thread, addr, size, kind, pc, summary)) {
                             std::collections::hash_map::Entry::Occupied(o) => {
                                 let c = &mut p.counted[*o.get()];
                                 c.count += count;
@@ -267,6 +278,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                                     pc,
                                     count,
                                     eligible,
+                                    summary,
                                 });
                             }
                         }
@@ -277,7 +289,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                 need(24)?;
                 p.traced.reserve(count);
                 for r in body.chunks_exact(24) {
-                    let (addr, size, kinds) = split_key(u64_at(r, 8));
+                    let (addr, size, kinds, _) = split_key(u64_at(r, 8));
                     for &kind in kinds {
                         p.traced.push(Traced {
                             tsc: u64_at(r, 0),
@@ -410,6 +422,7 @@ mod tests {
                 kind: Kind::Store,
                 pc: 0x4010,
                 count: 7,
+                summary: false,
                 eligible: 3
             }]
         );
