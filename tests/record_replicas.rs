@@ -170,6 +170,60 @@ fn streamcluster_work_mem_is_named_by_site_and_falsely_shared() {
     }
 }
 
+/// The same past the memory budget's first level: main fills in every point, then one
+/// worker owns each. The sharing table takes that for a hand-over, not for sharing, so the
+/// points are summarized per code site (and still reach their members through each site's
+/// sample address) while `work_mem`'s line, written by both workers, keeps full resolution
+/// and its false sharing. Before the hand-over state, every point's line looked contended,
+/// the counts reached the budget's second level and the false sharing was lost.
+#[test]
+fn streamcluster_past_the_budget_keeps_work_mem_and_summarizes_the_handed_over_points() {
+    let src = "examples/record/streamcluster.c";
+    let at = common::source_site(src, "work_mem = calloc");
+    let prog = scratch().join("streamcluster-budget");
+    ok(lineup()
+        .env("LINEUP_CC", "clang")
+        .args(["cc", "-O2", "-pthread"])
+        .arg(common::repo().join(src))
+        .arg("-o")
+        .arg(&prog));
+    let profile = prog.with_extension("json");
+    // 20000 points x 4 rounds: about 3 MB of per-place counts at full resolution, against
+    // levels at 256 KiB and 1 MiB of a 16 MiB budget.
+    ok(lineup()
+        .args(["record", "--memory", "16M", "-o"])
+        .arg(&profile)
+        .arg("--")
+        .arg(&prog)
+        .args(["2", "20", "4"]));
+    let p: Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
+    let rec = &p["summary"]["record"];
+    assert_eq!(rec["budget_level"], 1.0, "{rec:#}");
+    assert!(rec["summarized_accesses"].as_f64().unwrap() > 100_000.0, "{rec:#}");
+    let d = diagnose_alloc(&profile, &at);
+    assert_eq!(verdicts(&d), ["false_sharing"], "{d:#}");
+    let why = d["lines"][0]["explanation"].as_str().unwrap();
+    assert!(
+        why.contains("`work_mem[0]`") && why.contains("`work_mem[4]`"),
+        "{why}"
+    );
+    // The points: every member counted, through the summaries' sample addresses (each
+    // worker writes `cost` once per point improved, reads it once per point and round).
+    let points = common::source_site(src, "points = malloc");
+    let d = diagnose_alloc(&profile, &points);
+    let cost = d["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "cost")
+        .unwrap_or_else(|| panic!("{d:#}"));
+    assert!(
+        cost["counts"]["loads"].as_f64().unwrap() >= 20_000.0 * 4.0,
+        "{cost:#}"
+    );
+    assert!(!verdicts(&d).contains(&"false_sharing".to_string()), "{d:#}");
+}
+
 /// Phoenix histogram at -O0: the per-thread `thread_arg_t` (3096 bytes) in one calloc'd
 /// block, named by the site, the variable and the element struct; each thread writes only
 /// its own element's histograms and reads its own header, so no line is "true sharing"
