@@ -141,6 +141,8 @@ static inline uint64_t per_record(uint64_t key) { return ((key >> 56) & 3) == K_
 #define SUM_BITS 12 /* per-site summaries: (size, kind, pc) -> count, and one of the
                         site's addresses (SUM_KEY: the key says so) */
 #define SUM_KEY ((uint64_t)1 << 58)
+/* A summary that has counted more than one address (without it, its address is exact). */
+#define SUM_MANY ((uint64_t)1 << 59)
 #define ADDR_MASK (((uint64_t)1 << 48) - 1)
 #define TRACE_CAP 8192
 #define ALLOC_CAP 2048
@@ -206,8 +208,11 @@ struct site {
 } __attribute__((aligned(64)));
 
 struct tstate {
-    /* Hot: read on every access. An address a is skipped when a - stk_lo < stk_size; a
-     * disabled state has stk_lo 0 and stk_size ~0, which skips everything. */
+    /* Hot: read on every access. The fast path reads only `sites` (and `lines`, once a
+     * site matched): site entries never cover the thread's own stack, and a disabled
+     * state's `sites` is an empty table, so every access of it takes the miss path, which
+     * skips an address a when a - stk_lo < stk_size; a disabled state has stk_lo 0 and
+     * stk_size ~0, which skips everything. */
     uintptr_t stk_lo, stk_size;
     struct agg_entry *agg;
     uint32_t agg_mask, agg_used, tag;
@@ -228,11 +233,16 @@ struct tstate {
     struct tstate *next;
     int dead;
     uint32_t level;      /* g_level when the site cache was last filled */
+    struct site *site_table; /* the thread's own site table (`sites` is g_no_sites once
+                                the thread is disabled) */
     uint64_t estimated;  /* adaptive: accesses skipped, stood for by weights */
     uint64_t max_period; /* adaptive: the largest weight used */
 };
 
-static struct tstate g_off = {.stk_lo = 0, .stk_size = ~(uintptr_t)0};
+/* The site table of a disabled state: no entry matches (a tag is never 0), so every access
+ * takes the miss path. */
+static struct site g_no_sites[1u << SITES_BITS];
+static struct tstate g_off = {.stk_lo = 0, .stk_size = ~(uintptr_t)0, .sites = g_no_sites};
 /* initial-exec: the runtime is linked into the executable, and a general-dynamic access
  * (a call to __tls_get_addr, even when the linker relaxes it) makes every hook set up a
  * stack frame. */
@@ -452,14 +462,20 @@ static void read_name(struct tstate *t, char name[16]) {
 }
 
 /* Bytes of counts and trace written so far, against the budget's thresholds. */
-static void account(uint64_t bytes) {
-    uint64_t total = __atomic_add_fetch(&g_agg_bytes, bytes, __ATOMIC_RELAXED);
-    uint32_t want = total >= g_memory / 16 ? 2 : total >= g_memory / 64 ? 1 : 0;
+static uint32_t budget_level(uint64_t bytes) {
+    return bytes >= g_memory / 16 ? 2 : bytes >= g_memory / 64 ? 1 : 0;
+}
+
+static void raise_level(uint32_t want) {
     if (want > g_level) {
         g_level = want;
         if (want == 2)
             g_decim = ~(uint64_t)0; /* the trace stops: only window 0 */
     }
+}
+
+static void account(uint64_t bytes) {
+    raise_level(budget_level(__atomic_add_fetch(&g_agg_bytes, bytes, __ATOMIC_RELAXED)));
 }
 
 static void flush_trace(struct tstate *t) {
@@ -489,7 +505,7 @@ static void flush_allocs(struct tstate *t) {
  * refilled at its next access. The adaptive sampling state stays. */
 static void sites_forget(struct tstate *t) {
     for (uint32_t i = 0; i < (1u << SITES_BITS); i++)
-        t->sites[i].span = 0;
+        t->site_table[i].span = 0;
 }
 
 static void flush_sum(struct tstate *t) {
@@ -519,7 +535,7 @@ static struct agg_entry *sum_entry(struct tstate *t, uint64_t key, uint64_t pc) 
     uint32_t mask = (1u << SUM_BITS) - 1, i = (uint32_t)(h >> 40) & mask;
     for (;;) {
         struct agg_entry *s = &t->sum[i];
-        if ((s->key & ~ADDR_MASK) == key && s->pc == pc)
+        if ((s->key & ~(ADDR_MASK | SUM_MANY)) == key && s->pc == pc)
             return s;
         if (!s->key) {
             if (t->sum_used * 4 >= mask * 3) {
@@ -546,6 +562,8 @@ static struct agg_entry *sum_entry(struct tstate *t, uint64_t key, uint64_t pc) 
 /* Folds an entry into its code site's summary: the address is dropped, the count kept exact. */
 static void summarize(struct tstate *t, const struct agg_entry *e) {
     struct agg_entry *s = sum_entry(t, e->key, e->pc);
+    if ((s->key & ADDR_MASK) != (e->key & ADDR_MASK))
+        s->key |= SUM_MANY;
     s->count += e->count;
     s->eligible += e->eligible;
 }
@@ -566,6 +584,15 @@ static void flush_agg(struct tstate *t) {
      * per-site summary instead, past the second every entry does. */
     uint32_t level = g_level;
     uint32_t n = 0;
+    /* A flush that would cross the first threshold is held to it already: a full table is
+     * 768 KiB, more than a small budget's first step, and two threads flushing at once would
+     * otherwise pass both. (The second is judged on what is kept, after.) */
+    uint64_t all = g_agg_bytes + (uint64_t)t->agg_used * sizeof(struct agg_entry);
+    uint32_t would = budget_level(all) ? 1 : 0;
+    if (would > level) {
+        raise_level(would);
+        level = would;
+    }
     sites_forget(t);
     for (uint32_t i = 0; i <= t->agg_mask; i++)
         if (t->agg[i].key) {
@@ -595,7 +622,7 @@ static void flush_thread(struct tstate *t, int final) {
     if (final) {
         /* Skips planned but not made: the weights stood for them, so they are estimated. */
         for (uint32_t i = 0; i < (1u << SITES_BITS); i++) {
-            uint64_t left = t->sites[i].skip * per_record(t->sites[i].tag);
+            uint64_t left = t->site_table[i].skip * per_record(t->site_table[i].tag);
             t->estimated -= t->estimated >= left ? left : t->estimated;
         }
         __atomic_add_fetch(&g_estimated, t->estimated, __ATOMIC_RELAXED);
@@ -650,7 +677,7 @@ static struct tstate *thread_init(void) {
     mem += TRACE_CAP * sizeof(struct trace_ev);
     t->abuf = (struct alloc_ev *)mem;
     mem += ALLOC_CAP * sizeof(struct alloc_ev);
-    t->sites = (struct site *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+    t->sites = t->site_table = (struct site *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
     t->level = g_level;
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->tsc_start = now_tsc();
@@ -711,6 +738,7 @@ static void final_flush(int crash_signal) {
         t->saved_lo = t->stk_lo;
         t->stk_lo = 0;
         t->stk_size = ~(uintptr_t)0;
+        t->sites = g_no_sites;
     }
     /* Let a thread that is inside a hook finish it. */
     for (int i = 0; i < 3; i++)
@@ -849,7 +877,8 @@ static void fork_child(void) {
         keep->agg_used = 0;
         zero(keep->sum, ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry));
         keep->sum_used = 0;
-        zero(keep->sites, ((size_t)1 << SITES_BITS) * sizeof(struct site));
+        keep->sites = keep->site_table;
+        zero(keep->site_table, ((size_t)1 << SITES_BITS) * sizeof(struct site));
         keep->estimated = keep->max_period = 0;
         keep->tpos = keep->tbuf;
         keep->an = 0;
@@ -1035,13 +1064,26 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
          * (past the second, every line is: the trace has stopped): streaming over a large
          * array then costs a small table instead of one entry per address, and the entry
          * covers the whole line. */
-        /* The site's summary is keyed by the site alone: an entry still pointing at it
-         * (not forgotten since) is kept without a lookup, and covers every address whose
-         * line is in the same state. */
-        if (!(s->span > 1 && !s->traced))
-            s->count = &sum_entry(t, key, pc)->count;
-        s->lo = 0;
-        s->span = ~(uintptr_t)0;
+        /* The site's summary is keyed by the site alone. While it has counted one address
+         * (a counter, a member through a fixed pointer), it covers that address only and
+         * stays exact: lineup then treats it as a place of its own. From its second
+         * address on, it covers every address whose line is in the same state. */
+        struct agg_entry *e = sum_entry(t, key, pc);
+        s->count = &e->count;
+        if ((e->key & ADDR_MASK) != a)
+            e->key |= SUM_MANY;
+        if (!(e->key & SUM_MANY)) {
+            s->lo = a;
+            s->span = 1;
+        } else if (a < t->stk_lo) {
+            /* Every address on this side of the thread's own stack, which the fast path no
+             * longer checks for. */
+            s->lo = 0;
+            s->span = t->stk_lo;
+        } else {
+            s->lo = t->stk_lo + t->stk_size;
+            s->span = ~(uintptr_t)0 - s->lo;
+        }
         s->traced = 0;
     } else {
         struct agg_entry *e = agg_entry(t, key, pc);
@@ -1191,6 +1233,8 @@ static __attribute__((noinline)) void rec_slow(struct tstate *t, uintptr_t a, ui
 static __attribute__((noinline)) void rec_miss(struct tstate *t, uintptr_t a, uint32_t info,
                                                uintptr_t pc) {
     if (LIKELY(t != 0)) {
+        if (a - t->stk_lo < t->stk_size)
+            return; /* the thread's own stack, or everything (disabled) */
         struct site *s = &t->sites[SITE_OF(pc)];
         if (s->skip && s->tag == (pc ^ ((uint64_t)info << 48))) {
             s->skip--;
@@ -1200,16 +1244,15 @@ static __attribute__((noinline)) void rec_miss(struct tstate *t, uintptr_t a, ui
     rec_slow(t, a, info, pc);
 }
 
-/* Per access: the thread's own stack is skipped (a disabled runtime's "stack" is the whole
- * address space: one compare), then the site cache, then the slow path. Kept small so that
- * the hooks need no stack frame on the fast path. */
+/* Per access: the site cache, then the miss path, which skips the thread's own stack (a
+ * disabled runtime's "stack" is the whole address space) before anything else. No site
+ * entry covers the thread's stack, so the fast path need not look. Kept small so that the
+ * hooks need no stack frame on the fast path. */
 static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size, uint32_t kind,
                                                       uintptr_t pc) {
     struct tstate *t = tls;
     uint32_t info = size | kind << 8;
     if (LIKELY(t != 0)) {
-        if (a - t->stk_lo < t->stk_size)
-            return;
         /* The line's state first: the shift needs %cl, and done early it leaves the
          * registers free for the rest (no stack frame). */
         uint32_t v = t->lines[(a >> t->shift) & ((1u << LINE_TABLE_BITS) - 1)];

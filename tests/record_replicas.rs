@@ -188,10 +188,11 @@ fn streamcluster_past_the_budget_keeps_work_mem_and_summarizes_the_handed_over_p
         .arg("-o")
         .arg(&prog));
     let profile = prog.with_extension("json");
-    // 20000 points x 4 rounds: about 3 MB of per-place counts at full resolution, against
-    // levels at 256 KiB and 1 MiB of a 16 MiB budget.
+    // 20000 points x 4 rounds: about 38 MB of per-place counts written at full resolution,
+    // against levels at 1 MiB and 4 MiB of a 64 MiB budget (a full table of one thread is
+    // 768 KiB: the levels must be well apart from it).
     ok(lineup()
-        .args(["record", "--memory", "16M", "-o"])
+        .args(["record", "--memory", "64M", "-o"])
         .arg(&profile)
         .arg("--")
         .arg(&prog)

@@ -147,7 +147,8 @@ fn kinds_of(k: u64) -> &'static [Kind] {
     }
 }
 
-/// `key` = address | (size | kind << 8 | summary << 10) << 48.
+/// `key` = address | (size | kind << 8 | summary << 10 | many << 11) << 48. A summary of
+/// one address only (`many` clear) is as exact as a place of its own, and read as one.
 fn split_key(key: u64) -> (u64, u32, &'static [Kind], bool) {
     let addr = key & ((1 << 48) - 1);
     let info = key >> 48;
@@ -155,7 +156,7 @@ fn split_key(key: u64) -> (u64, u32, &'static [Kind], bool) {
         addr,
         (info & 0xff) as u32,
         kinds_of((info >> 8) & 3),
-        (info >> 10) & 1 != 0,
+        (info >> 10) & 1 != 0 && (info >> 11) & 1 != 0,
     )
 }
 
