@@ -9,6 +9,17 @@ recorded time is the whole `lineup record` command: the program under lineup's r
 plus post-processing (attribution, simulation, writing the profile), once with exact
 counts (the default) and once with `--sample auto`. Runs are interleaved; medians.
 
+Also run: the lineup-built program alone, without `lineup record` (its runtime is then off:
+every hook returns after one compare): the floor any runtime behind these hooks pays, the
+instrumentation's calls themselves (column `hooks`).
+
+linear_regression's false sharing depends on where calloc puts its 128-byte block: glibc
+16 or 32 bytes into a line (neighbouring threads' sums share a line), ThreadSanitizer's
+allocator on a line (its size class starts there): under TSan the program has no false
+sharing, and is faster than under lineup for that alone. The row `... as TSan places it`
+builds the replica with `-DLINE_ALIGNED` (the block on a line for all three builds) to
+compare at the same placement; it is printed after the geometric means, not in them.
+
 The headline is CPU time (user + system of the command and its children, from wait4):
 on a shared, loaded VM wall time swings by 2x from run to run, CPU time far less. Printed
 per program: the plain run's CPU seconds; the CPU-time ratio to it of `lineup record`,
@@ -42,12 +53,16 @@ CORPUS = [
     ("two counters", "counters", "-O2", ["2", "5000000"]),
     ("padded (control)", "padded", "-O2", ["2", "5000000"]),
 ]
+# Not in the geometric means: the same program at ThreadSanitizer's placement.
+SAME_PLACEMENT = [
+    ("linreg, TSan's place", "linreg", "-O0 -DLINE_ALIGNED", ["2", "48"]),
+]
 
 
-def run(cmd):
+def run(cmd, env=None):
     """Wall seconds, CPU seconds (user + system) and peak RSS in MiB of cmd and its children."""
     start = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
@@ -66,43 +81,50 @@ def main():
     work = tempfile.mkdtemp(prefix="lineup-bench-")
     try:
         env = dict(os.environ, LINEUP_CC=args.cc)
-        rows = []
         print(f"compiler: {args.cc}; {args.runs} runs each, medians; load average before: "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-        head = (f"{'':<18} {'':>4} {'plain':>7} {'--- CPU time ratios ----------':<31} "
+        head = (f"{'':<20} {'':>4} {'plain':>7} {'--- CPU time ratios -------------------':<39} "
                 f"{'-- wall ratios ---':<18} {'--- peak MiB ---':<16}\n"
-                f"{'program':<18} {'opt':>4} {'cpu s':>7} {'record':>7} {'vs tsan':>7} "
-                f"{'auto':>7} {'tsan':>7} {'record':>6} {'auto':>5} {'tsan':>5} "
+                f"{'program':<20} {'opt':>4} {'cpu s':>7} {'record':>7} {'vs tsan':>7} "
+                f"{'auto':>7} {'tsan':>7} {'hooks':>7} {'record':>6} {'auto':>5} {'tsan':>5} "
                 f"{'prog':>5} {'lineup':>6} {'tsan':>5}")
         print(head)
-        for label, src_name, opt, prog_args in CORPUS:
+        # The recorded program alone: without LINEUP_OUT its runtime is off.
+        off_env = {k: v for k, v in os.environ.items() if not k.startswith("LINEUP_")}
+
+        def measure(label, src_name, flags, prog_args):
+            flags = flags.split()
             src = os.path.join(REPO, "examples", "record", src_name + ".c")
-            plain = os.path.join(work, src_name + "-plain")
-            tsan = os.path.join(work, src_name + "-tsan")
-            rec = os.path.join(work, src_name + "-lineup")
-            subprocess.run([args.cc, opt, "-g", "-pthread", src, "-o", plain], check=True)
-            subprocess.run([args.cc, opt, "-g", "-pthread", "-fsanitize=thread", src, "-o", tsan], check=True)
-            subprocess.run([args.lineup, "cc", opt, "-pthread", src, "-o", rec], check=True, env=env)
-            profile = os.path.join(work, src_name + ".json")
-            sampled = os.path.join(work, src_name + "-auto.json")
+            stem = src_name + "".join(flags)
+            plain = os.path.join(work, stem + "-plain")
+            tsan = os.path.join(work, stem + "-tsan")
+            rec = os.path.join(work, stem + "-lineup")
+            subprocess.run([args.cc, *flags, "-g", "-pthread", src, "-o", plain], check=True)
+            subprocess.run([args.cc, *flags, "-g", "-pthread", "-fsanitize=thread", src, "-o", tsan],
+                           check=True)
+            subprocess.run([args.lineup, "cc", *flags, "-pthread", src, "-o", rec], check=True, env=env)
+            profile = os.path.join(work, stem + ".json")
+            sampled = os.path.join(work, stem + "-auto.json")
             run([plain] + prog_args)  # warm the page cache
-            p, r, a, t = [], [], [], []
+            p, r, a, t, h = [], [], [], [], []
             for _ in range(args.runs):
                 p.append(run([plain] + prog_args))
                 r.append(run([args.lineup, "record", "-o", profile, "--", rec] + prog_args))
                 t.append(run([tsan] + prog_args))
                 a.append(run([args.lineup, "record", "--sample", "auto", "-o", sampled, "--", rec]
                              + prog_args))
+                h.append(run([rec] + prog_args, env=off_env))
             med = lambda xs, i: statistics.median(x[i] for x in xs)
             summary = json.load(open(profile))["summary"]["record"]
             cpu = max(med(p, 1), 1e-3)
             row = {
                 "label": label,
-                "opt": opt,
+                "opt": flags[0],
                 "plain_cpu": med(p, 1),
                 "record_cpu": med(r, 1) / cpu,
                 "auto_cpu": med(a, 1) / cpu,
                 "tsan_cpu": med(t, 1) / cpu,
+                "hooks_cpu": med(h, 1) / cpu,
                 "vs_tsan": med(r, 1) / max(med(t, 1), 1e-3),
                 "record_wall": med(r, 0) / med(p, 0),
                 "auto_wall": med(a, 0) / med(p, 0),
@@ -111,19 +133,26 @@ def main():
                 "lineup_mib": summary.get("peak_rss_recorder", 0) / 2**20,
                 "tsan_mib": med(t, 2),
             }
-            rows.append(row)
-            print(f"{label:<18} {opt:>4} {row['plain_cpu']:7.3f} {row['record_cpu']:6.2f}x "
+            print(f"{label:<20} {row['opt']:>4} {row['plain_cpu']:7.3f} {row['record_cpu']:6.2f}x "
                   f"{row['vs_tsan']:6.2f}x {row['auto_cpu']:6.2f}x {row['tsan_cpu']:6.2f}x "
+                  f"{row['hooks_cpu']:6.2f}x "
                   f"{row['record_wall']:5.2f}x {row['auto_wall']:4.1f}x {row['tsan_wall']:4.1f}x "
                   f"{row['prog_mib']:5.0f} {row['lineup_mib']:6.0f} {row['tsan_mib']:5.0f}",
                   flush=True)
+            return row
+
+        rows = [measure(*c) for c in CORPUS]
         geo = lambda k: statistics.geometric_mean([x[k] for x in rows])
-        print(f"{'geometric mean':<18} {'':>4} {'':>7} {geo('record_cpu'):6.2f}x "
+        print(f"{'geometric mean':<20} {'':>4} {'':>7} {geo('record_cpu'):6.2f}x "
               f"{geo('vs_tsan'):6.2f}x {geo('auto_cpu'):6.2f}x {geo('tsan_cpu'):6.2f}x "
+              f"{geo('hooks_cpu'):6.2f}x "
               f"{geo('record_wall'):5.2f}x {geo('auto_wall'):4.1f}x {geo('tsan_wall'):4.1f}x")
         worst = max(rows, key=lambda x: x["vs_tsan"])
         print(f"goal (CPU time): record <= 3x geometric mean, and <= tsan on every program; "
               f"worst against tsan: {worst['label']} {worst['vs_tsan']:.2f}x")
+        print("same placement as under TSan (not in the means):")
+        for c in SAME_PLACEMENT:
+            measure(*c)
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,14 +1,15 @@
 /* Replica of Phoenix 2.0's linear_regression (pthread version): the data structures,
  * allocation and access pattern, not its code. Points of two chars; one `lreg_args` per
- * thread in one calloc'd array (40 bytes each here, so neighbours share lines); each thread
- * streams over its slice of the points and adds into its own element's five sums on every
- * point. The false sharing survives at -O0, where the sums stay in memory (the layout:
- * github.com/kozyraki/phoenix, phoenix-2.0/tests/linear_regression; as quoted in
- * efeslab/huron's test suite).
+ * thread in one calloc'd array (64 bytes each, 16 or 32 bytes into a line: neighbours share
+ * lines); each thread streams over its slice of the points and adds into its own element's
+ * five sums on every point. The false sharing survives at -O0, where the sums stay in
+ * memory (the layout: github.com/kozyraki/phoenix, phoenix-2.0/tests/linear_regression; as
+ * quoted in efeslab/huron's test suite).
  *   linreg THREADS MILLION_POINTS */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     char x;
@@ -46,7 +47,15 @@ int main(int argc, char **argv) {
         points[i].x = (char)(i * 7 % 101);
         points[i].y = (char)(i * 13 % 97);
     }
+#ifdef LINE_ALIGNED
+    /* Where ThreadSanitizer's allocator puts the calloc'd block (its 128-byte size class
+     * starts on a line): no false sharing. bench/record_overhead.py runs this build too, to
+     * compare lineup with TSan at the same placement. */
+    lreg_args *tid_args = aligned_alloc(64, sizeof(lreg_args) * threads);
+    memset(tid_args, 0, sizeof(lreg_args) * threads);
+#else
     lreg_args *tid_args = calloc(sizeof(lreg_args), threads);
+#endif
     long per = n / threads;
     for (int i = 0; i < threads; i++) {
         tid_args[i].points = points + i * per;
