@@ -14,9 +14,9 @@
  *    whether it was handed over to a second thread (main filling in what a worker then
  *    works on), whether another thread touched it after that (shared), and whether anyone
  *    wrote it since: each entry is written a handful of times at most. Only accesses to
- *    blocks both shared and written are "eligible" for the ordered trace, which carries a TSC timestamp per access and is
- *    decimated in aligned time windows once a budget of events is used, so that the trace
- *    stays bounded however long the program runs.
+ *    blocks both shared and written are "eligible" for the ordered trace, which carries a
+ *    TSC timestamp per access and is decimated in aligned time windows once a budget of
+ *    events is used, so that the trace stays bounded however long the program runs.
  *  - Data goes to $LINEUP_OUT/rt.<pid>.bin as self-describing chunks appended with one
  *    writev each (O_APPEND), from whichever thread fills a buffer, exits, or ends the
  *    process. A crash (SIGSEGV, SIGABRT, ...) flushes what is buffered and re-raises.
