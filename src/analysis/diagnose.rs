@@ -265,6 +265,35 @@ fn array_element(f: &Field, offset: u64) -> Option<(u64, u64)> {
     Some(((offset - f.offset) / elem, elem))
 }
 
+/// For a byte of an array of inline structs (the line-sized slots `optimize` gives
+/// per-thread array elements: `struct { long v; } hits[8]`), the element's member holding
+/// it, named with its index (`hits[1].v`), with its offset and size.
+fn inline_array_element(fields: &[Field], offset: u64) -> Option<(String, u64, u64)> {
+    let f = fields
+        .iter()
+        .find(|f| f.size > 0 && f.offset <= offset && offset < f.end())?;
+    f.inline?;
+    let dims = f.declarator.strip_prefix(f.name.as_str())?;
+    let count: u64 = dims
+        .strip_prefix('[')?
+        .split(']')
+        .next()?
+        .trim()
+        .parse()
+        .ok()?;
+    if count < 2 || f.name.is_empty() || !f.size.is_multiple_of(count) {
+        return None;
+    }
+    let elem = f.size / count;
+    let index = (offset - f.offset) / elem;
+    let m = display_member(&f.members, f.offset + (offset - f.offset) % elem)?;
+    Some((
+        format!("{}[{index}].{}", f.name, member_name(m)),
+        m.offset + index * elem,
+        m.size,
+    ))
+}
+
 /// Diagnoses `layout` from `accesses` (offsets relative to the struct, as
 /// [`Profile::type_accesses`] gives them). `machine_cpus` turns "all CPUs" into a number.
 pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>) -> Diagnosis {
@@ -297,13 +326,17 @@ pub fn diagnose_in_run(
         };
         // An array member is shown per element: `hits[0]` and `hits[1]` written by different
         // CPUs falsely share a line as much as two named members do.
-        let (name, f_offset, f_size) = match array_element(f, off) {
-            Some((index, elem)) => (
+        let (name, f_offset, f_size) = match (
+            array_element(f, off),
+            inline_array_element(&layout.members, off),
+        ) {
+            (Some((index, elem)), _) => (
                 format!("{}[{index}]", member_name(f)),
                 f.offset + index * elem,
                 elem,
             ),
-            None => (member_name(f), f.offset, f.size),
+            (None, Some(named)) => named,
+            (None, None) => (member_name(f), f.offset, f.size),
         };
         let line = off / cls;
         let cpus = a

@@ -11,3 +11,4 @@ pub mod fields;
 pub mod layout_diff;
 pub mod machine;
 pub mod optimize;
+pub mod slots;

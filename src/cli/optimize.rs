@@ -197,6 +197,78 @@ struct Report<'a> {
     /// Per-thread elements of one array share lines: what fixes them besides the layout.
     #[serde(skip_serializing_if = "Option::is_none")]
     elements: Option<&'a ElementAdvice>,
+    /// Array members whose slots different threads write: padded to a line each, priced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slots: Option<&'a SlotAdvice>,
+}
+
+/// The fix for an array member whose slots different threads write (`hits[id]`): each slot
+/// padded to a line of its own, as a new element type, when the model prices it lower.
+#[derive(Serialize)]
+struct SlotAdvice {
+    arrays: Vec<lineup::analysis::slots::SlottedArray>,
+    /// Modeled cycles of the best layout with the arrays as they are, and with padded slots.
+    cycles_unpadded: f64,
+    cycles_padded: f64,
+    /// The padded layout is the plan: the model prices it below the current layout and
+    /// below the best layout without padding.
+    accepted: bool,
+    advice: String,
+    /// Uses of the arrays (`x.hits[i]`) the patch rewrote to the slot's element.
+    uses_rewritten: usize,
+    in_patch: bool,
+}
+
+/// One line on what padding the slots of `arrays` does and what it costs.
+fn slot_advice_text(
+    arrays: &[lineup::analysis::slots::SlottedArray],
+    layout: &lineup::layout::Layout,
+    cls: u64,
+    padded: f64,
+    unpadded: f64,
+    current: f64,
+    accepted: bool,
+) -> String {
+    let mut parts = Vec::new();
+    for a in arrays {
+        let ty = layout
+            .members
+            .iter()
+            .find(|f| f.name == a.member)
+            .map(|f| f.type_name.clone())
+            .unwrap_or_default();
+        let writers: Vec<String> = a
+            .writers
+            .iter()
+            .map(|(slot, cpus)| {
+                let ids: Vec<String> = cpus.iter().map(u32::to_string).collect();
+                format!("`{}[{slot}]` by thread {}", a.member, ids.join(", "))
+            })
+            .collect();
+        parts.push(format!(
+            "slots of the array member `{m}` are written by different threads ({w}) and share lines: moving members cannot separate them. {verb} each slot to a {cls}-byte line of its own: `struct {{ alignas({cls}) {ty} v; }} {m}[{n}]` (+{g} bytes), uses `{m}[i]` becoming `{m}[i].v`",
+            m = a.member,
+            w = writers.join(", "),
+            verb = if accepted { "The plan pads" } else { "Padding" },
+            n = a.count,
+            g = a.growth(),
+        ));
+    }
+    let price = if accepted {
+        format!(
+            "; the model prices it at {padded:.0} cycles against {current:.0} for the current layout and {unpadded:.0} for the best order without padding"
+        )
+    } else {
+        format!(
+            "; not proposed: the model prices it at {padded:.0} cycles, no less than {} without padding",
+            if unpadded < current {
+                format!("{unpadded:.0} for the best order")
+            } else {
+                format!("{current:.0} for the current layout")
+            }
+        )
+    };
+    format!("{}{price}", parts.join("; "))
 }
 
 /// The fix for elements of one array written by different threads on one line.
@@ -438,17 +510,75 @@ pub fn run(args: Args) -> Result<()> {
     let current = model.evaluate(&model.current);
     let mut plan = plan;
 
-    // Threads writing their own elements of one array share lines between elements (a
-    // recording's element lines): the model prices one element, so the fix it cannot see
-    // is the element's own: padded to whole lines and line-aligned (the first member
-    // aligned to the line aligns the struct and rounds its size up). A member order the
-    // model prices above the current one is dropped for the current order.
     let element_lines: Vec<lineup::profile::ElementLine> = profile
         .types
         .iter()
         .find(|t| t.type_name == args.subject.type_name)
         .map(|t| t.element_lines.clone())
         .unwrap_or_default();
+    // Array members whose slots different threads write (`hits[id]`): no member order
+    // separates them, padding each slot to a line does. Priced like any layout (the array
+    // grows by its slots times the line); the plan only where the model prices it lower
+    // than both the current layout and the best order without it.
+    let found = match types.composite(id) {
+        Some(c) if element_lines.is_empty() => {
+            lineup::analysis::slots::per_thread_slots(&types, c, &model.units, &model.streams, cls)
+        }
+        _ => Vec::new(),
+    };
+    let mut padded_units: Option<Vec<lineup::analysis::cost::Unit>> = None;
+    let mut slots: Option<SlotAdvice> = None;
+    if !found.is_empty() {
+        let (pu, ps) = lineup::analysis::slots::padded(&model.units, &model.streams, &found, cls);
+        let mut order: Vec<usize> = (0..pu.len()).collect();
+        order.sort_by_key(|&u| model.units[u].offset);
+        let as_declared = optimize::derive(&pu, &order, &Default::default(), cls, min_align);
+        let padded_plan = optimize::optimize(
+            &pu,
+            &ps,
+            &as_declared,
+            min_align,
+            &constraints,
+            cls,
+            &model.machine,
+            &model.queueing,
+        )
+        .map_err(|e| anyhow::anyhow!("{}: struct {}: {e}", opened.label, args.subject.type_name))?;
+        let (padded, unpadded) = (padded_plan.cost.total_cycles(), plan.cost.total_cycles());
+        let accepted = worse_than_current(current.total_cycles(), padded, None).is_none()
+            && padded < unpadded.min(current.total_cycles()) * (1.0 - 1e-6);
+        let advice = slot_advice_text(
+            &found,
+            &model.layout,
+            cls,
+            padded,
+            unpadded,
+            current.total_cycles(),
+            accepted,
+        );
+        if accepted {
+            plan = padded_plan;
+            padded_units = Some(pu);
+        }
+        slots = Some(SlotAdvice {
+            arrays: found,
+            cycles_unpadded: unpadded,
+            cycles_padded: padded,
+            accepted,
+            advice,
+            uses_rewritten: 0,
+            in_patch: false,
+        });
+    }
+    // The units the plan's placement indexes (the padded ones when the slots are padded).
+    let plan_units: &[lineup::analysis::cost::Unit] =
+        padded_units.as_deref().unwrap_or(&model.units);
+
+    // Threads writing their own elements of one array share lines between elements (a
+    // recording's element lines): the model prices one element, so the fix it cannot see
+    // is the element's own: padded to whole lines and line-aligned (the first member
+    // aligned to the line aligns the struct and rounds its size up). A member order the
+    // model prices above the current one is dropped for the current order.
     if !element_lines.is_empty() && !model.units.is_empty() {
         if worse_than_current(current.total_cycles(), plan.cost.total_cycles(), None).is_some() {
             let mut order: Vec<usize> = (0..model.units.len()).collect();
@@ -473,19 +603,31 @@ pub fn run(args: Args) -> Result<()> {
         .iter()
         .map(|&u| model.units[u].members.first().cloned().unwrap_or_default())
         .collect();
-    let new_type = optimize::rearranged(
+    let mut new_type = optimize::rearranged(
         &types,
         id,
-        &model.units,
+        plan_units,
         &plan.order,
         &plan.line_aligned,
         &plan.placement,
         cls,
     )
     .context("the struct has no members to rearrange")?;
+    if let Some(sa) = slots.as_ref().filter(|s| s.accepted) {
+        let slot_types: Vec<lineup::types::TypeId> = sa
+            .arrays
+            .iter()
+            .map(|a| lineup::analysis::slots::slot_array_type(&mut types, a, cls))
+            .collect();
+        lineup::analysis::slots::retype(&mut new_type, &sa.arrays, &slot_types);
+    }
     let new_id = types.push(new_type);
-    let new_layout =
+    let mut new_layout =
         lineup::layout::layout(&types, new_id, cls).expect("rearranged struct has a layout");
+    // The new type has no typedef of its own: a struct without a tag keeps the original's
+    // typedef name, which the printers spell `typedef struct { ... } name;`.
+    new_layout.name = model.layout.name.clone();
+    new_layout.tagless = model.layout.tagless;
     // Write lines made of the struct's own cache-line groups keep those groups (and their
     // asserts, in the kernel's source): lineup makes a group only of what none holds.
     let marker_blocks: Vec<Vec<usize>> = optimize::marker_blocks(&model.units)
@@ -664,6 +806,32 @@ pub fn run(args: Args) -> Result<()> {
                 },
                 None => new_text,
             };
+            // Array members padded to slots: their declarations and their uses in this file.
+            let mut new_text = Some(new_text);
+            if let Some(sa) = slots.as_mut().filter(|s| s.accepted) {
+                for a in &sa.arrays {
+                    let Some(t) = new_text.take() else { break };
+                    match emit::patch::slot_member(
+                        &t,
+                        &args.subject.type_name,
+                        &a.member,
+                        flavour,
+                        cls,
+                        is_cplusplus(path),
+                    ) {
+                        Ok((t, n)) => {
+                            sa.uses_rewritten += n;
+                            new_text = Some(t);
+                        }
+                        Err(why) => {
+                            // A reorder without the padding it was priced with is no fix.
+                            sa.advice.push_str(&format!(" (no patch written: {why})"));
+                        }
+                    }
+                }
+                sa.in_patch = new_text.is_some();
+            }
+            let new_text = new_text.unwrap_or_else(|| text.clone());
             if new_text == *text {
                 // Nothing to move: say so rather than write an empty patch.
                 None
@@ -826,7 +994,7 @@ pub fn run(args: Args) -> Result<()> {
             machine: &model.machine,
             cacheline_size: cls,
             current: &current,
-            units: &model.units,
+            units: plan_units,
             plan: &plan,
             search_ms,
             declaration: &declaration,
@@ -840,6 +1008,7 @@ pub fn run(args: Args) -> Result<()> {
             },
             instance_alignment: instance.as_ref(),
             elements: elements.as_ref(),
+            slots: slots.as_ref(),
         };
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
@@ -985,6 +1154,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     if let Some(e) = &elements {
         let _ = writeln!(s, "\n{}", e.advice);
+    }
+    if let Some(sa) = &slots {
+        let _ = writeln!(s, "\n{}", sa.advice);
     }
     if let Some(ia) = &instance {
         let _ = writeln!(
