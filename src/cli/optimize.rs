@@ -360,20 +360,54 @@ fn positional_initializer(text: &str, name: &str) -> Option<usize> {
     None
 }
 
-/// A recorded array of scalars (`work_mem@file.c:N`) has no struct to reorder or price:
-/// an error that says what fixes it instead (`optimize`, `predict`).
-pub fn refuse_scalar_array(
-    types: &lineup::types::Types<'_>,
-    profile: &lineup::profile::Profile,
-    name: &str,
+/// `optimize` on a recorded array of scalars: the priced plan of padded per-thread slices,
+/// and its patch when `--header` is the allocating file.
+fn run_scalar(
+    args: &Args,
+    mut sp: super::scalar::ScalarPlan,
+    patch_out: Option<output::Output>,
 ) -> Result<()> {
-    if types.find_composites(name).is_empty()
-        && let Some(advice) = profile
-            .type_profile(name)
-            .and_then(|tp| lineup::record::scalar_array_advice(tp, profile.cacheline_size))
-    {
-        bail!("{advice}");
+    let mut no_patch: Option<String> = None;
+    let mut diff: Option<String> = None;
+    if let Some(path) = &args.header {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read", path.display()))?;
+        let shown = args
+            .diff_path
+            .clone()
+            .unwrap_or_else(|| path.display().to_string());
+        match sp.patch(path, &text, &shown) {
+            Ok(d) => diff = Some(d),
+            Err(why) => no_patch = Some(why),
+        }
     }
+    if let (Some(out), Some(d)) = (&patch_out, &diff) {
+        output::commit(&[(out, d.as_bytes())])?;
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        if args.patch.is_none() {
+            sp.diff = diff.clone();
+        }
+        serde_json::to_writer_pretty(&mut out, &sp)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let mut s = sp.text(&args.model);
+    match (&args.patch, &diff, &no_patch) {
+        (Some(p), Some(_), _) => {
+            let _ = writeln!(s, "\npatch written to {}", p.display());
+        }
+        (None, Some(d), _) => {
+            let _ = writeln!(s, "\n{d}");
+        }
+        (_, None, Some(why)) => {
+            let _ = writeln!(s, "\nno patch: {why}");
+        }
+        _ => {}
+    }
+    out.write_all(s.as_bytes())?;
     Ok(())
 }
 
@@ -389,7 +423,9 @@ pub fn run(args: Args) -> Result<()> {
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
     let opened = args.subject.source.for_profile(&profile).open()?;
     let mut types = opened.types()?;
-    refuse_scalar_array(&types, &profile, &args.subject.type_name)?;
+    if let Some(sp) = super::scalar::plan(&types, &profile, &args.subject.type_name, &args.model)? {
+        return run_scalar(&args, sp, patch_out);
+    }
     let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);
     let ev = subject::gather(

@@ -86,7 +86,17 @@ pub fn run(args: Args) -> Result<()> {
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
     let opened = args.subject.source.for_profile(&profile).open()?;
     let types = opened.types()?;
-    super::optimize::refuse_scalar_array(&types, &profile, &args.subject.type_name)?;
+    // A recorded array of scalars: its per-thread slices as they are and padded to lines.
+    if let Some(sp) = super::scalar::plan(&types, &profile, &args.subject.type_name, &args.model)? {
+        let mut out = std::io::stdout().lock();
+        if args.json {
+            serde_json::to_writer_pretty(&mut out, &sp)?;
+            writeln!(out)?;
+        } else {
+            out.write_all(sp.text(&args.model).as_bytes())?;
+        }
+        return Ok(());
+    }
     let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);
     let ev = subject::gather(
