@@ -563,6 +563,7 @@ pub fn run(args: Args) -> Result<()> {
         _ => Vec::new(),
     };
     let mut padded_units: Option<Vec<lineup::analysis::cost::Unit>> = None;
+    let mut padded_streams: Option<Vec<lineup::analysis::cost::Stream>> = None;
     let mut slots: Option<SlotAdvice> = None;
     if !found.is_empty() {
         let (pu, ps) = lineup::analysis::slots::padded(&model.units, &model.streams, &found, cls);
@@ -595,6 +596,7 @@ pub fn run(args: Args) -> Result<()> {
         if accepted {
             plan = padded_plan;
             padded_units = Some(pu);
+            padded_streams = Some(ps);
         }
         slots = Some(SlotAdvice {
             arrays: found,
@@ -609,6 +611,8 @@ pub fn run(args: Args) -> Result<()> {
     // The units the plan's placement indexes (the padded ones when the slots are padded).
     let plan_units: &[lineup::analysis::cost::Unit] =
         padded_units.as_deref().unwrap_or(&model.units);
+    let plan_streams: &[lineup::analysis::cost::Stream] =
+        padded_streams.as_deref().unwrap_or(&model.streams);
 
     // Threads writing their own elements of one array share lines between elements (a
     // recording's element lines): the model prices one element, so the fix it cannot see
@@ -751,21 +755,33 @@ pub fn run(args: Args) -> Result<()> {
     let instance = match instance_offsets(args.instance_align, &ev.bindings, cls)? {
         Some((offsets, source)) => {
             let aligned = plan.cost.total_cycles();
-            let as_allocated = |placement: &lineup::analysis::cost::Placement| {
-                offsets
-                    .iter()
-                    .map(|&m| {
-                        let p = lineup::analysis::cost::Placement {
-                            offsets: placement.offsets.iter().map(|o| o + m).collect(),
-                            size: placement.size + m,
-                        };
-                        model.evaluate(&p).total_cycles()
-                    })
-                    .sum::<f64>()
-                    / offsets.len() as f64
-            };
-            let shifted = as_allocated(&plan.placement);
-            let current_shifted = as_allocated(&model.current);
+            // The plan's own units and streams (padded slots are larger).
+            let as_allocated =
+                |placement: &lineup::analysis::cost::Placement,
+                 units: &[lineup::analysis::cost::Unit],
+                 streams: &[lineup::analysis::cost::Stream]| {
+                    offsets
+                        .iter()
+                        .map(|&m| {
+                            let p = lineup::analysis::cost::Placement {
+                                offsets: placement.offsets.iter().map(|o| o + m).collect(),
+                                size: placement.size + m,
+                            };
+                            lineup::analysis::cost::evaluate(
+                                units,
+                                streams,
+                                &p,
+                                cls,
+                                &model.machine,
+                                &model.queueing,
+                            )
+                            .total_cycles()
+                        })
+                        .sum::<f64>()
+                        / offsets.len() as f64
+                };
+            let shifted = as_allocated(&plan.placement, plan_units, plan_streams);
+            let current_shifted = as_allocated(&model.current, &model.units, &model.streams);
             let advice = match flavour {
                 Flavour::Kernel => format!(
                     "member alignment places members within the instance, not within a cache line: the layout's lines hold only where instances are {cls}-byte aligned. Create the slab cache with SLAB_HWCACHE_ALIGN (kmem_cache_create), align the member that embeds the struct in its parent ({} on it), or allocate it from a cache of that alignment; kmalloc aligns only power-of-two size classes",
@@ -930,7 +946,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         let new = emit::html::LayoutView::modeled(
             "lineup",
-            &model.units,
+            plan_units,
             &plan.placement,
             &plan.cost,
             Some(base),
