@@ -336,24 +336,25 @@ fn is_cplusplus(path: &std::path::Path) -> bool {
     )
 }
 
-/// Whether `text` initializes a `struct name` positionally (`= { 0, 32 }`), which a reorder
-/// silently breaks; designated initializers (`.field = 1`) are safe.
-fn positional_initializer(text: &str, name: &str) -> Option<usize> {
-    let needle = format!("struct {name}");
+/// Whether `text` initializes the type C calls `needle` (`struct name`, or a typedef's name
+/// for a struct without a tag) positionally (`= { 0, 32 }`), which a reorder silently
+/// breaks; designated initializers (`.field = 1`) are safe.
+fn positional_initializer(text: &str, needle: &str) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
     for (i, line) in text.lines().enumerate() {
-        let Some(at) = line.find(&needle) else {
-            continue;
-        };
-        let rest = &line[at + needle.len()..];
-        if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_')
-            || rest.trim_start().starts_with('{')
-        {
-            continue;
-        }
-        if let Some(eq) = rest.find("= {").or_else(|| rest.find("={")) {
-            let body = rest[eq..].trim_start_matches(['=', ' ', '{']);
-            if !body.trim_start().starts_with('.') && !body.trim_start().starts_with('}') {
-                return Some(i + 1);
+        for (at, _) in line.match_indices(needle) {
+            let rest = &line[at + needle.len()..];
+            if line[..at].ends_with(ident)
+                || rest.starts_with(ident)
+                || rest.trim_start().starts_with('{')
+            {
+                continue;
+            }
+            if let Some(eq) = rest.find("= {").or_else(|| rest.find("={")) {
+                let body = rest[eq..].trim_start_matches(['=', ' ', '{']);
+                if !body.trim_start().starts_with('.') && !body.trim_start().starts_with('}') {
+                    return Some(i + 1);
+                }
             }
         }
     }
@@ -904,11 +905,11 @@ pub fn run(args: Args) -> Result<()> {
         e
     });
     let init_warning = header.as_ref().and_then(|(path, text, _)| {
-        positional_initializer(text, &args.subject.type_name).map(|line| {
+        positional_initializer(text, &model.layout.c_name()).map(|line| {
             format!(
-                "warning: {}:{line} initializes struct {} by position; the reorder changes what those values mean: use designated initializers (.field = value)",
+                "warning: {}:{line} initializes {} by position; the reorder changes what those values mean: use designated initializers (.field = value)",
                 path.display(),
-                args.subject.type_name
+                model.layout.c_name()
             )
         })
     });
@@ -1268,12 +1269,16 @@ mod tests {
     #[test]
     fn positional_initializers_are_found_and_designated_ones_are_not() {
         let text = "struct s { int a; int b; };\nstruct s x = {1, 2};\n";
-        assert_eq!(positional_initializer(text, "s"), Some(2));
+        assert_eq!(positional_initializer(text, "struct s"), Some(2));
         let text = "struct s { int a; int b; };\nstatic struct s x __attribute__((aligned(64))) = { .b = 2 };\n";
-        assert_eq!(positional_initializer(text, "s"), None);
+        assert_eq!(positional_initializer(text, "struct s"), None);
         assert_eq!(
-            positional_initializer("struct s2 y = {1};\nstruct s *p = 0;\n", "s"),
+            positional_initializer("struct s2 y = {1};\nstruct s *p = 0;\n", "struct s"),
             None
         );
+        // A struct without a tag, by its typedef's name, as a whole word.
+        let text = "typedef struct { int a; int b; } t;\nt x = {1, 2};\n";
+        assert_eq!(positional_initializer(text, "t"), Some(2));
+        assert_eq!(positional_initializer("my_t y = {1};\n", "t"), None);
     }
 }
