@@ -198,3 +198,61 @@ impl ScalarPlan {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(rejected: Option<&str>) -> ScalarPlan {
+        ScalarPlan {
+            schema: 1,
+            type_name: "work_mem@sc.c:5".into(),
+            allocation: AllocationSite {
+                function: Some("main".into()),
+                source: Some("sc.c:5".into()),
+                ..Default::default()
+            },
+            cacheline_size: 64,
+            slices: Slices {
+                elem_size: 8,
+                elems: 8,
+                per_slice: 4,
+                padded_per_slice: 8,
+                writers: vec![(0, vec![0]), (1, vec![1])],
+            },
+            current: Cost::default(),
+            plan: Cost::default(),
+            rejected: rejected.map(str::to_string),
+            advice: String::new(),
+            diff: None,
+        }
+    }
+
+    const SRC: &str = "#include <stdlib.h>\n#define STRIDE 4\ndouble *w;\nint main(void) {\n    w = calloc(2 * STRIDE, sizeof(double));\n}\n";
+
+    #[test]
+    fn the_patch_pads_the_stride_macro_and_aligns_the_allocation() {
+        let p = std::path::Path::new("dir/sc.c");
+        let d = plan(None).patch(p, SRC, "sc.c").unwrap();
+        assert!(
+            d.contains("\n-#define STRIDE 4\n") && d.contains("\n+#define STRIDE 8\n"),
+            "{d}"
+        );
+        assert!(
+            d.contains("+    w = memset(aligned_alloc(64, (2 * STRIDE) * (sizeof(double))), 0, "),
+            "{d}"
+        );
+        // No macro for the slice length: no patch, and why.
+        let e = plan(None)
+            .patch(p, &SRC.replace("STRIDE", "4 /* no macro */"), "sc.c")
+            .unwrap_err();
+        assert!(e.contains("no #define of the slice length (4)"), "{e}");
+        // Another file than the allocation's, or a plan the model rejects: none either.
+        let e = plan(None)
+            .patch(std::path::Path::new("other.c"), SRC, "other.c")
+            .unwrap_err();
+        assert!(e.contains("the allocation is in sc.c"), "{e}");
+        let e = plan(Some("costs more")).patch(p, SRC, "sc.c").unwrap_err();
+        assert_eq!(e, "costs more");
+    }
+}
