@@ -79,6 +79,31 @@ fn slots_written_by_different_threads_are_padded_and_the_result_compiles() {
     assert_eq!(v["units"][0]["size"], 512);
     assert!(total(&v["plan"]["cost"]) < total(&v["current"]), "{v:#}");
     assert!(slots["cycles_padded"].as_f64() < slots["cycles_unpadded"].as_f64());
+    // predict prices the same padded layout as a row of its own.
+    let p = common::lineup_json(&[
+        "predict",
+        "--type",
+        "counters",
+        "--dwarf",
+        dir.join("counters.o").to_str().unwrap(),
+        "--sketch",
+        "tests/data/optimize/counters_slots.toml",
+        "--machine",
+        "icelake-2s",
+        "--json",
+    ]);
+    let rows = p["layouts"].as_array().unwrap();
+    let padded = rows
+        .iter()
+        .find(|r| r["layout"] == "lineup, slots padded")
+        .unwrap_or_else(|| panic!("{p:#}"));
+    assert_eq!(padded["cost"]["size"], 576);
+    assert!(padded["total_cycles"].as_f64() < rows[0]["total_cycles"].as_f64());
+    assert_eq!(
+        padded["total_cycles"].as_f64(),
+        Some(total(&v["plan"]["cost"])),
+        "predict and optimize price the padded layout alike"
+    );
     // The declaration compiles, with the slot type's alignment.
     let decl = v["declaration"].as_str().unwrap();
     assert!(decl.contains("\tstruct {\n\t\talignas(64) "), "{decl}");
