@@ -367,6 +367,13 @@ fn per_thread_slots_of_an_array_member_are_padded_and_fixed() {
         names.contains(&"hits[0]") && names.contains(&"hits[1]"),
         "{names:?}"
     );
+    // diagnose says what parts them: not a move.
+    let why = l["explanation"].as_str().unwrap();
+    assert!(
+        why.contains("They are slots of one array member, `hits`: moving members cannot part them")
+            && !why.contains("Moving them apart"),
+        "{why}"
+    );
     let slots = &o.report["slots"];
     assert_eq!(slots["accepted"], true, "{slots:#}");
     assert_eq!(slots["in_patch"], true, "{slots:#}");

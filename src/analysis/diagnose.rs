@@ -265,6 +265,24 @@ fn array_element(f: &Field, offset: u64) -> Option<(u64, u64)> {
     Some(((offset - f.offset) / elem, elem))
 }
 
+/// The array member whose slots all of `names` are (`hits[0]`, `hits[3]`: `hits`), when
+/// there are two or more of them and nothing else.
+fn slots_of_one_array<'n>(names: impl Iterator<Item = &'n str>) -> Option<&'n str> {
+    let mut array = None;
+    let mut n = 0;
+    for name in names {
+        let (base, index) = name.strip_suffix(']')?.rsplit_once('[')?;
+        if base.is_empty() || base.contains(['[', '.']) || index.parse::<u64>().is_err() {
+            return None;
+        }
+        if *array.get_or_insert(base) != base {
+            return None;
+        }
+        n += 1;
+    }
+    array.filter(|_| n > 1)
+}
+
 /// For a byte of an array of inline structs (the line-sized slots `optimize` gives
 /// per-thread array elements: `struct { long v; } hits[8]`), the element's member holding
 /// it, named with its index (`hits[1].v`), with its offset and size.
@@ -1040,7 +1058,13 @@ fn judge_exact(
             (Verdict::TrueSharing, text)
         } else {
             text.push_str(&split);
-            text.push_str(". Moving them apart removes the false sharing");
+            match slots_of_one_array(written.iter().map(|w| w.m.name.as_str())) {
+                // `hits[0]` and `hits[1]` are one member: no order of members parts them.
+                Some(array) if others.is_empty() => text.push_str(&format!(
+                    ". They are slots of one array member, `{array}`: moving members cannot part them, padding each slot to a line of its own does (an element type of a whole line, `struct {{ alignas({cls}) T v; }} {array}[N]`; `lineup optimize` prices it and writes the patch)"
+                )),
+                _ => text.push_str(". Moving them apart removes the false sharing"),
+            }
             if !truly.is_empty() {
                 let several = who
                     .iter()
@@ -1394,4 +1418,22 @@ pub fn bind_raw_lines(
         ..Default::default()
     };
     super::bind::bind_type(profile, types, id, type_name, &input).bound
+}
+
+#[cfg(test)]
+mod slot_name_tests {
+    use super::slots_of_one_array;
+
+    #[test]
+    fn slots_of_one_array_are_told_from_other_members() {
+        assert_eq!(
+            slots_of_one_array(["hits[0]", "hits[3]"].into_iter()),
+            Some("hits")
+        );
+        assert_eq!(slots_of_one_array(["hits[0]"].into_iter()), None);
+        assert_eq!(slots_of_one_array(["hits[0]", "total"].into_iter()), None);
+        assert_eq!(slots_of_one_array(["a[0]", "b[1]"].into_iter()), None);
+        assert_eq!(slots_of_one_array(["g[0].v", "g[1].v"].into_iter()), None);
+        assert_eq!(slots_of_one_array(["m[0][1]", "m[0][2]"].into_iter()), None);
+    }
 }
