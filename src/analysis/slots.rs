@@ -63,7 +63,11 @@ pub fn per_thread_slots(
         };
         let elem_size = types.size_of(elem);
         // Elements of whole lines already keep to their own lines.
-        if count < 2 || elem_size == 0 || elem_size % cls == 0 || elem_size * count != unit.size {
+        if count < 2
+            || elem_size == 0
+            || elem_size.is_multiple_of(cls)
+            || elem_size * count != unit.size
+        {
             continue;
         }
         let mut writers: std::collections::BTreeMap<u64, std::collections::BTreeSet<u32>> =
