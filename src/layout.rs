@@ -38,6 +38,10 @@ pub struct Layout {
     /// Where the type was declared (DWARF only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// The struct has no tag and `name` is its typedef's (`typedef struct { ... } name;`):
+    /// C refers to it as `name`, never `struct name`.
+    #[serde(skip)]
+    pub tagless: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -129,6 +133,16 @@ pub struct Summary {
 }
 
 impl Layout {
+    /// How C code refers to the type: `struct name`, or the typedef's name alone for a
+    /// struct without a tag.
+    pub fn c_name(&self) -> String {
+        if self.tagless {
+            self.name.clone()
+        } else {
+            format!("{} {}", self.kind, self.name)
+        }
+    }
+
     /// What the hole scan found for the whole type, as for an inline member's `inner`.
     pub fn inner(&self) -> Inner {
         Inner {
@@ -229,6 +243,7 @@ pub fn layout_with(
             "" => types.typedef_name_of(id).unwrap_or("").to_string(),
             n => n.to_string(),
         },
+        tagless: types.get(id).name.is_empty() && types.typedef_name_of(id).is_some(),
         kind: if is_union { "union" } else { "struct" },
         type_id: id,
         size,

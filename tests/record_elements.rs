@@ -9,10 +9,10 @@
 //!
 //! Not covered here, and why: `examples/record/streamcluster.c` shares a `double *` array
 //! of scalars, which `optimize` cannot reorder (`record_replicas.rs` checks its advice and
-//! the fix); `examples/record/counters.c` is an array member (`hits[8]`) of one
-//! struct, whose elements can only be separated by changing the member's type, which
-//! lineup does not write. The negative control (`padded.c`) is
-//! `record::controls_show_no_contention`.
+//! the fix). `examples/record/counters.c` is an array member (`hits[8]`) of one struct,
+//! whose slots only a new element type separates: `optimize` pads each slot to a line and
+//! rewrites the uses (`per_thread_slots_of_an_array_member_are_padded_and_fixed`). The
+//! negative control (`padded.c`) is `record::controls_show_no_contention`.
 //!
 //! Needs a C compiler and `patch`; `.ci/run` installs both.
 
@@ -313,4 +313,145 @@ fn linear_regression_args_are_named_and_fixed() {
     assert!(advice.contains("(linreg.c:"), "{advice}");
     assert!(patch.contains("_Alignas(64) pthread_t tid;"), "{patch}");
     assert_fixed(&o);
+}
+
+/// Per line of `ty` in a recording, the threads that write it.
+fn line_writers(profile: &Path, ty: &str, cls: u64) -> std::collections::BTreeMap<u64, Vec<u64>> {
+    let p: Value = serde_json::from_slice(&std::fs::read(profile).unwrap()).unwrap();
+    let t = p["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type_name"] == ty)
+        .unwrap();
+    let mut out: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+    for a in t["accesses"].as_array().unwrap() {
+        let c = &a["counts"];
+        let writes = c["stores"].as_f64().unwrap_or(0.0) + c["rmw"].as_f64().unwrap_or(0.0);
+        if writes == 0.0 {
+            continue;
+        }
+        let w = out.entry(a["offset"].as_u64().unwrap() / cls).or_default();
+        for cpu in a["cpus"]["list"].as_array().unwrap() {
+            let cpu = cpu.as_u64().unwrap();
+            if !w.contains(&cpu) {
+                w.push(cpu);
+            }
+        }
+    }
+    out
+}
+
+/// `struct counters { unsigned long hits[8]; unsigned long total; }`, each worker bumping
+/// `stats.hits[id]` (`examples/record/counters.c`): no member order separates the slots of
+/// one member, so `optimize` pads each slot to a line of its own (a new element type,
+/// priced by the model: the array grows by 7 lines), and the patch rewrites the declaration
+/// and the uses (`stats.hits[id].v`). Recorded again, every line has one writer.
+#[test]
+fn per_thread_slots_of_an_array_member_are_padded_and_fixed() {
+    let o = accept(
+        "examples/record/counters.c",
+        "counters",
+        "-O2",
+        &[],
+        &["2", "100000"],
+    );
+    let l = false_sharing_line(&o.diag);
+    let names: Vec<&str> = l["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"hits[0]") && names.contains(&"hits[1]"),
+        "{names:?}"
+    );
+    // diagnose says what parts them: not a move.
+    let why = l["explanation"].as_str().unwrap();
+    assert!(
+        why.contains("They are slots of one array member, `hits`: moving members cannot part them")
+            && !why.contains("Moving them apart"),
+        "{why}"
+    );
+    let slots = &o.report["slots"];
+    assert_eq!(slots["accepted"], true, "{slots:#}");
+    assert_eq!(slots["in_patch"], true, "{slots:#}");
+    let a = &slots["arrays"][0];
+    assert_eq!(a["member"], "hits");
+    assert_eq!(
+        (
+            a["elem_size"].as_u64(),
+            a["slot_size"].as_u64(),
+            a["count"].as_u64()
+        ),
+        (Some(8), Some(64), Some(8))
+    );
+    // Priced: cheaper than the current layout and than any order of the members as they are,
+    // and the size grows by the padding of the slots.
+    let padded = slots["cycles_padded"].as_f64().unwrap();
+    assert!(padded < slots["cycles_unpadded"].as_f64().unwrap());
+    let cur = &o.report["current"];
+    let current: f64 = ["false_cycles", "true_cycles", "locality_cycles"]
+        .iter()
+        .map(|k| cur[k].as_f64().unwrap())
+        .sum();
+    assert!(padded < current, "{padded} against {current}");
+    assert_eq!(o.report["plan"]["placement"]["size"], 8 * 64 + 64);
+    let advice = slots["advice"].as_str().unwrap();
+    assert!(
+        advice.contains("`hits[0]` by thread") && advice.contains("+448 bytes"),
+        "{advice}"
+    );
+    assert!(o.text.contains("hits[0]"), "{}", o.text);
+    // The patch: the slot type, and the uses of the slots.
+    let patch = &o.patch;
+    assert!(
+        patch.contains("+    struct { _Alignas(64) unsigned long v; } hits[MAX_THREADS];"),
+        "{patch}"
+    );
+    assert!(
+        patch.contains("+            __atomic_store_n(&stats.hits[id].v, stats.hits[id].v + 1, __ATOMIC_RELAXED);"),
+        "{patch}"
+    );
+    assert!(
+        patch.contains("+        stats.total += stats.hits[i].v;"),
+        "{patch}"
+    );
+    assert_eq!(slots["uses_rewritten"], 3);
+    // The emitted declaration has the same slot type.
+    let decl = o.report["declaration"].as_str().unwrap();
+    assert!(
+        decl.contains("\talignas(64) unsigned long v;\n\t} hits[8];"),
+        "{decl}"
+    );
+    // Recorded again: no line has two writers (exact, whatever the interleaving), and the
+    // simulated false sharing is at most a tenth.
+    let dir = scratch().join("counters");
+    let before = line_writers(&dir.join("before.json"), "counters", 64);
+    let after = line_writers(&dir.join("after.json"), "counters", 64);
+    assert!(before.values().any(|w| w.len() > 1), "{before:?}");
+    assert!(after.values().all(|w| w.len() <= 1), "{after:?}");
+    assert!(after.len() >= 2, "{after:?}");
+    assert!(
+        o.after.sim_false <= 0.1 * o.before.sim_false,
+        "false-sharing transfers {} -> {}",
+        o.before.sim_false,
+        o.after.sim_false
+    );
+    for l in o.after_diag["lines"].as_array().unwrap() {
+        assert_ne!(l["verdict"], "false_sharing", "{l:#}");
+    }
+    // The slots are named by element and member after the fix.
+    let after_names: Vec<&str> = o.after_diag["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["members"].as_array().unwrap())
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        after_names.contains(&"hits[0].v") && after_names.contains(&"hits[1].v"),
+        "{after_names:?}"
+    );
 }

@@ -265,6 +265,53 @@ fn array_element(f: &Field, offset: u64) -> Option<(u64, u64)> {
     Some(((offset - f.offset) / elem, elem))
 }
 
+/// The array member whose slots all of `names` are (`hits[0]`, `hits[3]`: `hits`), when
+/// there are two or more of them and nothing else.
+fn slots_of_one_array<'n>(names: impl Iterator<Item = &'n str>) -> Option<&'n str> {
+    let mut array = None;
+    let mut n = 0;
+    for name in names {
+        let (base, index) = name.strip_suffix(']')?.rsplit_once('[')?;
+        if base.is_empty() || base.contains(['[', '.']) || index.parse::<u64>().is_err() {
+            return None;
+        }
+        if *array.get_or_insert(base) != base {
+            return None;
+        }
+        n += 1;
+    }
+    array.filter(|_| n > 1)
+}
+
+/// For a byte of an array of inline structs (the line-sized slots `optimize` gives
+/// per-thread array elements: `struct { long v; } hits[8]`), the element's member holding
+/// it, named with its index (`hits[1].v`), with its offset and size.
+fn inline_array_element(fields: &[Field], offset: u64) -> Option<(String, u64, u64)> {
+    let f = fields
+        .iter()
+        .find(|f| f.size > 0 && f.offset <= offset && offset < f.end())?;
+    f.inline?;
+    let dims = f.declarator.strip_prefix(f.name.as_str())?;
+    let count: u64 = dims
+        .strip_prefix('[')?
+        .split(']')
+        .next()?
+        .trim()
+        .parse()
+        .ok()?;
+    if count < 2 || f.name.is_empty() || !f.size.is_multiple_of(count) {
+        return None;
+    }
+    let elem = f.size / count;
+    let index = (offset - f.offset) / elem;
+    let m = display_member(&f.members, f.offset + (offset - f.offset) % elem)?;
+    Some((
+        format!("{}[{index}].{}", f.name, member_name(m)),
+        m.offset + index * elem,
+        m.size,
+    ))
+}
+
 /// Diagnoses `layout` from `accesses` (offsets relative to the struct, as
 /// [`Profile::type_accesses`] gives them). `machine_cpus` turns "all CPUs" into a number.
 pub fn diagnose(layout: &Layout, accesses: &[Access], machine_cpus: Option<u32>) -> Diagnosis {
@@ -297,13 +344,17 @@ pub fn diagnose_in_run(
         };
         // An array member is shown per element: `hits[0]` and `hits[1]` written by different
         // CPUs falsely share a line as much as two named members do.
-        let (name, f_offset, f_size) = match array_element(f, off) {
-            Some((index, elem)) => (
+        let (name, f_offset, f_size) = match (
+            array_element(f, off),
+            inline_array_element(&layout.members, off),
+        ) {
+            (Some((index, elem)), _) => (
                 format!("{}[{index}]", member_name(f)),
                 f.offset + index * elem,
                 elem,
             ),
-            None => (member_name(f), f.offset, f.size),
+            (None, Some(named)) => named,
+            (None, None) => (member_name(f), f.offset, f.size),
         };
         let line = off / cls;
         let cpus = a
@@ -1014,7 +1065,13 @@ fn judge_exact(
             (Verdict::TrueSharing, text)
         } else {
             text.push_str(&split);
-            text.push_str(". Moving them apart removes the false sharing");
+            match slots_of_one_array(written.iter().map(|w| w.m.name.as_str())) {
+                // `hits[0]` and `hits[1]` are one member: no order of members parts them.
+                Some(array) if others.is_empty() => text.push_str(&format!(
+                    ". They are slots of one array member, `{array}`: moving members cannot part them, padding each slot to a line of its own does (an element type of a whole line, `struct {{ alignas({cls}) T v; }} {array}[N]`; `lineup optimize` prices it and writes the patch)"
+                )),
+                _ => text.push_str(". Moving them apart removes the false sharing"),
+            }
             if !truly.is_empty() {
                 let several = who
                     .iter()
@@ -1368,4 +1425,22 @@ pub fn bind_raw_lines(
         ..Default::default()
     };
     super::bind::bind_type(profile, types, id, type_name, &input).bound
+}
+
+#[cfg(test)]
+mod slot_name_tests {
+    use super::slots_of_one_array;
+
+    #[test]
+    fn slots_of_one_array_are_told_from_other_members() {
+        assert_eq!(
+            slots_of_one_array(["hits[0]", "hits[3]"].into_iter()),
+            Some("hits")
+        );
+        assert_eq!(slots_of_one_array(["hits[0]"].into_iter()), None);
+        assert_eq!(slots_of_one_array(["hits[0]", "total"].into_iter()), None);
+        assert_eq!(slots_of_one_array(["a[0]", "b[1]"].into_iter()), None);
+        assert_eq!(slots_of_one_array(["g[0].v", "g[1].v"].into_iter()), None);
+        assert_eq!(slots_of_one_array(["m[0][1]", "m[0][2]"].into_iter()), None);
+    }
 }

@@ -11,3 +11,5 @@ pub mod fields;
 pub mod layout_diff;
 pub mod machine;
 pub mod optimize;
+pub mod slices;
+pub mod slots;

@@ -13,6 +13,7 @@ mod predict;
 mod record;
 mod replay;
 mod report_files;
+mod scalar;
 mod source;
 mod subject;
 

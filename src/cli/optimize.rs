@@ -197,6 +197,78 @@ struct Report<'a> {
     /// Per-thread elements of one array share lines: what fixes them besides the layout.
     #[serde(skip_serializing_if = "Option::is_none")]
     elements: Option<&'a ElementAdvice>,
+    /// Array members whose slots different threads write: padded to a line each, priced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slots: Option<&'a SlotAdvice>,
+}
+
+/// The fix for an array member whose slots different threads write (`hits[id]`): each slot
+/// padded to a line of its own, as a new element type, when the model prices it lower.
+#[derive(Serialize)]
+struct SlotAdvice {
+    arrays: Vec<lineup::analysis::slots::SlottedArray>,
+    /// Modeled cycles of the best layout with the arrays as they are, and with padded slots.
+    cycles_unpadded: f64,
+    cycles_padded: f64,
+    /// The padded layout is the plan: the model prices it below the current layout and
+    /// below the best layout without padding.
+    accepted: bool,
+    advice: String,
+    /// Uses of the arrays (`x.hits[i]`) the patch rewrote to the slot's element.
+    uses_rewritten: usize,
+    in_patch: bool,
+}
+
+/// One line on what padding the slots of `arrays` does and what it costs.
+fn slot_advice_text(
+    arrays: &[lineup::analysis::slots::SlottedArray],
+    layout: &lineup::layout::Layout,
+    cls: u64,
+    padded: f64,
+    unpadded: f64,
+    current: f64,
+    accepted: bool,
+) -> String {
+    let mut parts = Vec::new();
+    for a in arrays {
+        let ty = layout
+            .members
+            .iter()
+            .find(|f| f.name == a.member)
+            .map(|f| f.type_name.clone())
+            .unwrap_or_default();
+        let writers: Vec<String> = a
+            .writers
+            .iter()
+            .map(|(slot, cpus)| {
+                let ids: Vec<String> = cpus.iter().map(u32::to_string).collect();
+                format!("`{}[{slot}]` by thread {}", a.member, ids.join(", "))
+            })
+            .collect();
+        parts.push(format!(
+            "slots of the array member `{m}` are written by different threads ({w}) and share lines: moving members cannot separate them. {verb} each slot to a {cls}-byte line of its own: `struct {{ alignas({cls}) {ty} v; }} {m}[{n}]` (+{g} bytes), uses `{m}[i]` becoming `{m}[i].v`",
+            m = a.member,
+            w = writers.join(", "),
+            verb = if accepted { "The plan pads" } else { "Padding" },
+            n = a.count,
+            g = a.growth(),
+        ));
+    }
+    let price = if accepted {
+        format!(
+            "; the model prices it at {padded:.0} cycles against {current:.0} for the current layout and {unpadded:.0} for the best order without padding"
+        )
+    } else {
+        format!(
+            "; not proposed: the model prices it at {padded:.0} cycles, no less than {} without padding",
+            if unpadded < current {
+                format!("{unpadded:.0} for the best order")
+            } else {
+                format!("{current:.0} for the current layout")
+            }
+        )
+    };
+    format!("{}{price}", parts.join("; "))
 }
 
 /// The fix for elements of one array written by different threads on one line.
@@ -264,44 +336,79 @@ fn is_cplusplus(path: &std::path::Path) -> bool {
     )
 }
 
-/// Whether `text` initializes a `struct name` positionally (`= { 0, 32 }`), which a reorder
-/// silently breaks; designated initializers (`.field = 1`) are safe.
-fn positional_initializer(text: &str, name: &str) -> Option<usize> {
-    let needle = format!("struct {name}");
+/// Whether `text` initializes the type C calls `needle` (`struct name`, or a typedef's name
+/// for a struct without a tag) positionally (`= { 0, 32 }`), which a reorder silently
+/// breaks; designated initializers (`.field = 1`) are safe.
+fn positional_initializer(text: &str, needle: &str) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
     for (i, line) in text.lines().enumerate() {
-        let Some(at) = line.find(&needle) else {
-            continue;
-        };
-        let rest = &line[at + needle.len()..];
-        if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_')
-            || rest.trim_start().starts_with('{')
-        {
-            continue;
-        }
-        if let Some(eq) = rest.find("= {").or_else(|| rest.find("={")) {
-            let body = rest[eq..].trim_start_matches(['=', ' ', '{']);
-            if !body.trim_start().starts_with('.') && !body.trim_start().starts_with('}') {
-                return Some(i + 1);
+        for (at, _) in line.match_indices(needle) {
+            let rest = &line[at + needle.len()..];
+            if line[..at].ends_with(ident)
+                || rest.starts_with(ident)
+                || rest.trim_start().starts_with('{')
+            {
+                continue;
+            }
+            if let Some(eq) = rest.find("= {").or_else(|| rest.find("={")) {
+                let body = rest[eq..].trim_start_matches(['=', ' ', '{']);
+                if !body.trim_start().starts_with('.') && !body.trim_start().starts_with('}') {
+                    return Some(i + 1);
+                }
             }
         }
     }
     None
 }
 
-/// A recorded array of scalars (`work_mem@file.c:N`) has no struct to reorder or price:
-/// an error that says what fixes it instead (`optimize`, `predict`).
-pub fn refuse_scalar_array(
-    types: &lineup::types::Types<'_>,
-    profile: &lineup::profile::Profile,
-    name: &str,
+/// `optimize` on a recorded array of scalars: the priced plan of padded per-thread slices,
+/// and its patch when `--header` is the allocating file.
+fn run_scalar(
+    args: &Args,
+    mut sp: super::scalar::ScalarPlan,
+    patch_out: Option<output::Output>,
 ) -> Result<()> {
-    if types.find_composites(name).is_empty()
-        && let Some(advice) = profile
-            .type_profile(name)
-            .and_then(|tp| lineup::record::scalar_array_advice(tp, profile.cacheline_size))
-    {
-        bail!("{advice}");
+    let mut no_patch: Option<String> = None;
+    let mut diff: Option<String> = None;
+    if let Some(path) = &args.header {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read", path.display()))?;
+        let shown = args
+            .diff_path
+            .clone()
+            .unwrap_or_else(|| path.display().to_string());
+        match sp.patch(path, &text, &shown) {
+            Ok(d) => diff = Some(d),
+            Err(why) => no_patch = Some(why),
+        }
     }
+    if let (Some(out), Some(d)) = (&patch_out, &diff) {
+        output::commit(&[(out, d.as_bytes())])?;
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        if args.patch.is_none() {
+            sp.diff = diff.clone();
+        }
+        serde_json::to_writer_pretty(&mut out, &sp)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let mut s = sp.text(&args.model);
+    match (&args.patch, &diff, &no_patch) {
+        (Some(p), Some(_), _) => {
+            let _ = writeln!(s, "\npatch written to {}", p.display());
+        }
+        (None, Some(d), _) => {
+            let _ = writeln!(s, "\n{d}");
+        }
+        (_, None, Some(why)) => {
+            let _ = writeln!(s, "\nno patch: {why}");
+        }
+        _ => {}
+    }
+    out.write_all(s.as_bytes())?;
     Ok(())
 }
 
@@ -317,7 +424,9 @@ pub fn run(args: Args) -> Result<()> {
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
     let opened = args.subject.source.for_profile(&profile).open()?;
     let mut types = opened.types()?;
-    refuse_scalar_array(&types, &profile, &args.subject.type_name)?;
+    if let Some(sp) = super::scalar::plan(&types, &profile, &args.subject.type_name, &args.model)? {
+        return run_scalar(&args, sp, patch_out);
+    }
     let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);
     let ev = subject::gather(
@@ -438,17 +547,79 @@ pub fn run(args: Args) -> Result<()> {
     let current = model.evaluate(&model.current);
     let mut plan = plan;
 
-    // Threads writing their own elements of one array share lines between elements (a
-    // recording's element lines): the model prices one element, so the fix it cannot see
-    // is the element's own: padded to whole lines and line-aligned (the first member
-    // aligned to the line aligns the struct and rounds its size up). A member order the
-    // model prices above the current one is dropped for the current order.
     let element_lines: Vec<lineup::profile::ElementLine> = profile
         .types
         .iter()
         .find(|t| t.type_name == args.subject.type_name)
         .map(|t| t.element_lines.clone())
         .unwrap_or_default();
+    // Array members whose slots different threads write (`hits[id]`): no member order
+    // separates them, padding each slot to a line does. Priced like any layout (the array
+    // grows by its slots times the line); the plan only where the model prices it lower
+    // than both the current layout and the best order without it.
+    let found = match types.composite(id) {
+        Some(c) if element_lines.is_empty() => {
+            lineup::analysis::slots::per_thread_slots(&types, c, &model.units, &model.streams, cls)
+        }
+        _ => Vec::new(),
+    };
+    let mut padded_units: Option<Vec<lineup::analysis::cost::Unit>> = None;
+    let mut padded_streams: Option<Vec<lineup::analysis::cost::Stream>> = None;
+    let mut slots: Option<SlotAdvice> = None;
+    if !found.is_empty() {
+        let (pu, ps) = lineup::analysis::slots::padded(&model.units, &model.streams, &found, cls);
+        let mut order: Vec<usize> = (0..pu.len()).collect();
+        order.sort_by_key(|&u| model.units[u].offset);
+        let as_declared = optimize::derive(&pu, &order, &Default::default(), cls, min_align);
+        let padded_plan = optimize::optimize(
+            &pu,
+            &ps,
+            &as_declared,
+            min_align,
+            &constraints,
+            cls,
+            &model.machine,
+            &model.queueing,
+        )
+        .map_err(|e| anyhow::anyhow!("{}: struct {}: {e}", opened.label, args.subject.type_name))?;
+        let (padded, unpadded) = (padded_plan.cost.total_cycles(), plan.cost.total_cycles());
+        let accepted = worse_than_current(current.total_cycles(), padded, None).is_none()
+            && padded < unpadded.min(current.total_cycles()) * (1.0 - 1e-6);
+        let advice = slot_advice_text(
+            &found,
+            &model.layout,
+            cls,
+            padded,
+            unpadded,
+            current.total_cycles(),
+            accepted,
+        );
+        if accepted {
+            plan = padded_plan;
+            padded_units = Some(pu);
+            padded_streams = Some(ps);
+        }
+        slots = Some(SlotAdvice {
+            arrays: found,
+            cycles_unpadded: unpadded,
+            cycles_padded: padded,
+            accepted,
+            advice,
+            uses_rewritten: 0,
+            in_patch: false,
+        });
+    }
+    // The units the plan's placement indexes (the padded ones when the slots are padded).
+    let plan_units: &[lineup::analysis::cost::Unit] =
+        padded_units.as_deref().unwrap_or(&model.units);
+    let plan_streams: &[lineup::analysis::cost::Stream] =
+        padded_streams.as_deref().unwrap_or(&model.streams);
+
+    // Threads writing their own elements of one array share lines between elements (a
+    // recording's element lines): the model prices one element, so the fix it cannot see
+    // is the element's own: padded to whole lines and line-aligned (the first member
+    // aligned to the line aligns the struct and rounds its size up). A member order the
+    // model prices above the current one is dropped for the current order.
     if !element_lines.is_empty() && !model.units.is_empty() {
         if worse_than_current(current.total_cycles(), plan.cost.total_cycles(), None).is_some() {
             let mut order: Vec<usize> = (0..model.units.len()).collect();
@@ -473,19 +644,31 @@ pub fn run(args: Args) -> Result<()> {
         .iter()
         .map(|&u| model.units[u].members.first().cloned().unwrap_or_default())
         .collect();
-    let new_type = optimize::rearranged(
+    let mut new_type = optimize::rearranged(
         &types,
         id,
-        &model.units,
+        plan_units,
         &plan.order,
         &plan.line_aligned,
         &plan.placement,
         cls,
     )
     .context("the struct has no members to rearrange")?;
+    if let Some(sa) = slots.as_ref().filter(|s| s.accepted) {
+        let slot_types: Vec<lineup::types::TypeId> = sa
+            .arrays
+            .iter()
+            .map(|a| lineup::analysis::slots::slot_array_type(&mut types, a, cls))
+            .collect();
+        lineup::analysis::slots::retype(&mut new_type, &sa.arrays, &slot_types);
+    }
     let new_id = types.push(new_type);
-    let new_layout =
+    let mut new_layout =
         lineup::layout::layout(&types, new_id, cls).expect("rearranged struct has a layout");
+    // The new type has no typedef of its own: a struct without a tag keeps the original's
+    // typedef name, which the printers spell `typedef struct { ... } name;`.
+    new_layout.name = model.layout.name.clone();
+    new_layout.tagless = model.layout.tagless;
     // Write lines made of the struct's own cache-line groups keep those groups (and their
     // asserts, in the kernel's source): lineup makes a group only of what none holds.
     let marker_blocks: Vec<Vec<usize>> = optimize::marker_blocks(&model.units)
@@ -573,21 +756,33 @@ pub fn run(args: Args) -> Result<()> {
     let instance = match instance_offsets(args.instance_align, &ev.bindings, cls)? {
         Some((offsets, source)) => {
             let aligned = plan.cost.total_cycles();
-            let as_allocated = |placement: &lineup::analysis::cost::Placement| {
-                offsets
-                    .iter()
-                    .map(|&m| {
-                        let p = lineup::analysis::cost::Placement {
-                            offsets: placement.offsets.iter().map(|o| o + m).collect(),
-                            size: placement.size + m,
-                        };
-                        model.evaluate(&p).total_cycles()
-                    })
-                    .sum::<f64>()
-                    / offsets.len() as f64
-            };
-            let shifted = as_allocated(&plan.placement);
-            let current_shifted = as_allocated(&model.current);
+            // The plan's own units and streams (padded slots are larger).
+            let as_allocated =
+                |placement: &lineup::analysis::cost::Placement,
+                 units: &[lineup::analysis::cost::Unit],
+                 streams: &[lineup::analysis::cost::Stream]| {
+                    offsets
+                        .iter()
+                        .map(|&m| {
+                            let p = lineup::analysis::cost::Placement {
+                                offsets: placement.offsets.iter().map(|o| o + m).collect(),
+                                size: placement.size + m,
+                            };
+                            lineup::analysis::cost::evaluate(
+                                units,
+                                streams,
+                                &p,
+                                cls,
+                                &model.machine,
+                                &model.queueing,
+                            )
+                            .total_cycles()
+                        })
+                        .sum::<f64>()
+                        / offsets.len() as f64
+                };
+            let shifted = as_allocated(&plan.placement, plan_units, plan_streams);
+            let current_shifted = as_allocated(&model.current, &model.units, &model.streams);
             let advice = match flavour {
                 Flavour::Kernel => format!(
                     "member alignment places members within the instance, not within a cache line: the layout's lines hold only where instances are {cls}-byte aligned. Create the slab cache with SLAB_HWCACHE_ALIGN (kmem_cache_create), align the member that embeds the struct in its parent ({} on it), or allocate it from a cache of that alignment; kmalloc aligns only power-of-two size classes",
@@ -664,6 +859,32 @@ pub fn run(args: Args) -> Result<()> {
                 },
                 None => new_text,
             };
+            // Array members padded to slots: their declarations and their uses in this file.
+            let mut new_text = Some(new_text);
+            if let Some(sa) = slots.as_mut().filter(|s| s.accepted) {
+                for a in &sa.arrays {
+                    let Some(t) = new_text.take() else { break };
+                    match emit::patch::slot_member(
+                        &t,
+                        &args.subject.type_name,
+                        &a.member,
+                        flavour,
+                        cls,
+                        is_cplusplus(path),
+                    ) {
+                        Ok((t, n)) => {
+                            sa.uses_rewritten += n;
+                            new_text = Some(t);
+                        }
+                        Err(why) => {
+                            // A reorder without the padding it was priced with is no fix.
+                            sa.advice.push_str(&format!(" (no patch written: {why})"));
+                        }
+                    }
+                }
+                sa.in_patch = new_text.is_some();
+            }
+            let new_text = new_text.unwrap_or_else(|| text.clone());
             if new_text == *text {
                 // Nothing to move: say so rather than write an empty patch.
                 None
@@ -684,11 +905,11 @@ pub fn run(args: Args) -> Result<()> {
         e
     });
     let init_warning = header.as_ref().and_then(|(path, text, _)| {
-        positional_initializer(text, &args.subject.type_name).map(|line| {
+        positional_initializer(text, &model.layout.c_name()).map(|line| {
             format!(
-                "warning: {}:{line} initializes struct {} by position; the reorder changes what those values mean: use designated initializers (.field = value)",
+                "warning: {}:{line} initializes {} by position; the reorder changes what those values mean: use designated initializers (.field = value)",
                 path.display(),
-                args.subject.type_name
+                model.layout.c_name()
             )
         })
     });
@@ -726,7 +947,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         let new = emit::html::LayoutView::modeled(
             "lineup",
-            &model.units,
+            plan_units,
             &plan.placement,
             &plan.cost,
             Some(base),
@@ -826,7 +1047,7 @@ pub fn run(args: Args) -> Result<()> {
             machine: &model.machine,
             cacheline_size: cls,
             current: &current,
-            units: &model.units,
+            units: plan_units,
             plan: &plan,
             search_ms,
             declaration: &declaration,
@@ -840,6 +1061,7 @@ pub fn run(args: Args) -> Result<()> {
             },
             instance_alignment: instance.as_ref(),
             elements: elements.as_ref(),
+            slots: slots.as_ref(),
         };
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
@@ -986,6 +1208,9 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(e) = &elements {
         let _ = writeln!(s, "\n{}", e.advice);
     }
+    if let Some(sa) = &slots {
+        let _ = writeln!(s, "\n{}", sa.advice);
+    }
     if let Some(ia) = &instance {
         let _ = writeln!(
             s,
@@ -1044,12 +1269,16 @@ mod tests {
     #[test]
     fn positional_initializers_are_found_and_designated_ones_are_not() {
         let text = "struct s { int a; int b; };\nstruct s x = {1, 2};\n";
-        assert_eq!(positional_initializer(text, "s"), Some(2));
+        assert_eq!(positional_initializer(text, "struct s"), Some(2));
         let text = "struct s { int a; int b; };\nstatic struct s x __attribute__((aligned(64))) = { .b = 2 };\n";
-        assert_eq!(positional_initializer(text, "s"), None);
+        assert_eq!(positional_initializer(text, "struct s"), None);
         assert_eq!(
-            positional_initializer("struct s2 y = {1};\nstruct s *p = 0;\n", "s"),
+            positional_initializer("struct s2 y = {1};\nstruct s *p = 0;\n", "struct s"),
             None
         );
+        // A struct without a tag, by its typedef's name, as a whole word.
+        let text = "typedef struct { int a; int b; } t;\nt x = {1, 2};\n";
+        assert_eq!(positional_initializer(text, "t"), Some(2));
+        assert_eq!(positional_initializer("my_t y = {1};\n", "t"), None);
     }
 }

@@ -86,7 +86,17 @@ pub fn run(args: Args) -> Result<()> {
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
     let opened = args.subject.source.for_profile(&profile).open()?;
     let types = opened.types()?;
-    super::optimize::refuse_scalar_array(&types, &profile, &args.subject.type_name)?;
+    // A recorded array of scalars: its per-thread slices as they are and padded to lines.
+    if let Some(sp) = super::scalar::plan(&types, &profile, &args.subject.type_name, &args.model)? {
+        let mut out = std::io::stdout().lock();
+        if args.json {
+            serde_json::to_writer_pretty(&mut out, &sp)?;
+            writeln!(out)?;
+        } else {
+            out.write_all(sp.text(&args.model).as_bytes())?;
+        }
+        return Ok(());
+    }
     let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);
     let ev = subject::gather(
@@ -108,6 +118,8 @@ pub fn run(args: Args) -> Result<()> {
         vec![("current".to_string(), model.evaluate(&model.current))];
     // Placements of the rows, for the HTML page.
     let mut placements: Vec<Placement> = vec![model.current.clone()];
+    // The units a row's placement indexes, where they are not the struct's own (padded slots).
+    let mut row_units: Vec<Option<Vec<lineup::analysis::cost::Unit>>> = vec![None];
     if !args.no_lineup {
         let min_align = model.layout.forced_align.unwrap_or(1);
         let plan = optimize::optimize(
@@ -123,11 +135,47 @@ pub fn run(args: Args) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("struct {}: {e}", args.subject.type_name))?;
         rows.push(("lineup".to_string(), plan.cost));
         placements.push(plan.placement);
+        row_units.push(None);
+        // Array members whose slots different threads write: lineup's search again with each
+        // slot padded to a line (what `optimize` proposes when it prices lower).
+        let found = match types.composite(id) {
+            Some(c) => lineup::analysis::slots::per_thread_slots(
+                &types,
+                c,
+                &model.units,
+                &model.streams,
+                model.cls,
+            ),
+            None => Vec::new(),
+        };
+        if !found.is_empty() {
+            let (pu, ps) =
+                lineup::analysis::slots::padded(&model.units, &model.streams, &found, model.cls);
+            let mut order: Vec<usize> = (0..pu.len()).collect();
+            order.sort_by_key(|&u| model.units[u].offset);
+            let as_declared =
+                optimize::derive(&pu, &order, &Default::default(), model.cls, min_align);
+            let padded = optimize::optimize(
+                &pu,
+                &ps,
+                &as_declared,
+                min_align,
+                &optimize::Constraints::default(),
+                model.cls,
+                &model.machine,
+                &model.queueing,
+            )
+            .map_err(|e| anyhow::anyhow!("struct {}: {e}", args.subject.type_name))?;
+            rows.push(("lineup, slots padded".to_string(), padded.cost));
+            placements.push(padded.placement);
+            row_units.push(Some(pu));
+        }
     }
     for path in &args.layouts {
         let placement = load_candidate(&model, &args.subject.type_name, path)?;
         rows.push((candidate_name(path), model.evaluate(&placement)));
         placements.push(placement);
+        row_units.push(None);
     }
 
     if let Some(path) = &args.html {
@@ -140,10 +188,11 @@ pub fn run(args: Args) -> Result<()> {
         let mut layouts: Vec<html::LayoutView> = rows
             .iter()
             .zip(&placements)
-            .map(|((name, cost), p)| {
+            .zip(&row_units)
+            .map(|(((name, cost), p), units)| {
                 html::LayoutView::modeled(
                     name,
-                    &model.units,
+                    units.as_deref().unwrap_or(&model.units),
                     p,
                     cost,
                     Some(base),

@@ -22,20 +22,33 @@ pub struct Marks {
     pub line_aligned: Vec<String>,
 }
 
-fn decl(f: &Field, indent: usize, out: &mut String) {
+fn decl(f: &Field, indent: usize, flavour: Flavour, out: &mut String) {
     let tabs = "\t".repeat(indent);
+    // A member of an inline struct with an alignment of its own (the slot type lineup gives
+    // per-thread array elements: `struct { alignas(64) unsigned long v; } hits[8];`).
+    let (align_before, align_after) = match f.forced_align.filter(|_| indent > 1) {
+        Some(a) if flavour == Flavour::Userspace => (format!("alignas({a}) "), String::new()),
+        Some(a) => (String::new(), format!(" {}", kernel_line_align(a))),
+        None => (String::new(), String::new()),
+    };
     if let Some(kind) = f.inline {
-        let _ = writeln!(out, "{tabs}{kind} {{");
+        let _ = writeln!(out, "{tabs}{align_before}{kind} {{");
         for m in &f.members {
-            decl(m, indent + 1, out);
+            decl(m, indent + 1, flavour, out);
         }
+        // An array of an inline struct keeps its dimensions.
+        let name = if f.declarator.is_empty() {
+            &f.name
+        } else {
+            &f.declarator
+        };
         let _ = writeln!(
             out,
-            "{tabs}}}{};",
-            if f.name.is_empty() {
+            "{tabs}}}{}{align_after};",
+            if name.is_empty() {
                 String::new()
             } else {
-                format!(" {}", f.name)
+                format!(" {name}")
             }
         );
         return;
@@ -47,7 +60,11 @@ fn decl(f: &Field, indent: usize, out: &mut String) {
     }
     let sep = if ty.ends_with('*') { "" } else { " " };
     let bits = f.bit_size.map(|b| format!(":{b}")).unwrap_or_default();
-    let _ = writeln!(out, "{tabs}{ty}{sep}{}{bits};", f.declarator);
+    let _ = writeln!(
+        out,
+        "{tabs}{align_before}{ty}{sep}{}{bits}{align_after};",
+        f.declarator
+    );
 }
 
 /// A zero-size member that is one of the kernel's cache-line group markers, as the kernel
@@ -101,7 +118,11 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
             "/* lineup: priced for {cls}-byte lines: __aligned({cls}) where the usual\n * ____cacheline_aligned would mean SMP_CACHE_BYTES, which is 64 on x86-64. */"
         );
     }
-    let _ = writeln!(out, "{} {} {{", layout.kind, layout.name);
+    if layout.tagless {
+        let _ = writeln!(out, "typedef {} {{", layout.kind);
+    } else {
+        let _ = writeln!(out, "{} {} {{", layout.kind, layout.name);
+    }
     // (group index, group name, end of the group's last line)
     let mut open_group: Option<(usize, String, u64)> = None;
     for f in &layout.members {
@@ -144,7 +165,7 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
         let mut d = String::new();
         match kernel_marker(f) {
             Some(m) if flavour == Flavour::Kernel => d = m,
-            _ => decl(f, 1, &mut d),
+            _ => decl(f, 1, flavour, &mut d),
         }
         if aligned && !(flavour == Flavour::Kernel && starts_group.is_some()) {
             // Attach the alignment to the declaration.
@@ -165,7 +186,11 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
     {
         let _ = writeln!(out, "\t__cacheline_group_end({name});");
     }
-    out.push_str("};\n");
+    if layout.tagless {
+        let _ = writeln!(out, "}} {};", layout.name);
+    } else {
+        out.push_str("};\n");
+    }
 
     // Build-time checks.
     let hot: Vec<(usize, &Vec<String>)> = marks
@@ -189,15 +214,14 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
                 for m in g.iter() {
                     let _ = writeln!(
                         out,
-                        "\tCACHELINE_ASSERT_GROUP_MEMBER({} {}, {name}, {m});",
-                        layout.kind, layout.name
+                        "\tCACHELINE_ASSERT_GROUP_MEMBER({}, {name}, {m});",
+                        layout.c_name()
                     );
                 }
                 let _ = writeln!(
                     out,
-                    "\tCACHELINE_ASSERT_GROUP_SIZE({} {}, {name}, {});",
-                    layout.kind,
-                    layout.name,
+                    "\tCACHELINE_ASSERT_GROUP_SIZE({}, {name}, {});",
+                    layout.c_name(),
                     kernel_line_bytes(cls)
                 );
             }
@@ -210,16 +234,14 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
                 for m in g.iter().skip(1) {
                     let _ = writeln!(
                         out,
-                        "static_assert(offsetof({k} {n}, {m}) / {cls} == offsetof({k} {n}, {first}) / {cls}, \"{m} left {first}'s cache line\");",
-                        k = layout.kind,
-                        n = layout.name
+                        "static_assert(offsetof({t}, {m}) / {cls} == offsetof({t}, {first}) / {cls}, \"{m} left {first}'s cache line\");",
+                        t = layout.c_name()
                     );
                 }
                 let _ = writeln!(
                     out,
-                    "static_assert(offsetof({k} {n}, {first}) % {cls} == 0, \"{first} must start a cache line\");",
-                    k = layout.kind,
-                    n = layout.name
+                    "static_assert(offsetof({t}, {first}) % {cls} == 0, \"{first} must start a cache line\");",
+                    t = layout.c_name()
                 );
             }
         }

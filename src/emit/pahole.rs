@@ -54,6 +54,11 @@ pub fn write_layout_with_notes(
         emit_stats: true,
     };
     let inner = layout.inner();
+    // pahole prints a struct without a tag by its typedef (`typedef struct { ... } name;`).
+    let typedef = layout.tagless && types.get(layout.type_id).name.is_empty();
+    if typedef {
+        out.extend_from_slice(b"typedef ");
+    }
     if layout.kind == "union" {
         p.union(out, layout.type_id, &layout.members, conf, None);
     } else {
@@ -66,6 +71,10 @@ pub fn write_layout_with_notes(
             None,
             Some(&layout.summary),
         );
+    }
+    if typedef {
+        out.push(b' ');
+        push_str(out, &layout.name);
     }
     out.extend_from_slice(b";\n");
 }

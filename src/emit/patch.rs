@@ -307,6 +307,136 @@ pub fn align_allocation(text: &str, line: usize, cls: u64) -> Result<String, Str
     Ok(out.concat())
 }
 
+/// Rewrites array member `member` of the struct named `type_name` in `text` into an array of
+/// line-sized slots, each element the member `v` of an anonymous struct aligned to the line
+/// (`unsigned long hits[8];` becomes `struct { _Alignas(64) unsigned long v; } hits[8];`, or
+/// `struct { unsigned long v; } ____cacheline_aligned hits[8];` in the kernel), and every
+/// use of it in the file (`x.hits[i]`, `p->hits[i]`) into a use of the slot's element
+/// (`x.hits[i].v`). Returns the new text and how many uses it rewrote. Errors say why the
+/// declaration cannot be rewritten (not found, several names, over several lines).
+pub fn slot_member(
+    text: &str,
+    type_name: &str,
+    member: &str,
+    flavour: Flavour,
+    cls: u64,
+    cplusplus: bool,
+) -> Result<(String, usize), String> {
+    let cs = crate::readers::c_struct::find_struct(text, type_name)?;
+    let mut lines: Vec<String> = text.split_terminator('\n').map(str::to_string).collect();
+    check_line_structure(&cs, lines.len())?;
+    let Some(d) = cs
+        .decls
+        .iter()
+        .find(|d| !d.marker && d.names.iter().any(|n| n == member))
+    else {
+        return Err(format!("struct {type_name}: no declaration of '{member}'"));
+    };
+    if d.names.len() != 1 || d.code_line != d.end_line {
+        return Err(format!(
+            "struct {type_name}: '{member}' is declared with other names or over several lines; rewrite it by hand"
+        ));
+    }
+    let l = &lines[d.code_line];
+    let Some(at) = array_use(l, member, 0, false) else {
+        return Err(format!(
+            "struct {type_name}: the declaration of '{member}' is not `TYPE {member}[N];`"
+        ));
+    };
+    let indent = &l[..l.len() - l.trim_start().len()];
+    let mut ty = l[indent.len()..at].trim();
+    // An alignment already on the array (lineup's own, or the author's) stays in front.
+    let mut prefix = String::new();
+    for kw in ["_Alignas(", "alignas("] {
+        if let Some(rest) = ty.strip_prefix(kw)
+            && let Some(close) = rest.find(')')
+        {
+            prefix = format!("{} ", &ty[..kw.len() + close + 1]);
+            ty = rest[close + 1..].trim_start();
+        }
+    }
+    if ty.is_empty() {
+        return Err(format!(
+            "struct {type_name}: no element type before '{member}'"
+        ));
+    }
+    let slot = match flavour {
+        Flavour::Kernel => format!(
+            "struct {{ {ty} v; }} {}",
+            crate::emit::c::kernel_line_align(cls)
+        ),
+        Flavour::Userspace => {
+            let kw = if cplusplus { "alignas" } else { "_Alignas" };
+            format!("struct {{ {kw}({cls}) {ty} v; }}")
+        }
+    };
+    lines[d.code_line] = format!("{indent}{prefix}{slot} {}", &l[at..]);
+    // Uses: `.member[...]` and `->member[...]` outside the declaration get `.v`.
+    let mut uses = 0;
+    for (i, l) in lines.iter_mut().enumerate() {
+        if (cs.open_line..=cs.close_line).contains(&i) {
+            continue;
+        }
+        let mut from = 0;
+        while let Some(start) = array_use(l, member, from, true) {
+            let open = start + l[start..].find('[').expect("found by array_use");
+            let Some(close) = matching_bracket(l, open) else {
+                break;
+            };
+            let after = &l[close + 1..];
+            let already = after.starts_with(".v")
+                && !after[2..].starts_with(|c: char| c.is_alphanumeric() || c == '_');
+            if !already {
+                l.insert_str(close + 1, ".v");
+                uses += 1;
+            }
+            // Uses inside the brackets too (`a.hits[b.hits[0]]`).
+            from = open + 1;
+        }
+    }
+    let mut out = lines.join("\n");
+    if text.ends_with('\n') {
+        out.push('\n');
+    }
+    Ok((out, uses))
+}
+
+/// The byte offset at or after `from` in `l` where `member` starts as a whole word followed
+/// by `[` (after blanks); with `accessed`, only where `.` or `->` comes right before it.
+fn array_use(l: &str, member: &str, from: usize, accessed: bool) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    l[from..]
+        .match_indices(member)
+        .map(|(i, _)| from + i)
+        .find(|&i| {
+            let before = &l[..i];
+            let after = &l[i + member.len()..];
+            !before.ends_with(ident)
+                && after.trim_start().starts_with('[')
+                && (!accessed
+                    || before.trim_end().ends_with('.')
+                    || before.trim_end().ends_with("->"))
+        })
+}
+
+/// The `]` that closes the `[` at `open`, on the same line.
+fn matching_bracket(l: &str, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in l[open..].char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// How a header's struct differs from the type being optimized, or None when they declare
 /// the same members. `type_members` holds, per unit of the type, the member names it
 /// covers. A header member the type lacks is fine inside an `#if` block (compiled out in the
@@ -399,5 +529,59 @@ mod allocation_tests {
         assert!(align_allocation(src, 9, 64).is_err());
         // `my_calloc(` is not calloc.
         assert!(align_allocation("x = my_calloc(1, 2);\n", 1, 64).is_err());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COUNTERS: &str = "struct counters {\n    unsigned long hits[MAX_THREADS]; /* one per worker */\n    unsigned long total;\n};\n\nvoid f(struct counters *c, long id)\n{\n    c->hits[id]++;\n    stats.total += stats.hits[c->hits[0]] + other.hits_2[1];\n    g(&stats.hits[id].v);\n}\n";
+
+    #[test]
+    fn a_slotted_member_and_its_uses_are_rewritten() {
+        let (out, uses) =
+            slot_member(COUNTERS, "counters", "hits", Flavour::Userspace, 64, false).unwrap();
+        assert!(
+            out.contains(
+                "    struct { _Alignas(64) unsigned long v; } hits[MAX_THREADS]; /* one per worker */\n"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("    c->hits[id].v++;\n"), "{out}");
+        // Nested uses both, another member with a longer name not, a rewritten one not again.
+        assert!(
+            out.contains("stats.hits[c->hits[0].v].v + other.hits_2[1];"),
+            "{out}"
+        );
+        assert!(out.contains("g(&stats.hits[id].v);"), "{out}");
+        assert_eq!(uses, 3);
+        let (out, _) =
+            slot_member(COUNTERS, "counters", "hits", Flavour::Kernel, 64, false).unwrap();
+        assert!(
+            out.contains("struct { unsigned long v; } ____cacheline_aligned hits[MAX_THREADS];"),
+            "{out}"
+        );
+        // lineup's own alignment on the array stays in front.
+        let aligned = COUNTERS.replace(
+            "    unsigned long hits",
+            "    _Alignas(64) unsigned long hits",
+        );
+        let (out, _) =
+            slot_member(&aligned, "counters", "hits", Flavour::Userspace, 64, true).unwrap();
+        assert!(
+            out.contains("    _Alignas(64) struct { alignas(64) unsigned long v; } hits["),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_member_that_is_no_array_is_refused() {
+        let e =
+            slot_member(COUNTERS, "counters", "total", Flavour::Userspace, 64, false).unwrap_err();
+        assert!(e.contains("is not `TYPE total[N];`"), "{e}");
+        let e =
+            slot_member(COUNTERS, "counters", "nope", Flavour::Userspace, 64, false).unwrap_err();
+        assert!(e.contains("no declaration of 'nope'"), "{e}");
     }
 }
