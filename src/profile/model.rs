@@ -315,6 +315,23 @@ pub struct ElementLine {
     pub misalignment: u64,
     /// Elements written on the line, by index.
     pub writers: Vec<ElementWriter>,
+    /// Elements only read on the line by a thread while another thread writes another
+    /// element there (the end of one thread's element beside the start of the next's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readers: Vec<ElementReader>,
+}
+
+/// One element's reads on an [`ElementLine`] by one thread, which another thread's writes to
+/// another element of the line take away from its cache.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElementReader {
+    pub index: u64,
+    pub tid: i64,
+    /// Offsets within the element read on this line, and their field names.
+    pub offsets: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    pub reads: f64,
 }
 
 /// One element's writes on an [`ElementLine`] by one thread.

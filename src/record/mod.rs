@@ -22,8 +22,8 @@ use std::path::Path;
 
 use crate::analysis::fields::{self, Leaf};
 use crate::profile::{
-    Access, CodeLocation, Counts, CpuUse, ElementLine, ElementWriter, Machine, Privilege, Profile,
-    ThreadUse, Unit,
+    Access, CodeLocation, Counts, CpuUse, ElementLine, ElementReader, ElementWriter, Machine,
+    Privilege, Profile, ThreadUse, Unit,
 };
 use attribute::{ObjectMap, Origin, TypeChooser};
 use debuginfo::{DebugInfo, Elem, ElemKind, ObjType, SiteVariable};
@@ -157,8 +157,11 @@ struct AccessVal {
     invalidations: f64,
     pair_true: f64,
     pair_false: f64,
-    /// Writes to an element whose physical line another thread writes in another element.
+    /// Writes to an element whose physical line another thread writes or reads in another
+    /// element.
     element_writes: f64,
+    /// Reads of an element whose physical line another thread writes in another element.
+    element_reads: f64,
     threads: BTreeSet<(u32, u32)>,
     comms: BTreeSet<String>,
     resolved: debuginfo::Resolved,
@@ -337,6 +340,38 @@ fn exe_facts(path: &Path, want: &[String]) -> Result<ExeFacts, RecordError> {
     })
 }
 
+/// One element's accesses on one physical line by one thread (`build`'s element lines).
+#[derive(Clone, Copy, Debug)]
+struct ElementUse {
+    element: u64,
+    thread: u32,
+    writes: f64,
+    reads: f64,
+}
+
+fn element_use(users: &mut Vec<ElementUse>, element: u64, thread: u32) -> &mut ElementUse {
+    match users
+        .iter()
+        .position(|u| u.element == element && u.thread == thread)
+    {
+        Some(i) => &mut users[i],
+        None => {
+            users.push(ElementUse {
+                element,
+                thread,
+                writes: 0.0,
+                reads: 0.0,
+            });
+            users.last_mut().expect("just pushed")
+        }
+    }
+}
+
+/// Of a process's accesses, the share an element's partner on a line must reach to make the
+/// line shared between elements: the diagnosis's floor for a run (`RunTotals` in
+/// `analysis::diagnose`), since fewer accesses cannot move the line more often than that.
+const ELEMENT_PARTNER_FLOOR: f64 = 1e-4;
+
 /// Builds the profile of a recorded run from the runtime's files (`processes`), the
 /// program's debug info, and `opts`.
 pub fn build(
@@ -508,10 +543,11 @@ pub fn build(
         // object apart from several threads on one object.
         let mut hits: Vec<(&SiteKey, &Tally, &attribute::Object)> = Vec::new();
         let mut per_object: HashMap<(u64, u64), HashMap<u32, u64>, FastHash> = HashMap::default();
-        // Who writes which element on each physical line: threads writing their own
-        // elements of one line share it though each element has one writer (issue 16).
-        let mut line_writers: HashMap<(u64, u64), BTreeSet<(u64, u32)>, FastHash> =
-            HashMap::default();
+        // Who uses which element on each physical line: threads writing their own elements
+        // of one line share it though each element has one writer, and so does a thread
+        // reading its element beside another thread's written one (issue 16).
+        let mut line_users: HashMap<(u64, u64), Vec<ElementUse>, FastHash> = HashMap::default();
+        let process_start = total;
         for (k, t) in &tally {
             let n = t.count as f64 * scale;
             total += n;
@@ -528,13 +564,29 @@ pub fn build(
                 .entry(k.thread)
                 .or_default() += t.count;
             if !matches!(k.kind, Kind::Load) {
-                line_writers
-                    .entry((k.addr / line, obj.born))
-                    .or_default()
-                    .insert((element, k.thread));
+                element_use(
+                    line_users.entry((k.addr / line, obj.born)).or_default(),
+                    element,
+                    k.thread,
+                )
+                .writes += t.count as f64 * scale;
             }
             hits.push((k, t, obj));
         }
+        // Reads only where some element is written (after the writes, so that a stream of
+        // reads over private data adds nothing here).
+        for (k, t, obj) in &hits {
+            if matches!(k.kind, Kind::Load)
+                && let Some(users) = line_users.get_mut(&(k.addr / line, obj.born))
+            {
+                let element = k.addr - obj.type_offset(k.addr);
+                element_use(users, element, k.thread).reads += t.count as f64 * scale;
+            }
+        }
+        // A partner below this many accesses on the line cannot cause more transfers than
+        // the diagnosis's floor for the run (each of its accesses moves the line at most
+        // twice): main's one setup store of the next element does not make a pair.
+        let partner_floor = (ELEMENT_PARTNER_FLOOR * (total - process_start)).max(1.0);
         let numbering: HashMap<(u64, u64), HashMap<u32, u32>> = per_object
             .into_iter()
             .map(|(o, threads)| {
@@ -596,12 +648,19 @@ pub fn build(
             v.invalidations += inv;
             v.pair_true += pt;
             v.pair_false += pf;
-            if !matches!(k.kind, Kind::Load)
-                && line_writers
-                    .get(&(k.addr / line, obj.born))
-                    .is_some_and(|w| w.iter().any(|&(e, th)| e != element && th != k.thread))
-            {
-                v.element_writes += n;
+            let is_write = !matches!(k.kind, Kind::Load);
+            if line_users.get(&(k.addr / line, obj.born)).is_some_and(|u| {
+                u.iter().any(|o| {
+                    o.element != element
+                        && o.thread != k.thread
+                        && (o.writes >= partner_floor || (is_write && o.reads >= partner_floor))
+                })
+            }) {
+                if is_write {
+                    v.element_writes += n;
+                } else {
+                    v.element_reads += n;
+                }
                 // Which element, by which thread: the verdict names them (`g[0].v`).
                 let size = obj.ty.size.max(1);
                 let el = element_lines
@@ -626,34 +685,60 @@ pub fn build(
                             line_offset: (k.addr / line * line) as i64 - obj.base as i64,
                             misalignment: obj.base % line,
                             writers: Vec::new(),
+                            readers: Vec::new(),
                         }
                     });
                 let index = (element - obj.base) / size;
-                let w = match el
-                    .writers
-                    .iter()
-                    .position(|w| w.index == index && w.tid == i64::from(tid))
-                {
-                    Some(i) => &mut el.writers[i],
-                    None => {
-                        el.writers.push(ElementWriter {
-                            index,
-                            tid: i64::from(tid),
-                            ..Default::default()
-                        });
-                        el.writers.last_mut().expect("just pushed")
-                    }
-                };
-                w.writes += n;
-                if !w.offsets.contains(&offset) {
-                    w.offsets.push(offset);
-                    if let Some(f) = facts
+                let field = obj.scalar_field(offset).or_else(|| {
+                    facts
                         .leaves
                         .get(&obj.ty)
                         .and_then(|l| fields::leaf_at(l, offset))
-                        && !w.fields.contains(&f.path)
+                        .map(|l| l.path.clone())
+                });
+                let (offsets, names) = if is_write {
+                    let w = match el
+                        .writers
+                        .iter()
+                        .position(|w| w.index == index && w.tid == i64::from(tid))
                     {
-                        w.fields.push(f.path.clone());
+                        Some(i) => &mut el.writers[i],
+                        None => {
+                            el.writers.push(ElementWriter {
+                                index,
+                                tid: i64::from(tid),
+                                ..Default::default()
+                            });
+                            el.writers.last_mut().expect("just pushed")
+                        }
+                    };
+                    w.writes += n;
+                    (&mut w.offsets, &mut w.fields)
+                } else {
+                    let r = match el
+                        .readers
+                        .iter()
+                        .position(|r| r.index == index && r.tid == i64::from(tid))
+                    {
+                        Some(i) => &mut el.readers[i],
+                        None => {
+                            el.readers.push(ElementReader {
+                                index,
+                                tid: i64::from(tid),
+                                ..Default::default()
+                            });
+                            el.readers.last_mut().expect("just pushed")
+                        }
+                    };
+                    r.reads += n;
+                    (&mut r.offsets, &mut r.fields)
+                };
+                if !offsets.contains(&offset) {
+                    offsets.push(offset);
+                    if let Some(f) = field
+                        && !names.contains(&f)
+                    {
+                        names.push(f);
                     }
                 }
             }
@@ -806,6 +891,7 @@ pub fn build(
         put("pair_true_sharing", v.pair_true);
         put("pair_false_sharing", v.pair_false);
         put("element_line_writes", v.element_writes);
+        put("element_line_reads", v.element_reads);
         let mut counts = v.counts;
         counts.lcl_hitm = counts.lcl_hitm.round();
         let access = Access {
@@ -835,16 +921,24 @@ pub fn build(
     }
     for ((type_name, ..), mut el) in element_lines {
         el.writers.sort_by_key(|w| (w.index, w.tid));
+        el.readers.sort_by_key(|r| (r.index, r.tid));
         for w in &mut el.writers {
             w.offsets.sort_unstable();
             w.writes = w.writes.round();
         }
-        // Only lines with two elements written by two threads (the test above is per
-        // access; a thread's own element beside nobody's is not one).
+        for r in &mut el.readers {
+            r.offsets.sort_unstable();
+            r.reads = r.reads.round();
+        }
+        // Only lines with an element written by one thread beside another element another
+        // thread writes or reads (the test above is per access; a thread's own element
+        // beside nobody's is not one).
         let two = el.writers.iter().any(|a| {
             el.writers
                 .iter()
-                .any(|b| a.index != b.index && a.tid != b.tid)
+                .map(|b| (b.index, b.tid))
+                .chain(el.readers.iter().map(|b| (b.index, b.tid)))
+                .any(|(index, tid)| a.index != index && a.tid != tid)
         });
         if two {
             profile.type_profile_mut(&type_name).element_lines.push(el);
@@ -856,7 +950,10 @@ pub fn build(
         }
         // The busiest lines first, a bounded number (a huge array would list every line).
         t.element_lines.sort_by(|a, b| {
-            let w = |l: &ElementLine| l.writers.iter().map(|w| w.writes).sum::<f64>();
+            let w = |l: &ElementLine| {
+                l.writers.iter().map(|w| w.writes).sum::<f64>()
+                    + l.readers.iter().map(|r| r.reads).sum::<f64>()
+            };
             w(b).total_cmp(&w(a))
                 .then(a.line_offset.cmp(&b.line_offset))
         });
