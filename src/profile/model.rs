@@ -249,6 +249,19 @@ pub struct AllocationSite {
     /// piece (blocks over 4096 bytes are folded into pieces).
     #[serde(default)]
     pub type_size: u64,
+    /// Allocation wrappers the blocks came through, innermost first (`xmalloc`): `function`
+    /// and `source` are then the wrapper's caller, the call that says what the block is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub through: Vec<String>,
+    /// How that caller was told from the wrapper's other callers: `only caller`, `size`
+    /// (the only caller whose pointer's element fits the block), `use` (the only one whose
+    /// element struct the code touching the block handles pointers to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller_found_by: Option<String>,
+    /// For blocks left at the wrapper's own call: the wrapper's callers that could have
+    /// allocated them (`main (wrap.c:40)`), when nothing told them apart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callers: Vec<String>,
 }
 
 impl AllocationSite {
@@ -260,6 +273,22 @@ impl AllocationSite {
             self.function.as_deref().unwrap_or("?"),
             self.source.as_deref().unwrap_or("?")
         );
+        if !self.through.is_empty() {
+            s.push_str(&format!(
+                " through {}{}",
+                self.through.join(" and "),
+                self.caller_found_by
+                    .as_deref()
+                    .map(|b| format!(" (caller found by {b})"))
+                    .unwrap_or_default()
+            ));
+        }
+        if !self.callers.is_empty() {
+            s.push_str(&format!(
+                ", an allocation wrapper called from {} (nothing in the recording tells which call allocated which block)",
+                self.callers.join(", ")
+            ));
+        }
         if let Some(v) = &self.variable {
             s.push_str(&format!(": `{v}`"));
         } else {

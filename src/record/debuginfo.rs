@@ -147,6 +147,9 @@ pub struct DebugInfo {
     /// Executable sections: (address, bytes), to look at call instructions.
     code: Vec<(u64, Vec<u8>)>,
     pub has_dwarf: bool,
+    /// Direct calls by target: the call instructions' addresses, decoded once when first
+    /// asked (allocation wrappers' callers).
+    calls: std::sync::OnceLock<HashMap<u64, Vec<u64>>>,
 }
 
 impl DebugInfo {
@@ -442,8 +445,9 @@ impl DebugInfo {
             Register::R11,
         ];
         let mut holding: Vec<Register> = vec![Register::RAX];
+        let mut spills: Vec<i64> = Vec::new();
         for _ in 0..24 {
-            if !decoder.can_decode() || holding.is_empty() {
+            if !decoder.can_decode() || (holding.is_empty() && spills.is_empty()) {
                 return None;
             }
             // An optimized local that lives, here, in a register holding the result.
@@ -491,7 +495,7 @@ impl DebugInfo {
                     }
                     if ins.memory_base() == Register::RBP && ins.memory_index() == Register::None {
                         let disp = ins.memory_displacement64() as i64;
-                        return self
+                        let local = self
                             .pointer_locals
                             .iter()
                             .filter(|v| v.rbp_offset == Some(disp))
@@ -505,11 +509,35 @@ impl DebugInfo {
                                 name: v.name.clone(),
                                 elem: v.elem.clone(),
                             });
+                        if local.is_some() {
+                            return local;
+                        }
+                        // No variable lives there: a spill around the instrumentation call
+                        // (clang -O0: `mov %rax,-0x68(%rbp); call __tsan_write8; mov
+                        // -0x68(%rbp),%rax`), reloaded below.
+                        spills.push(disp);
+                        continue;
                     }
                     // A member of an object whose address is in a register: the recorded
                     // store tells which (`ObjectMap`), not the code.
                     return None;
                 }
+            }
+            // A reload of a spilled result.
+            if ins.mnemonic() == Mnemonic::Mov
+                && ins.op_count() == 2
+                && ins.op0_kind() == OpKind::Register
+                && ins.op0_register().size() == 8
+                && ins.op1_kind() == OpKind::Memory
+                && ins.memory_base() == Register::RBP
+                && ins.memory_index() == Register::None
+                && spills.contains(&(ins.memory_displacement64() as i64))
+            {
+                let dst = ins.op0_register();
+                if !holding.contains(&dst) {
+                    holding.push(dst);
+                }
+                continue;
             }
             // Anything else that writes a register holding the result ends its holding.
             if ins.op_count() > 0 && ins.op0_kind() == OpKind::Register {
@@ -569,6 +597,303 @@ impl DebugInfo {
                 name: v.name.clone(),
                 elem: v.elem.clone(),
             })
+    }
+
+    /// The start of the function symbol named `name` (demangled), if the program has one.
+    pub fn function_named(&self, name: &str) -> Option<u64> {
+        self.symbols
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.start)
+    }
+
+    /// The function symbol holding code address `addr` (link-time): its start and name.
+    pub fn function_at(&self, addr: u64) -> Option<(u64, &str)> {
+        let i = self.symbols.partition_point(|s| s.start <= addr);
+        let s = self.symbols.get(i.checked_sub(1)?)?;
+        let next = self.symbols.get(i).map_or(u64::MAX, |n| n.start);
+        (addr < s.start + s.size.max(1) || (s.size == 0 && addr < next))
+            .then_some((s.start, s.name.as_str()))
+    }
+
+    /// The direct `call` instructions (link-time addresses) to the function starting at
+    /// `target`, from decoding every function symbol's code once.
+    pub fn calls_to(&self, target: u64) -> &[u64] {
+        use iced_x86::{Decoder, DecoderOptions, FlowControl, OpKind};
+        let calls = self.calls.get_or_init(|| {
+            let mut by_target: HashMap<u64, Vec<u64>> = HashMap::new();
+            for f in self.symbols.iter().filter(|s| s.size > 0) {
+                let Some((start, bytes)) = self.code.iter().find(|(start, bytes)| {
+                    f.start >= *start && f.start + f.size <= *start + bytes.len() as u64
+                }) else {
+                    continue;
+                };
+                let from = (f.start - start) as usize;
+                let code = &bytes[from..from + f.size as usize];
+                let mut d = Decoder::with_ip(64, code, f.start, DecoderOptions::NONE);
+                while d.can_decode() {
+                    let ins = d.decode();
+                    if ins.flow_control() == FlowControl::Call
+                        && ins.op0_kind() == OpKind::NearBranch64
+                    {
+                        by_target
+                            .entry(ins.near_branch_target())
+                            .or_default()
+                            .push(ins.ip());
+                    }
+                }
+            }
+            by_target
+        });
+        calls.get(&target).map_or(&[], Vec::as_slice)
+    }
+
+    /// Does the function holding the call at `site` (link-time) hand the call's result back
+    /// to its own caller: is the result register (or a register or frame slot it was copied
+    /// into) in `%rax` at a `ret` on some path after the call (x86-64)? That is what an
+    /// allocation wrapper does (`void *xmalloc(size_t n) { void *p = malloc(n); if (!p)
+    /// abort(); return p; }`): its callers, not its own call, say what the block is.
+    pub fn returns_result(&self, site: u64) -> bool {
+        use iced_x86::{
+            Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, OpAccess,
+            OpKind, Register,
+        };
+        let decode = |ip: u64| -> Option<Instruction> {
+            let (start, bytes) = self
+                .code
+                .iter()
+                .find(|(start, bytes)| ip >= *start && ip < *start + bytes.len() as u64)?;
+            let mut d = Decoder::with_ip(
+                64,
+                &bytes[(ip - start) as usize..],
+                ip,
+                DecoderOptions::NONE,
+            );
+            let ins = d.decode();
+            (!ins.is_invalid()).then_some(ins)
+        };
+        let Some(call) = decode(site) else {
+            return false;
+        };
+        if call.flow_control() != FlowControl::Call {
+            return false;
+        }
+        let volatile = [
+            Register::RAX,
+            Register::RCX,
+            Register::RDX,
+            Register::RSI,
+            Register::RDI,
+            Register::R8,
+            Register::R9,
+            Register::R10,
+            Register::R11,
+        ];
+        // A frame slot: base register (%rbp or %rsp) and displacement.
+        type Slot = (Register, i64);
+        let slot_of = |ins: &Instruction, op: u32| -> Option<Slot> {
+            (ins.op_kind(op) == OpKind::Memory
+                && matches!(ins.memory_base(), Register::RBP | Register::RSP)
+                && ins.memory_index() == Register::None)
+                .then(|| (ins.memory_base(), ins.memory_displacement64() as i64))
+        };
+        let mut info = InstructionInfoFactory::new();
+        let mut work: Vec<(u64, Vec<Register>, Vec<Slot>)> =
+            vec![(call.next_ip(), vec![Register::RAX], Vec::new())];
+        let mut seen: std::collections::HashSet<u64> = std::collections::HashSet::new();
+        let mut budget = 512;
+        while let Some((mut ip, mut regs, mut slots)) = work.pop() {
+            loop {
+                budget -= 1;
+                if budget == 0 {
+                    return false;
+                }
+                if (regs.is_empty() && slots.is_empty())
+                    || !self.same_function(site, ip)
+                    || !seen.insert(ip)
+                {
+                    break;
+                }
+                let Some(ins) = decode(ip) else { break };
+                ip = ins.next_ip();
+                match ins.flow_control() {
+                    FlowControl::Return => {
+                        if regs.contains(&Register::RAX) {
+                            return true;
+                        }
+                        break;
+                    }
+                    FlowControl::Call => {
+                        // A callee keeps the callee-saved registers and the frame.
+                        regs.retain(|r| !volatile.contains(r));
+                        continue;
+                    }
+                    FlowControl::UnconditionalBranch => {
+                        if ins.op0_kind() == OpKind::NearBranch64 {
+                            ip = ins.near_branch_target();
+                            continue;
+                        }
+                        break;
+                    }
+                    FlowControl::ConditionalBranch => {
+                        work.push((ins.near_branch_target(), regs.clone(), slots.clone()));
+                        continue;
+                    }
+                    FlowControl::Next => {}
+                    _ => break,
+                }
+                if ins.mnemonic() == iced_x86::Mnemonic::Mov && ins.op_count() == 2 {
+                    let src_reg = (ins.op1_kind() == OpKind::Register)
+                        .then(|| ins.op1_register())
+                        .filter(|r| r.size() == 8);
+                    let from_slot = slot_of(&ins, 1);
+                    let holds = src_reg.is_some_and(|r| regs.contains(&r))
+                        || from_slot.is_some_and(|s| slots.contains(&s));
+                    if ins.op0_kind() == OpKind::Register {
+                        let dst = ins.op0_register().full_register();
+                        regs.retain(|r| *r != dst);
+                        if holds && ins.op0_register().size() == 8 {
+                            regs.push(dst);
+                        }
+                        continue;
+                    }
+                    if let Some(to) = slot_of(&ins, 0) {
+                        slots.retain(|s| *s != to);
+                        if holds && src_reg.is_some() {
+                            slots.push(to);
+                        }
+                        continue;
+                    }
+                }
+                // Anything else that writes a register holding the result ends its holding
+                // (a `test %rax,%rax` reads it only).
+                for r in info.info(&ins).used_registers() {
+                    if matches!(
+                        r.access(),
+                        OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite
+                    ) {
+                        let full = r.register().full_register();
+                        regs.retain(|x| *x != full);
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// The element type of the pointer an access went through: the instrumentation call
+    /// at `call` (link-time) gets the address in `%rdi`; the code of its function from the
+    /// start up to the call is followed (straight through, x86-64) for what `%rdi` was
+    /// computed from: a load of a typed pointer variable (a global, `%rip`-relative; a local
+    /// in the frame, -O0), or, optimized, a local whose location list puts it in `%rdi`
+    /// there; copies (`mov`) and pointer arithmetic (`lea`, `add`) keep the type. `t->hits++`
+    /// through `struct tally *t` is an access to a `tally`.
+    pub fn pointer_used_at(&self, call: u64) -> Option<Elem> {
+        use iced_x86::{
+            Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, Mnemonic, OpAccess,
+            OpKind, Register,
+        };
+        let (start, _) = self.function_at(call)?;
+        if call - start > 1 << 16 {
+            return None;
+        }
+        if let Some(v) = self.local_in_registers(call, call, &[Register::RDI])
+            && v.elem.is_some()
+        {
+            return v.elem;
+        }
+        let (cstart, bytes) = self
+            .code
+            .iter()
+            .find(|(s, b)| start >= *s && call < *s + b.len() as u64)?;
+        let code = &bytes[(start - cstart) as usize..(call - cstart) as usize];
+        let mut d = Decoder::with_ip(64, code, start, DecoderOptions::NONE);
+        let mut info = InstructionInfoFactory::new();
+        let mut held: HashMap<Register, Elem> = HashMap::new();
+        let volatile = [
+            Register::RAX,
+            Register::RCX,
+            Register::RDX,
+            Register::RSI,
+            Register::RDI,
+            Register::R8,
+            Register::R9,
+            Register::R10,
+            Register::R11,
+        ];
+        while d.can_decode() {
+            let ins = d.decode();
+            if ins.flow_control() == FlowControl::Call {
+                for r in volatile {
+                    held.remove(&r);
+                }
+                continue;
+            }
+            let dst = (ins.op_count() > 0 && ins.op0_kind() == OpKind::Register)
+                .then(|| ins.op0_register())
+                .filter(|r| r.size() == 8);
+            let typed: Option<Option<Elem>> = match (ins.mnemonic(), dst) {
+                (Mnemonic::Mov, Some(_)) if ins.op1_kind() == OpKind::Register => {
+                    Some(held.get(&ins.op1_register().full_register()).cloned())
+                }
+                (Mnemonic::Mov, Some(_)) if ins.op1_kind() == OpKind::Memory => {
+                    if ins.is_ip_rel_memory_operand() {
+                        Some(
+                            self.pointer_global_at(ins.ip_rel_memory_address())
+                                .and_then(|g| g.elem.clone()),
+                        )
+                    } else if ins.memory_base() == Register::RBP
+                        && ins.memory_index() == Register::None
+                    {
+                        let disp = ins.memory_displacement64() as i64;
+                        Some(
+                            self.pointer_locals
+                                .iter()
+                                .filter(|v| v.rbp_offset == Some(disp))
+                                .find(|v| {
+                                    self.functions[v.function]
+                                        .ranges
+                                        .iter()
+                                        .any(|&(lo, hi)| call >= lo && call < hi)
+                                })
+                                .and_then(|v| v.elem.clone()),
+                        )
+                    } else {
+                        Some(None)
+                    }
+                }
+                // Pointer arithmetic within the object: `&t->hits`, `&table[i]`.
+                (Mnemonic::Lea, Some(_)) if ins.memory_base() != Register::RIP => {
+                    Some(held.get(&ins.memory_base().full_register()).cloned())
+                }
+                (Mnemonic::Add | Mnemonic::Sub, Some(r)) => Some(held.get(&r).cloned()),
+                _ => None,
+            };
+            match (typed, dst) {
+                (Some(t), Some(r)) => {
+                    let r = r.full_register();
+                    match t {
+                        Some(e) => {
+                            held.insert(r, e);
+                        }
+                        None => {
+                            held.remove(&r);
+                        }
+                    }
+                }
+                _ => {
+                    for u in info.info(&ins).used_registers() {
+                        if matches!(
+                            u.access(),
+                            OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite
+                        ) {
+                            held.remove(&u.register().full_register());
+                        }
+                    }
+                }
+            }
+        }
+        held.remove(&Register::RDI)
     }
 
     /// Do code addresses `a` and `b` (link-time) lie in one function (by symbol)?

@@ -25,7 +25,7 @@ use crate::profile::{
     Access, CodeLocation, Counts, CpuUse, ElementLine, ElementReader, ElementWriter, Machine,
     Privilege, Profile, ThreadUse, Unit,
 };
-use attribute::{ObjectMap, Origin, TypeChooser};
+use attribute::{ObjectMap, Origin, TypeChooser, WrapperCaller, Wrappers};
 use debuginfo::{DebugInfo, Elem, ElemKind, ObjType, SiteVariable};
 use sim::Kind;
 use trace::Process;
@@ -71,6 +71,8 @@ pub struct Options {
     pub adjacent_line: bool,
     /// `--type`: struct types that heap blocks of matching size are.
     pub types: Vec<String>,
+    /// `--alloc-wrapper`: functions whose callers name the blocks they allocate.
+    pub alloc_wrappers: Vec<String>,
     /// The recorded command line, for provenance.
     pub command: Option<String>,
     /// CPUs of the machine that ran it.
@@ -83,6 +85,7 @@ impl Default for Options {
             line_size: 64,
             adjacent_line: false,
             types: Vec::new(),
+            alloc_wrappers: Vec::new(),
             command: None,
             machine_cpus: None,
         }
@@ -487,14 +490,36 @@ pub fn build(
         let bias = p.exe_bias;
         let mut chooser = TypeChooser::new(facts.named.clone(), debug);
         let site_of = |pc: u64| debug.call_site(pc.wrapping_sub(bias));
-        let mut objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, site_of);
+        let mut objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, |a| site_of(a.pc));
+        // Blocks from allocation wrappers go to the wrappers' callers, then are typed again.
+        let wrapped = wrapped_blocks(
+            debug,
+            &opts.alloc_wrappers,
+            &p.allocs,
+            &tally,
+            &objects,
+            site_of,
+        );
+        let alloc_site = |a: &trace::AllocEvent| {
+            wrapped
+                .moved
+                .get(&(a.addr, a.tsc))
+                .copied()
+                .unwrap_or_else(|| site_of(a.pc))
+        };
+        if !wrapped.moved.is_empty() {
+            chooser.reset();
+            objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, alloc_site);
+        }
         // The dynamic way: the slots the allocating threads stored the blocks' addresses
         // into, then the blocks typed again with them.
-        let stored = stored_slots(facts, bias, &p.allocs, &tally, &objects, site_of);
+        let stored = stored_slots(
+            facts, bias, &p.allocs, &tally, &objects, alloc_site, site_of,
+        );
         if !stored.is_empty() {
             chooser.stored = stored;
             chooser.reset();
-            objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, site_of);
+            objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, alloc_site);
         }
         for (&site, info) in &chooser.sites {
             let Some(type_name) = info.type_name.clone() else {
@@ -522,6 +547,13 @@ pub fn build(
                 blocks: info.blocks,
                 max_bytes: info.max_bytes,
                 type_size: info.type_size,
+                through: wrapped
+                    .callers
+                    .get(&site)
+                    .map(|c| c.0.clone())
+                    .unwrap_or_default(),
+                caller_found_by: wrapped.callers.get(&site).map(|c| c.1.to_string()),
+                callers: wrapped.unresolved.get(&site).cloned().unwrap_or_default(),
             });
         }
         heap_typed += objects.heap_typed;
@@ -1251,12 +1283,13 @@ fn stored_slots(
     allocs: &[trace::AllocEvent],
     tally: &[(SiteKey, Tally)],
     objects: &ObjectMap,
+    alloc_site: impl Fn(&trace::AllocEvent) -> u64,
     site_of: impl Fn(u64) -> u64,
 ) -> HashMap<u64, SiteVariable> {
     let debug = &facts.debug;
     let mut sites: BTreeMap<u64, BTreeSet<u32>> = BTreeMap::new();
     for a in allocs.iter().filter(|a| !a.free) {
-        sites.entry(site_of(a.pc)).or_default().insert(a.thread);
+        sites.entry(alloc_site(a)).or_default().insert(a.thread);
     }
     let mut out = HashMap::new();
     // The 8-byte stores by code address, once: (code, thread, slot address). A program's
@@ -1309,6 +1342,101 @@ fn stored_slots(
         }
         if let Some((_, v)) = best {
             out.insert(site, v);
+        }
+    }
+    out
+}
+
+/// Blocks allocated through wrappers, handed to the wrappers' callers.
+#[derive(Default)]
+struct Wrapped {
+    /// (block address, allocation time) -> the caller's call site (link-time).
+    moved: HashMap<(u64, u64), u64>,
+    /// Per caller site: the wrappers between it and the allocator, and how it was chosen.
+    callers: HashMap<u64, (Vec<String>, &'static str)>,
+    /// Per wrapper call site whose blocks stayed there: the callers that could have made them.
+    unresolved: HashMap<u64, Vec<String>>,
+}
+
+/// Which caller of an allocation wrapper each of its blocks came from
+/// ([`attribute::choose_caller`]): the only caller; the only one whose pointer's element fits
+/// the block; the one whose element struct the code touching the block handles (from the
+/// recorded accesses to the block, `objects` built with the wrappers' own sites).
+fn wrapped_blocks(
+    debug: &DebugInfo,
+    named: &[String],
+    allocs: &[trace::AllocEvent],
+    tally: &[(SiteKey, Tally)],
+    objects: &ObjectMap,
+    site_of: impl Fn(u64) -> u64,
+) -> Wrapped {
+    let mut wrappers = Wrappers::new(debug, named);
+    let mut by_site: HashMap<u64, Vec<WrapperCaller>> = HashMap::new();
+    for a in allocs.iter().filter(|a| !a.free) {
+        let site = site_of(a.pc);
+        if !by_site.contains_key(&site) {
+            by_site.insert(site, wrappers.callers(site));
+        }
+    }
+    by_site.retain(|_, c| !c.is_empty());
+    let mut out = Wrapped::default();
+    if by_site.is_empty() {
+        return out;
+    }
+    // Per wrapped block (address, birth): struct name -> accesses through pointers to it.
+    let mut uses: HashMap<(u64, u64), HashMap<String, u64>> = HashMap::new();
+    let mut types_at: HashMap<u64, Option<Elem>> = HashMap::new();
+    for (k, t) in tally {
+        let Some(obj) = objects.lookup(k.addr, None) else {
+            continue;
+        };
+        let Origin::Heap { site } = obj.origin else {
+            continue;
+        };
+        if !by_site.contains_key(&site) {
+            continue;
+        }
+        let code = site_of(k.pc);
+        let elem = types_at
+            .entry(code)
+            .or_insert_with(|| debug.pointer_used_at(code));
+        if let Some(e) = elem.as_ref().filter(|e| e.kind == ElemKind::Struct) {
+            *uses
+                .entry((obj.base, obj.born))
+                .or_default()
+                .entry(e.name.clone())
+                .or_default() += t.count;
+        }
+    }
+    let none = HashMap::new();
+    for a in allocs.iter().filter(|a| !a.free) {
+        let site = site_of(a.pc);
+        let Some(callers) = by_site.get(&site) else {
+            continue;
+        };
+        let u = uses.get(&(a.addr, a.tsc)).unwrap_or(&none);
+        match attribute::choose_caller(callers, a.size, u) {
+            Some((c, how)) => {
+                out.moved.insert((a.addr, a.tsc), c.site);
+                out.callers
+                    .entry(c.site)
+                    .or_insert((c.through.clone(), how));
+            }
+            None => {
+                out.unresolved.entry(site).or_insert_with(|| {
+                    callers
+                        .iter()
+                        .map(|c| {
+                            let r = debug.resolve(c.site);
+                            match (r.symbol, debug.line_of(c.site)) {
+                                (Some(f), Some((file, line))) => format!("{f} ({file}:{line})"),
+                                (Some(f), None) => f,
+                                (None, _) => format!("{:#x}", c.site),
+                            }
+                        })
+                        .collect()
+                });
+            }
         }
     }
     out
