@@ -402,20 +402,34 @@ fn runtime_and_libc_types_are_not_the_programs() {
 const WRAPPER: &str = "tests/data/record/alloc_wrapper.c";
 
 /// Two struct arrays allocated through one wrapper (`mem_malloc`, and `mem_calloc` calling
-/// it, the shape of Phoenix's lib/memory.c) at -O0, where the wrappers stay functions of
-/// their own: the runtime logs both blocks at `mem_malloc`'s malloc call, and lineup hands
-/// each to the caller that made it, named and typed by that caller's line and pointer.
-/// `tallies` (2 × 16 bytes) is told by size (a 24-byte `sample` does not divide 32); the
-/// 1536-byte table divides by both 16 and 24 and is told by use: the code touching it goes
-/// through `struct sample *`. The per-thread tallies falsely share; `--alloc` takes the
-/// caller's line, and the wrapper's own line no longer names any block.
+/// it, the shape of Phoenix's lib/memory.c). At -O0 the wrappers stay functions of their
+/// own: the runtime logs both blocks at `mem_malloc`'s malloc call, and lineup hands each to
+/// the caller that made it, named and typed by that caller's line and pointer. `tallies`
+/// (2 × 16 bytes) is told by size (a 24-byte `sample` does not divide 32); the 1536-byte
+/// table divides by both 16 and 24 and is told by use: the code touching it goes through
+/// `struct sample *`. At -O2 the compilers inline the wrappers into main: each block has a
+/// call of its own, named by the inlined call's line (`DW_AT_call_line`). The per-thread
+/// tallies falsely share; `--alloc` takes the caller's line, and the wrapper's own line no
+/// longer names any block.
 #[test]
 fn blocks_from_an_allocation_wrapper_are_named_by_its_callers() {
     let tallies_at = site(WRAPPER, "tallies = mem_calloc");
     let table_at = site(WRAPPER, "table = mem_malloc");
     let inner_at = site(WRAPPER, "void *p = malloc(size)");
-    for cc in ["clang", "gcc"] {
-        let prog = build(WRAPPER, &format!("alloc_wrapper-{cc}"), cc, "-O0");
+    for (cc, opt) in [
+        ("clang", "-O0"),
+        ("gcc", "-O0"),
+        ("clang", "-O2"),
+        ("gcc", "-O2"),
+    ] {
+        let (by_size, by_use) = match opt {
+            "-O0" => ("size", "use"),
+            _ => ("inlined call", "inlined call"),
+        };
+        let cc = format!("{cc}{opt}");
+        let cc = cc.as_str();
+        let compiler = cc.trim_end_matches(opt);
+        let prog = build(WRAPPER, &format!("alloc_wrapper-{cc}"), compiler, opt);
         let profile = record(&prog, &["100000"]);
         let types = profile_types(&profile);
         let (t, a) = allocated_at(&types, &tallies_at);
@@ -428,13 +442,13 @@ fn blocks_from_an_allocation_wrapper_are_named_by_its_callers() {
             serde_json::json!(["mem_malloc", "mem_calloc"]),
             "{cc}"
         );
-        assert_eq!(a["caller_found_by"], "size", "{cc}");
+        assert_eq!(a["caller_found_by"], by_size, "{cc}");
         let (t, a) = allocated_at(&types, &table_at);
         assert_eq!(t["type_name"], "sample", "{cc}");
         assert_eq!(a["variable"], "table", "{cc}");
         assert_eq!(a["max_bytes"], 64 * 24, "{cc}");
         assert_eq!(a["through"], serde_json::json!(["mem_malloc"]), "{cc}");
-        assert_eq!(a["caller_found_by"], "use", "{cc}");
+        assert_eq!(a["caller_found_by"], by_use, "{cc}");
         for t in &types {
             for a in t["allocations"].as_array().into_iter().flatten() {
                 assert_ne!(a["source"], inner_at.as_str(), "{cc}: {a:#}");

@@ -1077,7 +1077,7 @@ fn judge_exact(
             format!(
                 "{}{split}: false sharing between elements (or neighbouring instances): each is {} its own thread, but several sit on one line. Pad or align the element to the line (alignas({cls}) on the struct) and allocate the array line-aligned: aligned_alloc({cls}, n * size) or posix_memalign at the allocation site, alignas({cls}) on a global array; malloc and calloc return 16-byte aligned blocks, so the struct's alignment alone cannot separate the elements",
                 writes_text(&written),
-                if members.iter().any(|m| m.element_reads > 0.0) {
+                if members.iter().map(|m| m.element_reads).sum::<f64>() >= NEGLIGIBLE * total {
                     "used (written, or read beside another's writes) by"
                 } else {
                     "written by"

@@ -286,7 +286,7 @@ impl<'a> TypeChooser<'a> {
 
     /// `file.c:line` of a call site, else `function+offset`, else its address.
     fn site_label(&self, site: u64) -> String {
-        if let Some((file, line)) = self.debug.line_of(site) {
+        if let Some((file, line)) = self.debug.alloc_line(site) {
             return format!("{file}:{line}");
         }
         let r = self.debug.resolve(site);

@@ -134,6 +134,20 @@ pub struct Resolved {
     pub source: Option<String>,
 }
 
+/// A call the compiler inlined (`DW_TAG_inlined_subroutine`): where its code lies, what it
+/// calls, and the caller's line.
+#[derive(Clone, Debug)]
+struct InlinedCall {
+    ranges: Vec<(u64, u64)>,
+    name: String,
+    call_file: String,
+    call_line: u32,
+    /// The inlined function returns a pointer.
+    returns_pointer: bool,
+    /// Its entry in `functions` (the struct types its code holds pointers to).
+    function: usize,
+}
+
 #[derive(Default)]
 pub struct DebugInfo {
     symbols: Vec<Symbol>,
@@ -150,6 +164,9 @@ pub struct DebugInfo {
     /// Direct calls by target: the call instructions' addresses, decoded once when first
     /// asked (allocation wrappers' callers).
     calls: std::sync::OnceLock<HashMap<u64, Vec<u64>>>,
+    inlined: Vec<InlinedCall>,
+    /// `--alloc-wrapper` names: functions whose callers name the blocks they allocate.
+    pub alloc_wrappers: Vec<String>,
 }
 
 impl DebugInfo {
@@ -281,6 +298,24 @@ impl DebugInfo {
                         types.push(t);
                     }
                     let frame_from_rbp = frame_base_from_rbp(unit, entry);
+                    if entry.tag() == dw::DW_TAG_inlined_subroutine
+                        && let Some(call_line) =
+                            attr_u64(entry, dw::DW_AT_call_line).filter(|&l| l > 0)
+                    {
+                        let call_file = attr_u64(entry, dw::DW_AT_call_file)
+                            .map(|i| file_base(dwarf, unit, i))
+                            .unwrap_or_default();
+                        self.inlined.push(InlinedCall {
+                            ranges: ranges.clone(),
+                            name: name_of(dwarf, unit, entry).unwrap_or_default(),
+                            call_file,
+                            call_line: call_line as u32,
+                            returns_pointer: type_of(unit, entry)
+                                .and_then(|t| pointer_elem(dwarf, unit, t))
+                                .is_some(),
+                            function: self.functions.len(),
+                        });
+                    }
                     self.functions.push(FunctionTypes {
                         ranges,
                         types,
@@ -392,9 +427,10 @@ impl DebugInfo {
     /// functions (and inlined calls) around it: `double *buf = malloc(n)` names `buf`, a
     /// `double` array. Typed ones first.
     pub fn variables_declared_at(&self, site: u64) -> Vec<SiteVariable> {
-        let Some((file, line)) = self.line_of(site) else {
+        let Some((file, line)) = self.alloc_line(site) else {
             return Vec::new();
         };
+        let file = file.as_str();
         let mut out: Vec<SiteVariable> = Vec::new();
         for v in &self.pointer_locals {
             let f = &self.functions[v.function];
@@ -597,6 +633,54 @@ impl DebugInfo {
                 name: v.name.clone(),
                 elem: v.elem.clone(),
             })
+    }
+
+    /// Allocation wrappers the compiler inlined around the allocation call at `site`
+    /// (link-time), innermost first, and the line of the call to the outermost of them:
+    /// an inlined `static void *xmalloc(size_t)` leaves its malloc call in each caller with
+    /// the wrapper's own source line; the inlined call's `DW_AT_call_line` is the caller's.
+    /// A wrapper here: named by `--alloc-wrapper`, or returning a pointer while its code
+    /// holds no struct pointer (a typed factory names its own blocks).
+    pub fn inlined_wrappers(&self, site: u64) -> Option<(Vec<String>, String, u32)> {
+        // Innermost first: the entries were read depth first, so a call inlined into
+        // another comes after it.
+        let around: Vec<&InlinedCall> = self
+            .inlined
+            .iter()
+            .rev()
+            .filter(|c| c.ranges.iter().any(|&(lo, hi)| site >= lo && site < hi))
+            .collect();
+        let mut names = Vec::new();
+        let mut call = None;
+        for c in around {
+            let wrapper = self.alloc_wrappers.iter().any(|w| *w == c.name)
+                || (c.returns_pointer && self.functions[c.function].types.is_empty());
+            if !wrapper {
+                break;
+            }
+            names.push(c.name.clone());
+            call = Some((c.call_file.clone(), c.call_line));
+        }
+        let (file, line) = call?;
+        Some((names, file, line))
+    }
+
+    /// `file.c` and line that name the allocation call at `site` (link-time): the line of the
+    /// call to an inlined wrapper around it ([`Self::inlined_wrappers`]), else its own.
+    pub fn alloc_line(&self, site: u64) -> Option<(String, u32)> {
+        if let Some((_, file, line)) = self.inlined_wrappers(site) {
+            return Some((file, line));
+        }
+        self.line_of(site).map(|(f, l)| (f.to_string(), l))
+    }
+
+    /// [`Self::resolve`] of an allocation call, its source by [`Self::alloc_line`].
+    pub fn resolve_alloc(&self, site: u64) -> Resolved {
+        let mut r = self.resolve(site);
+        if let Some((file, line)) = self.alloc_line(site) {
+            r.source = Some(format!("{file}:{line}"));
+        }
+        r
     }
 
     /// The start of the function symbol named `name` (demangled), if the program has one.

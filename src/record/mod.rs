@@ -261,15 +261,16 @@ fn pointee_elem(types: &crate::types::Types<'_>, id: crate::types::TypeId) -> Op
     Some(None)
 }
 
-fn exe_facts(path: &Path, want: &[String]) -> Result<ExeFacts, RecordError> {
+fn exe_facts(path: &Path, want: &[String], wrappers: &[String]) -> Result<ExeFacts, RecordError> {
     let bytes = std::fs::read(path).map_err(|e| RecordError::Program {
         path: path.display().to_string(),
         problem: format!("cannot read: {e}"),
     })?;
-    let debug = DebugInfo::read(&bytes).map_err(|problem| RecordError::Program {
+    let mut debug = DebugInfo::read(&bytes).map_err(|problem| RecordError::Program {
         path: path.display().to_string(),
         problem,
     })?;
+    debug.alloc_wrappers = wrappers.to_vec();
     let arena = typed_arena::Arena::new();
     let mut by_size: HashMap<u64, BTreeSet<String>> = HashMap::new();
     let mut named = Vec::new();
@@ -386,7 +387,7 @@ pub fn build(
     let mut exes: BTreeMap<String, ExeFacts> = BTreeMap::new();
     for p in processes {
         if !exes.contains_key(&p.exe) {
-            let facts = exe_facts(Path::new(&p.exe), &opts.types)?;
+            let facts = exe_facts(Path::new(&p.exe), &opts.types, &opts.alloc_wrappers)?;
             exes.insert(p.exe.clone(), facts);
         }
     }
@@ -525,7 +526,8 @@ pub fn build(
             let Some(type_name) = info.type_name.clone() else {
                 continue;
             };
-            let r = debug.resolve(site);
+            let r = debug.resolve_alloc(site);
+            let inlined = debug.inlined_wrappers(site);
             let (elem_type, elem_kind, elem_size) = match &info.elem {
                 Some(e) => (
                     Some(e.name.clone()),
@@ -537,7 +539,7 @@ pub fn build(
             let entry = allocations.entry(type_name).or_default();
             entry.push(crate::profile::AllocationSite {
                 function: r.symbol.clone(),
-                source: debug.line_of(site).map(|(f, l)| format!("{f}:{l}")),
+                source: r.source.clone(),
                 address: Some(site),
                 variable: info.variable.clone(),
                 element_type: elem_type,
@@ -551,8 +553,13 @@ pub fn build(
                     .callers
                     .get(&site)
                     .map(|c| c.0.clone())
+                    .or_else(|| inlined.as_ref().map(|i| i.0.clone()))
                     .unwrap_or_default(),
-                caller_found_by: wrapped.callers.get(&site).map(|c| c.1.to_string()),
+                caller_found_by: wrapped
+                    .callers
+                    .get(&site)
+                    .map(|c| c.1.to_string())
+                    .or_else(|| inlined.as_ref().map(|_| "inlined call".to_string())),
                 callers: wrapped.unresolved.get(&site).cloned().unwrap_or_default(),
             });
         }
@@ -615,9 +622,9 @@ pub fn build(
                 element_use(users, element, k.thread).reads += t.count as f64 * scale;
             }
         }
-        // A partner below this many accesses on the line cannot cause more transfers than
-        // the diagnosis's floor for the run (each of its accesses moves the line at most
-        // twice): main's one setup store of the next element does not make a pair.
+        // A side below this many accesses on the line cannot cause more transfers than the
+        // diagnosis's floor for the run (each of its accesses moves the line at most twice):
+        // main's one setup store of the next element does not make a pair.
         let partner_floor = (ELEMENT_PARTNER_FLOOR * (total - process_start)).max(1.0);
         let numbering: HashMap<(u64, u64), HashMap<u32, u32>> = per_object
             .into_iter()
@@ -681,12 +688,19 @@ pub fn build(
             v.pair_true += pt;
             v.pair_false += pf;
             let is_write = !matches!(k.kind, Kind::Load);
+            // Both sides above the floor: main filling in a table that workers then read
+            // writes each line a few times, which moves it no more often than that.
             if line_users.get(&(k.addr / line, obj.born)).is_some_and(|u| {
-                u.iter().any(|o| {
-                    o.element != element
-                        && o.thread != k.thread
-                        && (o.writes >= partner_floor || (is_write && o.reads >= partner_floor))
-                })
+                let own = u
+                    .iter()
+                    .find(|o| o.element == element && o.thread == k.thread)
+                    .map_or(0.0, |o| if is_write { o.writes } else { o.reads });
+                own >= partner_floor
+                    && u.iter().any(|o| {
+                        o.element != element
+                            && o.thread != k.thread
+                            && (o.writes >= partner_floor || (is_write && o.reads >= partner_floor))
+                    })
             }) {
                 if is_write {
                     v.element_writes += n;
@@ -701,7 +715,7 @@ pub fn build(
                         let (variable, alloc_function, alloc_source) = match &obj.origin {
                             Origin::Global(name) => (Some(name.clone()), None, None),
                             Origin::Heap { site } => {
-                                let r = debug.resolve(*site);
+                                let r = debug.resolve_alloc(*site);
                                 let f = match (r.symbol, r.offset) {
                                     (Some(s), Some(o)) => format!("{s}+{o}"),
                                     (Some(s), None) => s,
@@ -794,7 +808,7 @@ pub fn build(
             let label = match &obj.origin {
                 Origin::Global(name) => format!("global `{name}`"),
                 Origin::Heap { site } => {
-                    let r = debug.resolve(*site);
+                    let r = debug.resolve_alloc(*site);
                     let at = match (r.symbol, r.offset) {
                         (Some(s), Some(o)) => format!("{s}+{o}"),
                         _ => format!("{site:#x}"),
@@ -1301,7 +1315,7 @@ fn stored_slots(
         .collect();
     stores.sort_unstable();
     for (site, threads) in sites {
-        let Some(line) = debug.line_of(site) else {
+        let Some((file, line)) = debug.alloc_line(site) else {
             continue;
         };
         // The stores after the call, in code order, while still in the call's function
@@ -1315,7 +1329,7 @@ fn stored_slots(
             if !debug.same_function(site, code) {
                 break;
             }
-            if !threads.contains(&thread) || debug.line_of(code) != Some(line) {
+            if !threads.contains(&thread) || debug.line_of(code) != Some((file.as_str(), line)) {
                 continue;
             }
             let slot = if let Some(g) = debug.pointer_global_at(addr.wrapping_sub(bias)) {
