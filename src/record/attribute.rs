@@ -445,6 +445,50 @@ mod tests {
     }
 
     #[test]
+    fn a_wrappers_caller_is_the_only_one_then_the_one_that_fits_then_the_one_used() {
+        let caller = |site, name: Option<(&str, u64)>| WrapperCaller {
+            site,
+            through: vec!["xmalloc".into()],
+            elem: name.map(|(n, size)| Elem {
+                name: n.into(),
+                size,
+                kind: ElemKind::Struct,
+            }),
+        };
+        let none = HashMap::new();
+        let one = [caller(1, None)];
+        assert_eq!(
+            choose_caller(&one, 40, &none).map(|(c, how)| (c.site, how)),
+            Some((1, "only caller"))
+        );
+        let two = [
+            caller(1, Some(("tally", 16))),
+            caller(2, Some(("sample", 24))),
+        ];
+        // 32 bytes: two tallies, not a whole number of samples.
+        assert_eq!(
+            choose_caller(&two, 32, &none).map(|(c, how)| (c.site, how)),
+            Some((1, "size"))
+        );
+        // 48 bytes fit both: the accesses through `struct sample *` decide, and nothing
+        // decides without them, or when both are used alike.
+        assert!(choose_caller(&two, 48, &none).is_none());
+        let used: HashMap<String, u64> = [("sample".to_string(), 9), ("tally".to_string(), 2)]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            choose_caller(&two, 48, &used).map(|(c, how)| (c.site, how)),
+            Some((2, "use"))
+        );
+        let alike: HashMap<String, u64> = [("sample".to_string(), 5), ("tally".to_string(), 5)]
+            .into_iter()
+            .collect();
+        assert!(choose_caller(&two, 48, &alike).is_none());
+        // A size that fits neither: nothing told.
+        assert!(choose_caller(&two, 20, &used).is_none());
+    }
+
+    #[test]
     fn reused_heap_addresses_resolve_by_time() {
         let d = DebugInfo::default();
         let mut c = TypeChooser::new(vec![t("small", 16), t("big", 128)], &d);
