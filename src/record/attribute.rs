@@ -604,6 +604,8 @@ impl<'a> Wrappers<'a> {
             }
             return;
         };
+        // gcc's clones (`mem_calloc.constprop.0`, `.isra.0`) by the source's name.
+        let name = name.split('.').next().unwrap_or(&name).to_string();
         if depth >= 4 || through.contains(&name) {
             return;
         }

@@ -950,7 +950,15 @@ impl DebugInfo {
                 (Mnemonic::Lea, Some(_)) if ins.memory_base() != Register::RIP => {
                     Some(held.get(&ins.memory_base().full_register()).cloned())
                 }
-                (Mnemonic::Add | Mnemonic::Sub, Some(r)) => Some(held.get(&r).cloned()),
+                // An index added to the pointer, or the pointer added to an index.
+                (Mnemonic::Add, Some(r)) => {
+                    Some(held.get(&r.full_register()).cloned().or_else(|| {
+                        (ins.op1_kind() == OpKind::Register)
+                            .then(|| held.get(&ins.op1_register().full_register()).cloned())
+                            .flatten()
+                    }))
+                }
+                (Mnemonic::Sub, Some(r)) => Some(held.get(&r.full_register()).cloned()),
                 _ => None,
             };
             match (typed, dst) {
