@@ -107,7 +107,7 @@ fn compile(cxx: bool, user: &[OsString]) -> Result<i32> {
                   lineup record -o counters.json -- ./counters 4\n  \
                   lineup diagnose --type counters --dwarf ./counters --profile counters.json\n  \
                   lineup record --heap-type queue --sample 16 -o q.json -- ./server --port 8080\n  \
-                  lineup record --alloc-wrapper mem_malloc -o hist.json -- ./histogram 4 16\n  \
+                  lineup record --alloc-wrapper xmalloc -o p.json -- ./prog input.dat\n  \
                   lineup record --sample auto -o long.json -- ./solver big.input\n  \
                   lineup record --adjacent-line --cacheline-size 64 -- ./prog\n  \
                   lineup record --memory 256M -o big.json -- ./stream input.dat"
