@@ -239,7 +239,7 @@ mod run_rate {
 mod element_names {
     use lineup::analysis::diagnose::{Verdict, diagnose, name_elements};
     use lineup::layout;
-    use lineup::profile::{Access, Counts, CpuUse, ElementLine, ElementWriter};
+    use lineup::profile::{Access, Counts, CpuUse, ElementLine, ElementReader, ElementWriter};
     use lineup::readers::{Format, InputFile, load};
 
     fn named(lines: &[ElementLine]) -> (Verdict, Option<String>, String) {
@@ -333,6 +333,66 @@ mod element_names {
             Some(
                 "Elements: `list_head[0..7].next` (8 elements written by 8 threads) share 2 lines of the heap array allocated at main+79 (lr.c:49)"
             )
+        );
+    }
+
+    /// A line only read, by its element's thread, while another thread writes another
+    /// element on it (the end of one element beside the start of the next): false sharing
+    /// between elements, the reader named as such; the same reads without that evidence
+    /// are read sharing.
+    #[test]
+    fn an_element_read_beside_another_threads_write_is_named_as_read() {
+        let file = InputFile::open(&super::common::bundled_btf()).unwrap();
+        let types = load(&file, Format::Btf, None).unwrap();
+        let id = types.find_composites("list_head")[0];
+        let l = layout::layout(&types, id, 64).unwrap();
+        let reads = |beside: f64| {
+            let mut a = Access {
+                offset: Some(8),
+                size: Some(8),
+                counts: Counts {
+                    loads: 1000.0,
+                    ..Default::default()
+                },
+                cpus: Some(CpuUse::list([0])),
+                ..Default::default()
+            };
+            if beside > 0.0 {
+                a.details.insert("element_line_reads", beside);
+            }
+            diagnose(&l, &[a], None)
+        };
+        assert_eq!(reads(0.0).lines[0].verdict, Verdict::ReadShared);
+        // Under 1% of the line's accesses: not enough to call it.
+        assert_eq!(reads(9.0).lines[0].verdict, Verdict::ReadShared);
+        let mut d = reads(500.0);
+        let lines = [ElementLine {
+            variable: Some("g".into()),
+            writers: vec![writer(0, 11, 300.0)],
+            readers: vec![ElementReader {
+                index: 1,
+                tid: 12,
+                offsets: vec![8],
+                fields: vec![],
+                reads: 500.0,
+            }],
+            ..Default::default()
+        }];
+        name_elements(&mut d, &l, &lines);
+        let line = &d.lines[0];
+        assert_eq!(line.verdict, Verdict::FalseSharing, "{}", line.explanation);
+        assert_eq!(
+            line.elements.as_deref(),
+            Some(
+                "Elements: `g[0].next` written by thread 11 and `g[1].prev` read by thread 12 share one line (bytes 0..63 of `g`)"
+            )
+        );
+        assert!(
+            line.explanation.contains(
+                "500 times on a physical line where another thread writes another element"
+            ),
+            "{}",
+            line.explanation
         );
     }
 

@@ -4,7 +4,7 @@
 //! a struct that merely has the block's size; `diagnose --alloc` selects the blocks by
 //! site; `layout --all` of a recorded program leaves lineup's runtime and libc out.
 //!
-//! The programs (`tests/data/record/alloc_sites.c`, `examples/record/linreg.c`) are built
+//! The programs (`tests/data/record/alloc_sites.c`, `alloc_wrapper.c`, `examples/record/linreg.c`) are built
 //! here with clang and gcc (`.ci/run` installs both).
 
 mod common;
@@ -35,12 +35,14 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// `lineup cc OPT -pthread SRC -o NAME` with compiler `cc`.
+/// `lineup cc OPT -pthread SRC -o NAME` with compiler `cc` (`OPT`: flags split at spaces).
 fn build(src: &str, name: &str, cc: &str, opt: &str) -> PathBuf {
     let out = scratch().join(name);
     let o = lineup()
         .env("LINEUP_CC", cc)
-        .args(["cc", opt, "-pthread", "-Wall"])
+        .arg("cc")
+        .args(opt.split(' '))
+        .args(["-pthread", "-Wall"])
         .arg(common::repo().join(src))
         .arg("-o")
         .arg(&out)
@@ -397,4 +399,134 @@ fn runtime_and_libc_types_are_not_the_programs() {
         !err.contains("lconv?") && !err.contains("did you mean"),
         "{err}"
     );
+}
+
+const WRAPPER: &str = "tests/data/record/alloc_wrapper.c";
+
+/// Two struct arrays allocated through one wrapper (`mem_malloc`, and `mem_calloc` calling
+/// it, the shape of Phoenix's lib/memory.c). At -O0 the wrappers stay functions of their
+/// own: the runtime logs both blocks at `mem_malloc`'s malloc call, and lineup hands each to
+/// the caller that made it, named and typed by that caller's line and pointer. `tallies`
+/// (2 × 16 bytes) is told by size (a 24-byte `sample` does not divide 32); the 1536-byte
+/// table divides by both 16 and 24 and is told by use: the code touching it goes through
+/// `struct sample *`; the same at -O2 with the wrappers kept out of line (`-fno-inline`, as
+/// a wrapper in another file is: the result followed through registers). At -O2 the
+/// compilers inline the wrappers into main: each block has a call of its own, named by the
+/// inlined call's line (`DW_AT_call_line`). The per-thread
+/// tallies falsely share; `--alloc` takes the caller's line, and the wrapper's own line no
+/// longer names any block.
+#[test]
+fn blocks_from_an_allocation_wrapper_are_named_by_its_callers() {
+    let tallies_at = site(WRAPPER, "tallies = mem_calloc");
+    let table_at = site(WRAPPER, "table = mem_malloc");
+    let inner_at = site(WRAPPER, "void *p = malloc(size)");
+    for (compiler, opt) in [
+        ("clang", "-O0"),
+        ("gcc", "-O0"),
+        ("clang", "-O2 -fno-inline"),
+        ("gcc", "-O2 -fno-inline"),
+        ("clang", "-O2"),
+        ("gcc", "-O2"),
+    ] {
+        let (by_size, by_use) = match opt {
+            "-O2" => ("inlined call", "inlined call"),
+            _ => ("size", "use"),
+        };
+        let cc = format!("{compiler}{}", opt.replace(' ', ""));
+        let cc = cc.as_str();
+        let prog = build(WRAPPER, &format!("alloc_wrapper-{cc}"), compiler, opt);
+        let profile = record(&prog, &["100000"]);
+        let types = profile_types(&profile);
+        let (t, a) = allocated_at(&types, &tallies_at);
+        assert_eq!(t["type_name"], "tally", "{cc}");
+        assert_eq!(a["function"], "main", "{cc}");
+        assert_eq!(a["variable"], "tallies", "{cc}");
+        assert_eq!(a["element_size"], 16, "{cc}");
+        assert_eq!(
+            a["through"],
+            serde_json::json!(["mem_malloc", "mem_calloc"]),
+            "{cc}"
+        );
+        assert_eq!(a["caller_found_by"], by_size, "{cc}");
+        let (t, a) = allocated_at(&types, &table_at);
+        assert_eq!(t["type_name"], "sample", "{cc}");
+        assert_eq!(a["variable"], "table", "{cc}");
+        assert_eq!(a["max_bytes"], 64 * 24, "{cc}");
+        assert_eq!(a["through"], serde_json::json!(["mem_malloc"]), "{cc}");
+        assert_eq!(a["caller_found_by"], by_use, "{cc}");
+        for t in &types {
+            for a in t["allocations"].as_array().into_iter().flatten() {
+                assert_ne!(a["source"], inner_at.as_str(), "{cc}: {a:#}");
+            }
+        }
+
+        let d = diagnose_ok(&profile, &tallies_at);
+        assert_eq!(d["type_name"], "tally", "{cc}");
+        let l = d["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["verdict"] == "false_sharing")
+            .unwrap_or_else(|| panic!("{cc}: {d:#}"));
+        let elements = l["elements"].as_str().unwrap();
+        assert!(
+            elements.contains("`tally[0].")
+                && elements.contains("`tally[1].")
+                && elements.contains(&format!("({tallies_at})")),
+            "{cc}: {elements}"
+        );
+        let html = scratch().join(format!("alloc_wrapper-{cc}.html"));
+        let o = lineup()
+            .args(["diagnose", "--profile"])
+            .arg(&profile)
+            .args(["--alloc", &tallies_at, "--html"])
+            .arg(&html)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{cc}: {}", text(&o.stderr));
+        let said = format!("allocated in main at {tallies_at} through mem_malloc and mem_calloc");
+        assert!(text(&o.stdout).contains(&said), "{cc}: {}", text(&o.stdout));
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert!(page.contains("through mem_malloc and mem_calloc"), "{cc}");
+
+        let d = diagnose_ok(&profile, &table_at);
+        assert_eq!(d["type_name"], "sample", "{cc}");
+        for l in d["lines"].as_array().unwrap() {
+            assert_ne!(l["verdict"], "false_sharing", "{cc}: {l:#}");
+        }
+        // The wrapper's own line allocates nothing any more: one line naming the sites.
+        let o = diagnose_alloc(&profile, &inner_at);
+        assert_eq!(o.status.code(), Some(2), "{cc}");
+        let err = text(&o.stderr);
+        assert!(
+            err.contains(&tallies_at) && o.stdout.is_empty(),
+            "{cc}: {err}"
+        );
+    }
+}
+
+/// `--alloc-wrapper` naming no function of the program: one line naming the program and
+/// the name, exit 2, the program not run and no profile written.
+#[test]
+fn an_unknown_alloc_wrapper_is_refused_before_the_run() {
+    let prog = build(WRAPPER, "alloc_wrapper-unknown", "gcc", "-O0");
+    let profile = scratch().join("unknown-wrapper.json");
+    let o = lineup()
+        .args(["record", "--alloc-wrapper", "xmalloc_nowhere", "-o"])
+        .arg(&profile)
+        .arg("--")
+        .arg(&prog)
+        .arg("10")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("--alloc-wrapper xmalloc_nowhere: no function of that name"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // The program prints its total when it runs.
+    assert!(o.stdout.is_empty());
+    assert!(!profile.exists());
 }

@@ -1,4 +1,5 @@
-//! Issue 16 items 3 and 6, end to end: per-thread elements of one array that share lines are
+//! Issue 16 items 3 and 6, end to end: per-thread elements of one array that share lines (both
+//! written, or one written beside another thread's read element) are
 //! diagnosed with the elements named, `optimize`'s patch (element padded and aligned, the
 //! allocation rewritten where it is a heap array) is applied to the replica with `patch`,
 //! the fixed program is rebuilt with `lineup cc` and recorded again, and the false sharing
@@ -454,4 +455,117 @@ fn per_thread_slots_of_an_array_member_are_padded_and_fixed() {
         after_names.contains(&"hits[0].v") && after_names.contains(&"hits[1].v"),
         "{after_names:?}"
     );
+}
+
+/// Element-boundary sharing with one writer (`tests/data/record/element_reader.c`): thread 0
+/// writes `a[0].x`, thread 1 only reads `a[1].y` on the same line. Each element has one
+/// thread, yet the line moves with every write: false sharing between elements, named with
+/// the reader; the element padding removes it.
+#[test]
+fn an_element_read_beside_another_threads_written_element_is_false_sharing() {
+    let o = accept(
+        "tests/data/record/element_reader.c",
+        "pair",
+        "-O2",
+        &[],
+        &["100000"],
+    );
+    let l = false_sharing_line(&o.diag);
+    let elements = l["elements"].as_str().unwrap();
+    assert!(
+        elements.starts_with("Elements: `a[0].x` written by thread ")
+            && elements.contains(" and `a[1].y` read by thread ")
+            && elements.ends_with("share one line (bytes 0..63 of `a`)"),
+        "{elements}"
+    );
+    let why = l["explanation"].as_str().unwrap();
+    assert!(why.contains("between elements"), "{why}");
+    assert!(o.text.contains(elements), "{}", o.text);
+    assert!(o.html.contains("`a[1].y` read by thread"), "{}", o.html);
+    // The profile says who reads: one reader entry, element 1, offset 8 (`y`).
+    let p: Value = serde_json::from_slice(
+        &std::fs::read(scratch().join("element_reader/before.json")).unwrap(),
+    )
+    .unwrap();
+    let t = p["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type_name"] == "pair")
+        .unwrap();
+    let readers = t["element_lines"][0]["readers"].as_array().unwrap();
+    assert_eq!(readers.len(), 1, "{t:#}");
+    assert_eq!(readers[0]["index"], 1);
+    assert_eq!(readers[0]["offsets"], serde_json::json!([8]));
+    assert_eq!(readers[0]["reads"], 100000.0);
+    assert!(o.patch.contains("+    _Alignas(64) long x;"), "{}", o.patch);
+    assert_fixed(&o);
+}
+
+/// Phoenix histogram at -O0 (`examples/record/histogram.c`, 2 threads, 1 megapixel): the
+/// end of thread 0's `thread_arg_t` (its `blue[]` counters, written) shares a line with the
+/// start of thread 1's (its header, read every iteration). Which of `blue[]` and which
+/// header members share it follows from where calloc put the block (glibc: 16-byte
+/// aligned), which the recording reports as the array's misalignment: the test derives the
+/// expected members from it. The patch pads the element and rewrites the calloc.
+#[test]
+fn histogram_element_boundary_is_false_sharing_between_elements() {
+    let o = accept(
+        "examples/record/histogram.c",
+        "thread_arg_t",
+        "-O0",
+        &[],
+        &["2", "1"],
+    );
+    let p: Value =
+        serde_json::from_slice(&std::fs::read(scratch().join("histogram/before.json")).unwrap())
+            .unwrap();
+    let t = p["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type_name"] == "thread_arg_t")
+        .unwrap();
+    let el = &t["element_lines"][0];
+    let misalignment = el["misalignment"].as_u64().unwrap();
+    // Element 1 starts this far into its first line; the rest of that line is its header.
+    let size = 3096;
+    let start = (misalignment + size) % 64;
+    assert_ne!(
+        start, 0,
+        "glibc's 16-byte alignment never puts element 1 on a line start"
+    );
+    let header: Vec<&str> = [("data", 0), ("data_pos", 8), ("data_len", 16)]
+        .iter()
+        .filter(|(_, off)| off + start < 64)
+        .map(|(n, _)| *n)
+        .collect();
+    // Thread 0's blue[] from the line's start to the element's end.
+    let first_blue = (el["line_offset"].as_u64().unwrap() - 2072) / 4;
+    let l = false_sharing_line(&o.diag);
+    let elements = l["elements"].as_str().unwrap();
+    let read = match header.len() {
+        1 => format!(".{}", header[0]),
+        _ => format!(".{{{}}}", header.join(", ")),
+    };
+    assert!(
+        elements.starts_with(&format!("Elements: `thread_arg_t[0].blue[{first_blue}.."))
+            && elements.contains(&format!("` written by thread "))
+            && elements.contains(&format!(" and `thread_arg_t[1]{read}` read by thread "))
+            && elements.contains("of the heap array allocated at main+")
+            && elements.contains(&format!(
+                "(histogram.c:{}), which starts {misalignment} bytes into a line",
+                common::source_site("examples/record/histogram.c", "thread_arg_t *arg = calloc")
+                    .rsplit(':')
+                    .next()
+                    .unwrap()
+            )),
+        "{elements}"
+    );
+    // On the header's line: read, not written, by its element's thread.
+    assert_eq!(l["start"], 0, "{l:#}");
+    assert!(o.text.contains(elements), "{}", o.text);
+    assert!(o.html.contains("read by thread"), "{}", o.html);
+    assert!(o.patch.contains("aligned_alloc(64, "), "{}", o.patch);
+    assert_fixed(&o);
 }

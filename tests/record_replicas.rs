@@ -200,7 +200,10 @@ fn streamcluster_past_the_budget_keeps_work_mem_and_summarizes_the_handed_over_p
     let p: Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
     let rec = &p["summary"]["record"];
     assert_eq!(rec["budget_level"], 1.0, "{rec:#}");
-    assert!(rec["summarized_accesses"].as_f64().unwrap() > 100_000.0, "{rec:#}");
+    assert!(
+        rec["summarized_accesses"].as_f64().unwrap() > 100_000.0,
+        "{rec:#}"
+    );
     let d = diagnose_alloc(&profile, &at);
     assert_eq!(verdicts(&d), ["false_sharing"], "{d:#}");
     let why = d["lines"][0]["explanation"].as_str().unwrap();
@@ -222,7 +225,10 @@ fn streamcluster_past_the_budget_keeps_work_mem_and_summarizes_the_handed_over_p
         cost["counts"]["loads"].as_f64().unwrap() >= 20_000.0 * 4.0,
         "{cost:#}"
     );
-    assert!(!verdicts(&d).contains(&"false_sharing".to_string()), "{d:#}");
+    assert!(
+        !verdicts(&d).contains(&"false_sharing".to_string()),
+        "{d:#}"
+    );
 }
 
 /// Phoenix histogram at -O0: the per-thread `thread_arg_t` (3096 bytes) in one calloc'd

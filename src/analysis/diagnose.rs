@@ -143,6 +143,10 @@ pub struct MemberUse {
     /// physical line (recordings: `element_line_writes`).
     #[serde(skip)]
     pub element_writes: f64,
+    /// Reads of its element while another thread writes another element on the same
+    /// physical line (recordings: `element_line_reads`).
+    #[serde(skip)]
+    pub element_reads: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -388,6 +392,7 @@ pub fn diagnose_in_run(
                         per_cpu: Some(Default::default()),
                         sim_split: (0.0, 0.0),
                         element_writes: 0.0,
+                        element_reads: 0.0,
                     },
                 ));
                 uses.len() - 1
@@ -421,6 +426,7 @@ pub fn diagnose_in_run(
         u.sim_split.0 += a.details.get("sim_true_sharing").copied().unwrap_or(0.0);
         u.sim_split.1 += a.details.get("sim_false_sharing").copied().unwrap_or(0.0);
         u.element_writes += a.details.get("element_line_writes").copied().unwrap_or(0.0);
+        u.element_reads += a.details.get("element_line_reads").copied().unwrap_or(0.0);
         let listed = a
             .cpus
             .as_ref()
@@ -532,6 +538,7 @@ pub fn diagnose_in_run(
                 m.sim_split.0 += u.sim_split.0;
                 m.sim_split.1 += u.sim_split.1;
                 m.element_writes += u.element_writes;
+                m.element_reads += u.element_reads;
                 for f in u.functions {
                     match m.functions.iter_mut().find(|x| x.name == f.name) {
                         Some(x) => {
@@ -871,25 +878,39 @@ const FALSE_SHARE_NEGLIGIBLE: f64 = 0.2;
 /// sharing, above 20% in others).
 const READ_NEIGHBOURS_NEGLIGIBLE: f64 = 0.05;
 
-/// Writes by threads to distinct elements on one physical line, against all the line's
-/// writes (type view): at least this share makes it false sharing between elements.
-const ELEMENT_WRITES_SHARE: f64 = 0.1;
-
 /// Recorded evidence numbers threads per object (per array element), so one thread per
 /// element reads as one CPU. When no two members of the struct explain the line's simulated
 /// transfers yet most of them are false sharing, and they are not rare next to the line's
 /// writes, the line is shared between elements or neighbouring instances: distinct objects.
 fn between_objects(sim_true: f64, sim_false: f64, members: &[MemberUse]) -> bool {
     let writes: f64 = members.iter().map(|m| m.counts.writes()).sum();
-    // Deterministic evidence first: threads writing distinct elements of one physical line,
-    // a tenth of the line's writes at least. Half was the rule, but a 64-byte element 16 or
-    // 32 bytes into a line (calloc) has about half its writes on the line it shares, and
-    // `lreg_args` landed on either side of it from run to run.
+    // Deterministic evidence first: threads writing distinct elements of one physical line.
+    // A share, not a majority: in an array of per-thread elements the last element's end
+    // (or the first's start) has no neighbour, so at two threads half the writes are on a
+    // shared line, and a 64-byte element calloc'd 16 or 32 bytes into a line (`lreg_args`)
+    // sat right on a rule of half, on either side of it from run to run.
     let elements: f64 = members.iter().map(|m| m.element_writes).sum();
-    (elements > 0.0 && elements >= ELEMENT_WRITES_SHARE * writes)
+    (elements > 0.0 && elements >= ELEMENT_WRITE_SHARE * writes)
         || (sim_false > 0.0
             && sim_true < FALSE_SHARE_NEGLIGIBLE * (sim_true + sim_false)
             && sim_false >= 0.01 * writes)
+}
+
+/// Of a line's writes, the share to elements on physical lines shared with other threads'
+/// elements that makes it false sharing between elements.
+const ELEMENT_WRITE_SHARE: f64 = 0.25;
+
+/// Of a read-only line's accesses, the share of reads of elements on physical lines where
+/// another thread writes another element (the end of one thread's element beside the start
+/// of the next's) that makes it false sharing between elements.
+const ELEMENT_READ_SHARE: f64 = 0.01;
+
+/// Members of a line only read here, each by its own element's thread, while another
+/// thread writes a neighbouring element on the same physical line: what reads that and
+/// how often.
+fn read_beside_written_element(members: &[MemberUse], total: f64, cpu_floor: f64) -> bool {
+    let reads: f64 = members.iter().map(|m| m.element_reads).sum();
+    reads > 0.0 && reads >= cpu_floor && reads >= ELEMENT_READ_SHARE * total
 }
 
 /// A contention verdict whose line moved less than the run's floor becomes
@@ -1014,7 +1035,21 @@ fn judge_exact(
             .collect::<Vec<_>>()
             .join(", and ")
     };
-    let (verdict, explanation) = if written.is_empty() {
+    let (verdict, explanation) = if written.is_empty()
+        && read_beside_written_element(members, total, cpu_floor)
+    {
+        let read: Vec<&MemberUse> = members.iter().filter(|m| m.element_reads > 0.0).collect();
+        let reads: f64 = read.iter().map(|m| m.element_reads).sum();
+        (
+            Verdict::FalseSharing,
+            format!(
+                "{} {} {}, {reads:.0} times on a physical line where another thread writes another element{split}: false sharing between elements (or neighbouring instances): the end of one element and the start of the next share a line. Pad or align the element to the line (alignas({cls}) on the struct) and allocate the array line-aligned: aligned_alloc({cls}, n * size) or posix_memalign at the allocation site, alignas({cls}) on a global array; malloc and calloc return 16-byte aligned blocks, so the struct's alignment alone cannot separate the elements",
+                names(&read),
+                if read.len() == 1 { "is" } else { "are" },
+                describe_reads(&read),
+            ),
+        )
+    } else if written.is_empty() {
         let rarely_written = significant.iter().any(|m| m.counts.writes() > 0.0);
         (
             Verdict::ReadShared,
@@ -1098,8 +1133,13 @@ fn judge_exact(
         (
             Verdict::FalseSharing,
             format!(
-                "{}{split}: false sharing between elements (or neighbouring instances): each is written by its own thread, but several sit on one line. Pad or align the element to the line (alignas({cls}) on the struct) and allocate the array line-aligned: aligned_alloc({cls}, n * size) or posix_memalign at the allocation site, alignas({cls}) on a global array; malloc and calloc return 16-byte aligned blocks, so the struct's alignment alone cannot separate the elements",
-                writes_text(&written)
+                "{}{split}: false sharing between elements (or neighbouring instances): each is {} its own thread, but several sit on one line. Pad or align the element to the line (alignas({cls}) on the struct) and allocate the array line-aligned: aligned_alloc({cls}, n * size) or posix_memalign at the allocation site, alignas({cls}) on a global array; malloc and calloc return 16-byte aligned blocks, so the struct's alignment alone cannot separate the elements",
+                writes_text(&written),
+                if members.iter().map(|m| m.element_reads).sum::<f64>() >= NEGLIGIBLE * total {
+                    "used (written, or read beside another's writes) by"
+                } else {
+                    "written by"
+                }
             ),
         )
     } else if !truly.is_empty() {
@@ -1128,6 +1168,9 @@ fn judge_exact(
         0.0
     } else if transfers > 0.0 {
         transfers
+    } else if writes == 0.0 {
+        // Read beside another element's writes: each such read can miss.
+        members.iter().map(|m| m.element_reads).sum()
     } else {
         writes * significant.len().max(1) as f64 * 2.0
     };
@@ -1286,7 +1329,24 @@ pub use super::bind::LineBinding;
 pub fn name_elements(d: &mut Diagnosis, layout: &Layout, lines: &[ElementLine]) {
     let cls = d.cacheline_size.max(1);
     // Members by the names diagnose shows, whatever the recording called them.
-    let name_at = |o: u64| display_member(&layout.members, o).map(member_name);
+    // Array members by element (`blue[242]`), as the line's table shows them.
+    let name_at = |o: u64| {
+        display_member(&layout.members, o).map(|f| match array_element(f, o) {
+            Some((i, _)) => format!("{}[{i}]", member_name(f)),
+            None => member_name(f),
+        })
+    };
+    let named = |offsets: &[u64]| {
+        offsets
+            .iter()
+            .filter_map(|&o| name_at(o))
+            .fold(Vec::new(), |mut v, n| {
+                if !v.contains(&n) {
+                    v.push(n);
+                }
+                v
+            })
+    };
     for l in &mut d.lines {
         if !matches!(l.verdict, Verdict::FalseSharing | Verdict::Negligible) {
             continue;
@@ -1297,6 +1357,7 @@ pub fn name_elements(d: &mut Diagnosis, layout: &Layout, lines: &[ElementLine]) 
                 e.writers
                     .iter()
                     .flat_map(|w| w.offsets.iter())
+                    .chain(e.readers.iter().flat_map(|r| r.offsets.iter()))
                     .any(|&o| o / cls == l.index)
             })
             .map(|e| {
@@ -1305,16 +1366,13 @@ pub fn name_elements(d: &mut Diagnosis, layout: &Layout, lines: &[ElementLine]) 
                 // arguments) do not make it a sharer of the element.
                 let top = e.writers.iter().map(|w| w.writes).fold(0.0, f64::max);
                 e.writers.retain(|w| w.writes >= NEGLIGIBLE * top);
+                let top = e.readers.iter().map(|r| r.reads).fold(0.0, f64::max);
+                e.readers.retain(|r| r.reads >= NEGLIGIBLE * top);
                 for w in &mut e.writers {
-                    w.fields = w.offsets.iter().filter_map(|&o| name_at(o)).fold(
-                        Vec::new(),
-                        |mut v, n| {
-                            if !v.contains(&n) {
-                                v.push(n);
-                            }
-                            v
-                        },
-                    );
+                    w.fields = named(&w.offsets);
+                }
+                for r in &mut e.readers {
+                    r.fields = named(&r.offsets);
                 }
                 e
             })
@@ -1327,8 +1385,46 @@ pub fn name_elements(d: &mut Diagnosis, layout: &Layout, lines: &[ElementLine]) 
     }
 }
 
+/// Member names with runs of consecutive array elements folded: `blue[242]`, `blue[243]`,
+/// `blue[244]` become `blue[242..244]`.
+fn fold_indices(names: &[String]) -> Vec<String> {
+    let split = |n: &str| -> Option<(String, u64)> {
+        let (base, rest) = n.rsplit_once('[')?;
+        let i = rest.strip_suffix(']')?.parse().ok()?;
+        Some((base.to_string(), i))
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut run: Option<(String, u64, u64)> = None;
+    let flush = |run: &mut Option<(String, u64, u64)>, out: &mut Vec<String>| {
+        if let Some((b, lo, hi)) = run.take() {
+            out.push(if lo == hi {
+                format!("{b}[{lo}]")
+            } else {
+                format!("{b}[{lo}..{hi}]")
+            });
+        }
+    };
+    for n in names {
+        match (split(n), &mut run) {
+            (Some((b, i)), Some((rb, _, hi))) if *rb == b && i == *hi + 1 => *hi = i,
+            (Some((b, i)), _) => {
+                flush(&mut run, &mut out);
+                run = Some((b, i, i));
+            }
+            (None, _) => {
+                flush(&mut run, &mut out);
+                out.push(n.clone());
+            }
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
 /// "`g[0].v` by thread 11 and `g[1].v` by thread 12 share one line (bytes 0..63 of `g`)";
-/// for many, "`args[0..7].sum` (8 elements, 8 threads) on 2 lines of ...".
+/// an element only read there: "`args[0].blue[242..250]` written by thread 11 and
+/// `args[1].data` read by thread 12 share one line"; for many, "`args[0..7].sum` (8
+/// elements, 8 threads) on 2 lines of ...".
 fn elements_text(lines: &[&ElementLine], type_name: &str, cls: u64) -> Option<String> {
     let first = lines.first()?;
     let array = match (&first.variable, &first.alloc_function, &first.alloc_source) {
@@ -1342,27 +1438,40 @@ fn elements_text(lines: &[&ElementLine], type_name: &str, cls: u64) -> Option<St
         .variable
         .clone()
         .unwrap_or_else(|| type_name.to_string());
-    // (index, tid) -> fields, over every line.
-    let mut writers: BTreeMap<(u64, i64), Vec<String>> = BTreeMap::new();
-    for l in lines {
-        for w in &l.writers {
-            let f = writers.entry((w.index, w.tid)).or_default();
-            for name in &w.fields {
-                if !f.contains(name) {
-                    f.push(name.clone());
-                }
+    // (index, tid) -> (fields written, fields only read), over every line.
+    let mut users: BTreeMap<(u64, i64), (Vec<String>, Vec<String>)> = BTreeMap::new();
+    let add = |to: &mut Vec<String>, names: &[String]| {
+        for name in names {
+            if !to.contains(name) {
+                to.push(name.clone());
             }
         }
+    };
+    for l in lines {
+        for w in &l.writers {
+            add(&mut users.entry((w.index, w.tid)).or_default().0, &w.fields);
+        }
+        for r in &l.readers {
+            add(&mut users.entry((r.index, r.tid)).or_default().1, &r.fields);
+        }
     }
-    let indices: BTreeSet<u64> = writers.keys().map(|k| k.0).collect();
-    let threads: BTreeSet<i64> = writers.keys().map(|k| k.1).collect();
-    if indices.len() < 2 || threads.len() < 2 {
+    let writers: BTreeSet<(u64, i64)> = lines
+        .iter()
+        .flat_map(|l| l.writers.iter().map(|w| (w.index, w.tid)))
+        .collect();
+    let indices: BTreeSet<u64> = users.keys().map(|k| k.0).collect();
+    let threads: BTreeSet<i64> = users.keys().map(|k| k.1).collect();
+    if indices.len() < 2 || threads.len() < 2 || writers.is_empty() {
         return None;
     }
-    let fields_of = |f: &[String]| match f.len() {
-        0 => String::new(),
-        1 => format!(".{}", f[0]),
-        _ => format!(".{{{}}}", f.join(", ")),
+    let any_reader = users.keys().any(|k| !writers.contains(k));
+    let fields_of = |f: &[String]| {
+        let f = fold_indices(f);
+        match f.len() {
+            0 => String::new(),
+            1 => format!(".{}", f[0]),
+            _ => format!(".{{{}}}", f.join(", ")),
+        }
     };
     let where_ = if lines.len() == 1 {
         let start = first.line_offset;
@@ -1378,10 +1487,17 @@ fn elements_text(lines: &[&ElementLine], type_name: &str, cls: u64) -> Option<St
     } else {
         format!("share {} lines of {array}", lines.len())
     };
-    if writers.len() <= 4 {
-        let each: Vec<String> = writers
+    if users.len() <= 4 {
+        let each: Vec<String> = users
             .iter()
-            .map(|((i, t), f)| format!("`{var}[{i}]{}` by thread {t}", fields_of(f)))
+            .map(|((i, t), (w, r))| {
+                if writers.contains(&(*i, *t)) {
+                    let verb = if any_reader { "written " } else { "" };
+                    format!("`{var}[{i}]{}` {verb}by thread {t}", fields_of(w))
+                } else {
+                    format!("`{var}[{i}]{}` read by thread {t}", fields_of(r))
+                }
+            })
             .collect();
         let joined = match each.len() {
             1 => each[0].clone(),
@@ -1390,20 +1506,25 @@ fn elements_text(lines: &[&ElementLine], type_name: &str, cls: u64) -> Option<St
         Some(format!("Elements: {joined} {where_}"))
     } else {
         let mut all: Vec<String> = Vec::new();
-        for f in writers.values() {
-            for name in f {
-                if !all.contains(name) {
-                    all.push(name.clone());
-                }
-            }
+        for (w, r) in users.values() {
+            add(&mut all, w);
+            add(&mut all, r);
         }
         let lo = indices.first().copied().unwrap_or(0);
         let hi = indices.last().copied().unwrap_or(0);
+        let read_only = users.keys().filter(|k| !writers.contains(k)).count();
+        let how = if read_only > 0 {
+            format!(
+                "used by {} threads, {read_only} of them only reading beside another's writes",
+                threads.len()
+            )
+        } else {
+            format!("written by {} threads", threads.len())
+        };
         Some(format!(
-            "Elements: `{var}[{lo}..{hi}]{}` ({} elements written by {} threads) {where_}",
+            "Elements: `{var}[{lo}..{hi}]{}` ({} elements {how}) {where_}",
             fields_of(&all),
             indices.len(),
-            threads.len()
         ))
     }
 }

@@ -107,6 +107,7 @@ fn compile(cxx: bool, user: &[OsString]) -> Result<i32> {
                   lineup record -o counters.json -- ./counters 4\n  \
                   lineup diagnose --type counters --dwarf ./counters --profile counters.json\n  \
                   lineup record --heap-type queue --sample 16 -o q.json -- ./server --port 8080\n  \
+                  lineup record --alloc-wrapper xmalloc -o p.json -- ./prog input.dat\n  \
                   lineup record --sample auto -o long.json -- ./solver big.input\n  \
                   lineup record --adjacent-line --cacheline-size 64 -- ./prog\n  \
                   lineup record --memory 256M -o big.json -- ./stream input.dat"
@@ -125,6 +126,11 @@ pub struct RecordArgs {
     /// here the old spelling is kept as a hidden alias.)
     #[arg(long = "heap-type", alias = "type", value_name = "TYPE")]
     types: Vec<String>,
+    /// A function of the program that allocates and returns the block to its caller
+    /// (`xmalloc`; repeatable): its callers name and type the blocks. Wrappers whose code
+    /// hands the allocator's result back untyped are found without it
+    #[arg(long = "alloc-wrapper", value_name = "FUNCTION")]
+    alloc_wrappers: Vec<String>,
     /// Count one burst of 1024 accesses in N per thread (scaled back up), or `auto`: per code
     /// site, back off exponentially on sites whose accesses meet only lines that are not
     /// contended, and count the rest in full (for long runs; counts become estimates)
@@ -250,7 +256,7 @@ fn host_line_size() -> u64 {
 
 /// Checks the program before running it: it exists, is an ELF executable, carries lineup's
 /// runtime and DWARF.
-fn check_program(shown: &str, path: &Path, types: &[String]) -> Result<()> {
+fn check_program(shown: &str, path: &Path, types: &[String], wrappers: &[String]) -> Result<()> {
     let bytes = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => anyhow!("{shown}: no such file"),
         std::io::ErrorKind::PermissionDenied => anyhow!("{shown}: permission denied"),
@@ -267,6 +273,9 @@ fn check_program(shown: &str, path: &Path, types: &[String]) -> Result<()> {
     let debug = record::debuginfo::DebugInfo::read(&bytes).map_err(|e| anyhow!("{shown}: {e}"))?;
     if !debug.has_dwarf {
         bail!("{shown}: no DWARF debug info (stripped?): lineup needs it to name struct fields");
+    }
+    if let Some(w) = wrappers.iter().find(|w| debug.function_named(w).is_none()) {
+        bail!("{shown}: --alloc-wrapper {w}: no function of that name in its symbol table");
     }
     if !types.is_empty() {
         let arena = typed_arena::Arena::new();
@@ -533,7 +542,7 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     let program = PathBuf::from(&args.command[0]);
     let shown = program.display().to_string();
     let path = resolve_program(&program).ok_or_else(|| anyhow!("{shown}: not found in PATH"))?;
-    check_program(&shown, &path, &args.types)?;
+    check_program(&shown, &path, &args.types, &args.alloc_wrappers)?;
     check_output(&args.output)?;
     if std::env::var_os("LINEUP_TIMING").is_some() {
         eprintln!(
@@ -625,6 +634,7 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
         line_size,
         adjacent_line: args.adjacent_line,
         types: args.types.clone(),
+        alloc_wrappers: args.alloc_wrappers.clone(),
         command: Some(
             args.command
                 .iter()

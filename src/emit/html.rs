@@ -495,6 +495,7 @@ mod tests {
             per_cpu: None,
             sim_split: (0.0, 0.0),
             element_writes: 0.0,
+            element_reads: 0.0,
         };
         let d = Diagnosis {
             type_name: "s".into(),

@@ -249,6 +249,19 @@ pub struct AllocationSite {
     /// piece (blocks over 4096 bytes are folded into pieces).
     #[serde(default)]
     pub type_size: u64,
+    /// Allocation wrappers the blocks came through, innermost first (`xmalloc`): `function`
+    /// and `source` are then the wrapper's caller, the call that says what the block is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub through: Vec<String>,
+    /// How that caller was told from the wrapper's other callers: `only caller`, `size`
+    /// (the only caller whose pointer's element fits the block), `use` (the only one whose
+    /// element struct the code touching the block handles pointers to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller_found_by: Option<String>,
+    /// For blocks left at the wrapper's own call: the wrapper's callers that could have
+    /// allocated them (`main (wrap.c:40)`), when nothing told them apart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callers: Vec<String>,
 }
 
 impl AllocationSite {
@@ -260,6 +273,22 @@ impl AllocationSite {
             self.function.as_deref().unwrap_or("?"),
             self.source.as_deref().unwrap_or("?")
         );
+        if !self.through.is_empty() {
+            s.push_str(&format!(
+                " through {}{}",
+                self.through.join(" and "),
+                self.caller_found_by
+                    .as_deref()
+                    .map(|b| format!(" (caller found by {b})"))
+                    .unwrap_or_default()
+            ));
+        }
+        if !self.callers.is_empty() {
+            s.push_str(&format!(
+                ", an allocation wrapper called from {} (nothing in the recording tells which call allocated which block)",
+                self.callers.join(", ")
+            ));
+        }
         if let Some(v) = &self.variable {
             s.push_str(&format!(": `{v}`"));
         } else {
@@ -315,6 +344,23 @@ pub struct ElementLine {
     pub misalignment: u64,
     /// Elements written on the line, by index.
     pub writers: Vec<ElementWriter>,
+    /// Elements only read on the line by a thread while another thread writes another
+    /// element there (the end of one thread's element beside the start of the next's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readers: Vec<ElementReader>,
+}
+
+/// One element's reads on an [`ElementLine`] by one thread, which another thread's writes to
+/// another element of the line take away from its cache.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElementReader {
+    pub index: u64,
+    pub tid: i64,
+    /// Offsets within the element read on this line, and their field names.
+    pub offsets: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    pub reads: f64,
 }
 
 /// One element's writes on an [`ElementLine`] by one thread.

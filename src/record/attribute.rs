@@ -286,7 +286,7 @@ impl<'a> TypeChooser<'a> {
 
     /// `file.c:line` of a call site, else `function+offset`, else its address.
     fn site_label(&self, site: u64) -> String {
-        if let Some((file, line)) = self.debug.line_of(site) {
+        if let Some((file, line)) = self.debug.alloc_line(site) {
             return format!("{file}:{line}");
         }
         let r = self.debug.resolve(site);
@@ -317,7 +317,7 @@ impl ObjectMap {
         bias: u64,
         allocs: &[AllocEvent],
         chooser: &mut TypeChooser<'_>,
-        site_of: impl Fn(u64) -> u64,
+        site_of: impl Fn(&AllocEvent) -> u64,
     ) -> ObjectMap {
         let mut m = ObjectMap::default();
         for g in &debug.globals {
@@ -350,7 +350,7 @@ impl ObjectMap {
                     blocks[i].4 = a.tsc;
                 }
                 open.insert(a.addr, blocks.len());
-                blocks.push((a.addr, a.size, site_of(a.pc), a.tsc, u64::MAX));
+                blocks.push((a.addr, a.size, site_of(a), a.tsc, u64::MAX));
             }
         }
         for (base, size, site, born, died) in blocks {
@@ -445,6 +445,50 @@ mod tests {
     }
 
     #[test]
+    fn a_wrappers_caller_is_the_only_one_then_the_one_that_fits_then_the_one_used() {
+        let caller = |site, name: Option<(&str, u64)>| WrapperCaller {
+            site,
+            through: vec!["xmalloc".into()],
+            elem: name.map(|(n, size)| Elem {
+                name: n.into(),
+                size,
+                kind: ElemKind::Struct,
+            }),
+        };
+        let none = HashMap::new();
+        let one = [caller(1, None)];
+        assert_eq!(
+            choose_caller(&one, 40, &none).map(|(c, how)| (c.site, how)),
+            Some((1, "only caller"))
+        );
+        let two = [
+            caller(1, Some(("tally", 16))),
+            caller(2, Some(("sample", 24))),
+        ];
+        // 32 bytes: two tallies, not a whole number of samples.
+        assert_eq!(
+            choose_caller(&two, 32, &none).map(|(c, how)| (c.site, how)),
+            Some((1, "size"))
+        );
+        // 48 bytes fit both: the accesses through `struct sample *` decide, and nothing
+        // decides without them, or when both are used alike.
+        assert!(choose_caller(&two, 48, &none).is_none());
+        let used: HashMap<String, u64> = [("sample".to_string(), 9), ("tally".to_string(), 2)]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            choose_caller(&two, 48, &used).map(|(c, how)| (c.site, how)),
+            Some((2, "use"))
+        );
+        let alike: HashMap<String, u64> = [("sample".to_string(), 5), ("tally".to_string(), 5)]
+            .into_iter()
+            .collect();
+        assert!(choose_caller(&two, 48, &alike).is_none());
+        // A size that fits neither: nothing told.
+        assert!(choose_caller(&two, 20, &used).is_none());
+    }
+
+    #[test]
     fn reused_heap_addresses_resolve_by_time() {
         let d = DebugInfo::default();
         let mut c = TypeChooser::new(vec![t("small", 16), t("big", 128)], &d);
@@ -461,11 +505,151 @@ mod tests {
             ev(2, 0x1000, 0, true),
             ev(3, 0x1000, 128, false),
         ];
-        let m = ObjectMap::build(&d, 0, &allocs, &mut c, |pc| pc);
+        let m = ObjectMap::build(&d, 0, &allocs, &mut c, |a| a.pc);
         assert_eq!(m.lookup(0x1008, Some(1)).unwrap().ty.name, "small");
         assert_eq!(m.lookup(0x1008, Some(5)).unwrap().ty.name, "big");
         assert_eq!(m.lookup(0x1040, None).unwrap().ty.name, "big");
         assert!(m.lookup(0x2000, None).is_none());
         assert_eq!(m.lookup(0x1048, None).unwrap().type_offset(0x1048), 0x48);
     }
+}
+
+/// Allocation wrappers: functions that allocate a block and hand it back to their caller
+/// (`xmalloc`, Phoenix's `mem_malloc`, a `safe_malloc` that checks for NULL). The runtime
+/// logs the return address of the allocator's call, which for a wrapper is the same for
+/// every block of the program; the wrapper's callers say what each block is. A function is
+/// a wrapper when `--alloc-wrapper` names it, or when its own code gives the block no type
+/// (no typed pointer declared on the call's line or assigned from it, no struct pointer in
+/// the function) and the result reaches its `ret` ([`DebugInfo::returns_result`]). A typed
+/// factory (`struct node *new_node(void)`) is not one: its own site names the block.
+pub struct Wrappers<'a> {
+    debug: &'a DebugInfo,
+    named: Vec<String>,
+    memo: HashMap<u64, Option<(u64, String)>>,
+}
+
+/// A wrapper's caller: the call instruction (link-time), the wrappers between it and the
+/// allocator (innermost first), and the element its pointer says the block is.
+#[derive(Clone, Debug)]
+pub struct WrapperCaller {
+    pub site: u64,
+    pub through: Vec<String>,
+    pub elem: Option<Elem>,
+}
+
+impl<'a> Wrappers<'a> {
+    pub fn new(debug: &'a DebugInfo, named: &[String]) -> Self {
+        Wrappers {
+            debug,
+            named: named.to_vec(),
+            memo: HashMap::new(),
+        }
+    }
+
+    /// The wrapper (function start and name) whose allocation call is at `site`.
+    pub fn wrapper_at(&mut self, site: u64) -> Option<(u64, String)> {
+        if let Some(w) = self.memo.get(&site) {
+            return w.clone();
+        }
+        let debug = self.debug;
+        let w = debug.function_at(site).and_then(|(start, name)| {
+            let named = self.named.iter().any(|n| n == name);
+            let typed = || {
+                debug
+                    .variables_declared_at(site)
+                    .iter()
+                    .any(|v| v.elem.is_some())
+                    || debug
+                        .variable_assigned_at(site)
+                        .is_some_and(|v| v.elem.is_some())
+                    || !debug.pointer_types_at(site).is_empty()
+            };
+            // `main` hands nothing back to a caller that says more.
+            (named || (name != "main" && !typed() && debug.returns_result(site)))
+                .then(|| (start, name.to_string()))
+        });
+        self.memo.insert(site, w.clone());
+        w
+    }
+
+    /// The calls that reach the allocation at `site` through wrappers, outermost first:
+    /// empty when `site` is not in a wrapper. A wrapper called from another wrapper
+    /// (`xcalloc` calling `xmalloc`) is followed to the callers of the outer one.
+    pub fn callers(&mut self, site: u64) -> Vec<WrapperCaller> {
+        let mut out = Vec::new();
+        self.collect(site, Vec::new(), 0, &mut out);
+        out
+    }
+
+    fn collect(
+        &mut self,
+        site: u64,
+        through: Vec<String>,
+        depth: u32,
+        out: &mut Vec<WrapperCaller>,
+    ) {
+        let Some((start, name)) = self.wrapper_at(site) else {
+            if !through.is_empty() {
+                let debug = self.debug;
+                let elem = debug
+                    .variables_declared_at(site)
+                    .into_iter()
+                    .find_map(|v| v.elem)
+                    .or_else(|| debug.variable_assigned_at(site).and_then(|v| v.elem));
+                out.push(WrapperCaller {
+                    site,
+                    through,
+                    elem,
+                });
+            }
+            return;
+        };
+        // gcc's clones (`mem_calloc.constprop.0`, `.isra.0`) by the source's name.
+        let name = name.split('.').next().unwrap_or(&name).to_string();
+        if depth >= 4 || through.contains(&name) {
+            return;
+        }
+        let mut through = through;
+        through.push(name);
+        for &c in self.debug.calls_to(start) {
+            self.collect(c, through.clone(), depth + 1, out);
+        }
+    }
+}
+
+/// Which of a wrapper's callers allocated one block of `size` bytes: the only caller; else
+/// the only one whose pointer's element fits the size (`size`); else, of those that fit, the
+/// one whose element struct the block is accessed through most (`uses`: struct name →
+/// accesses through pointers to it, [`DebugInfo::pointer_used_at`]; `use`). `None`: nothing
+/// tells them apart.
+pub fn choose_caller<'c>(
+    callers: &'c [WrapperCaller],
+    size: u64,
+    uses: &HashMap<String, u64>,
+) -> Option<(&'c WrapperCaller, &'static str)> {
+    if callers.len() == 1 {
+        return Some((&callers[0], "only caller"));
+    }
+    let fits: Vec<&WrapperCaller> = callers
+        .iter()
+        .filter(|c| {
+            c.elem
+                .as_ref()
+                .is_some_and(|e| e.size > 0 && size >= e.size && size.is_multiple_of(e.size))
+        })
+        .collect();
+    if fits.len() == 1 {
+        return Some((fits[0], "size"));
+    }
+    let score = |c: &WrapperCaller| {
+        c.elem
+            .as_ref()
+            .filter(|e| e.kind == ElemKind::Struct)
+            .and_then(|e| uses.get(&e.name))
+            .copied()
+            .unwrap_or(0)
+    };
+    let best = fits.iter().map(|c| score(c)).max().unwrap_or(0);
+    let top: Vec<&&WrapperCaller> = fits.iter().filter(|c| score(c) == best).collect();
+    (best > 0 && top.len() == 1).then(|| (*top[0], "use"))
 }

@@ -134,6 +134,20 @@ pub struct Resolved {
     pub source: Option<String>,
 }
 
+/// A call the compiler inlined (`DW_TAG_inlined_subroutine`): where its code lies, what it
+/// calls, and the caller's line.
+#[derive(Clone, Debug)]
+struct InlinedCall {
+    ranges: Vec<(u64, u64)>,
+    name: String,
+    call_file: String,
+    call_line: u32,
+    /// The inlined function returns a pointer.
+    returns_pointer: bool,
+    /// Its entry in `functions` (the struct types its code holds pointers to).
+    function: usize,
+}
+
 #[derive(Default)]
 pub struct DebugInfo {
     symbols: Vec<Symbol>,
@@ -147,6 +161,12 @@ pub struct DebugInfo {
     /// Executable sections: (address, bytes), to look at call instructions.
     code: Vec<(u64, Vec<u8>)>,
     pub has_dwarf: bool,
+    /// Direct calls by target: the call instructions' addresses, decoded once when first
+    /// asked (allocation wrappers' callers).
+    calls: std::sync::OnceLock<HashMap<u64, Vec<u64>>>,
+    inlined: Vec<InlinedCall>,
+    /// `--alloc-wrapper` names: functions whose callers name the blocks they allocate.
+    pub alloc_wrappers: Vec<String>,
 }
 
 impl DebugInfo {
@@ -278,6 +298,24 @@ impl DebugInfo {
                         types.push(t);
                     }
                     let frame_from_rbp = frame_base_from_rbp(unit, entry);
+                    if entry.tag() == dw::DW_TAG_inlined_subroutine
+                        && let Some(call_line) =
+                            attr_u64(entry, dw::DW_AT_call_line).filter(|&l| l > 0)
+                    {
+                        let call_file = attr_u64(entry, dw::DW_AT_call_file)
+                            .map(|i| file_base(dwarf, unit, i))
+                            .unwrap_or_default();
+                        self.inlined.push(InlinedCall {
+                            ranges: ranges.clone(),
+                            name: name_of(dwarf, unit, entry).unwrap_or_default(),
+                            call_file,
+                            call_line: call_line as u32,
+                            returns_pointer: type_of(unit, entry)
+                                .and_then(|t| pointer_elem(dwarf, unit, t))
+                                .is_some(),
+                            function: self.functions.len(),
+                        });
+                    }
                     self.functions.push(FunctionTypes {
                         ranges,
                         types,
@@ -389,9 +427,10 @@ impl DebugInfo {
     /// functions (and inlined calls) around it: `double *buf = malloc(n)` names `buf`, a
     /// `double` array. Typed ones first.
     pub fn variables_declared_at(&self, site: u64) -> Vec<SiteVariable> {
-        let Some((file, line)) = self.line_of(site) else {
+        let Some((file, line)) = self.alloc_line(site) else {
             return Vec::new();
         };
+        let file = file.as_str();
         let mut out: Vec<SiteVariable> = Vec::new();
         for v in &self.pointer_locals {
             let f = &self.functions[v.function];
@@ -442,8 +481,9 @@ impl DebugInfo {
             Register::R11,
         ];
         let mut holding: Vec<Register> = vec![Register::RAX];
+        let mut spills: Vec<i64> = Vec::new();
         for _ in 0..24 {
-            if !decoder.can_decode() || holding.is_empty() {
+            if !decoder.can_decode() || (holding.is_empty() && spills.is_empty()) {
                 return None;
             }
             // An optimized local that lives, here, in a register holding the result.
@@ -491,7 +531,7 @@ impl DebugInfo {
                     }
                     if ins.memory_base() == Register::RBP && ins.memory_index() == Register::None {
                         let disp = ins.memory_displacement64() as i64;
-                        return self
+                        let local = self
                             .pointer_locals
                             .iter()
                             .filter(|v| v.rbp_offset == Some(disp))
@@ -505,11 +545,35 @@ impl DebugInfo {
                                 name: v.name.clone(),
                                 elem: v.elem.clone(),
                             });
+                        if local.is_some() {
+                            return local;
+                        }
+                        // No variable lives there: a spill around the instrumentation call
+                        // (clang -O0: `mov %rax,-0x68(%rbp); call __tsan_write8; mov
+                        // -0x68(%rbp),%rax`), reloaded below.
+                        spills.push(disp);
+                        continue;
                     }
                     // A member of an object whose address is in a register: the recorded
                     // store tells which (`ObjectMap`), not the code.
                     return None;
                 }
+            }
+            // A reload of a spilled result.
+            if ins.mnemonic() == Mnemonic::Mov
+                && ins.op_count() == 2
+                && ins.op0_kind() == OpKind::Register
+                && ins.op0_register().size() == 8
+                && ins.op1_kind() == OpKind::Memory
+                && ins.memory_base() == Register::RBP
+                && ins.memory_index() == Register::None
+                && spills.contains(&(ins.memory_displacement64() as i64))
+            {
+                let dst = ins.op0_register();
+                if !holding.contains(&dst) {
+                    holding.push(dst);
+                }
+                continue;
             }
             // Anything else that writes a register holding the result ends its holding.
             if ins.op_count() > 0 && ins.op0_kind() == OpKind::Register {
@@ -569,6 +633,359 @@ impl DebugInfo {
                 name: v.name.clone(),
                 elem: v.elem.clone(),
             })
+    }
+
+    /// Allocation wrappers the compiler inlined around the allocation call at `site`
+    /// (link-time), innermost first, and the line of the call to the outermost of them:
+    /// an inlined `static void *xmalloc(size_t)` leaves its malloc call in each caller with
+    /// the wrapper's own source line; the inlined call's `DW_AT_call_line` is the caller's.
+    /// A wrapper here: named by `--alloc-wrapper`, or returning a pointer while its code
+    /// holds no struct pointer (a typed factory names its own blocks).
+    pub fn inlined_wrappers(&self, site: u64) -> Option<(Vec<String>, String, u32)> {
+        // Innermost first: the entries were read depth first, so a call inlined into
+        // another comes after it.
+        let around: Vec<&InlinedCall> = self
+            .inlined
+            .iter()
+            .rev()
+            .filter(|c| c.ranges.iter().any(|&(lo, hi)| site >= lo && site < hi))
+            .collect();
+        let mut names = Vec::new();
+        let mut call = None;
+        for c in around {
+            let wrapper = self.alloc_wrappers.iter().any(|w| *w == c.name)
+                || (c.returns_pointer && self.functions[c.function].types.is_empty());
+            if !wrapper {
+                break;
+            }
+            names.push(c.name.clone());
+            call = Some((c.call_file.clone(), c.call_line));
+        }
+        let (file, line) = call?;
+        Some((names, file, line))
+    }
+
+    /// `file.c` and line that name the allocation call at `site` (link-time): the line of the
+    /// call to an inlined wrapper around it ([`Self::inlined_wrappers`]), else its own.
+    pub fn alloc_line(&self, site: u64) -> Option<(String, u32)> {
+        if let Some((_, file, line)) = self.inlined_wrappers(site) {
+            return Some((file, line));
+        }
+        self.line_of(site).map(|(f, l)| (f.to_string(), l))
+    }
+
+    /// [`Self::resolve`] of an allocation call, its source by [`Self::alloc_line`].
+    pub fn resolve_alloc(&self, site: u64) -> Resolved {
+        let mut r = self.resolve(site);
+        if let Some((file, line)) = self.alloc_line(site) {
+            r.source = Some(format!("{file}:{line}"));
+        }
+        r
+    }
+
+    /// The start of the function symbol named `name` (demangled), if the program has one.
+    pub fn function_named(&self, name: &str) -> Option<u64> {
+        self.symbols
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.start)
+    }
+
+    /// The function symbol holding code address `addr` (link-time): its start and name.
+    pub fn function_at(&self, addr: u64) -> Option<(u64, &str)> {
+        let i = self.symbols.partition_point(|s| s.start <= addr);
+        let s = self.symbols.get(i.checked_sub(1)?)?;
+        let next = self.symbols.get(i).map_or(u64::MAX, |n| n.start);
+        (addr < s.start + s.size.max(1) || (s.size == 0 && addr < next))
+            .then_some((s.start, s.name.as_str()))
+    }
+
+    /// The direct `call` instructions (link-time addresses) to the function starting at
+    /// `target`, from decoding every function symbol's code once.
+    pub fn calls_to(&self, target: u64) -> &[u64] {
+        use iced_x86::{Decoder, DecoderOptions, FlowControl, OpKind};
+        let calls = self.calls.get_or_init(|| {
+            let mut by_target: HashMap<u64, Vec<u64>> = HashMap::new();
+            for f in self.symbols.iter().filter(|s| s.size > 0) {
+                let Some((start, bytes)) = self.code.iter().find(|(start, bytes)| {
+                    f.start >= *start && f.start + f.size <= *start + bytes.len() as u64
+                }) else {
+                    continue;
+                };
+                let from = (f.start - start) as usize;
+                let code = &bytes[from..from + f.size as usize];
+                let mut d = Decoder::with_ip(64, code, f.start, DecoderOptions::NONE);
+                while d.can_decode() {
+                    let ins = d.decode();
+                    if ins.flow_control() == FlowControl::Call
+                        && ins.op0_kind() == OpKind::NearBranch64
+                    {
+                        by_target
+                            .entry(ins.near_branch_target())
+                            .or_default()
+                            .push(ins.ip());
+                    }
+                }
+            }
+            by_target
+        });
+        calls.get(&target).map_or(&[], Vec::as_slice)
+    }
+
+    /// Does the function holding the call at `site` (link-time) hand the call's result back
+    /// to its own caller: is the result register (or a register or frame slot it was copied
+    /// into) in `%rax` at a `ret` on some path after the call (x86-64)? That is what an
+    /// allocation wrapper does (`void *xmalloc(size_t n) { void *p = malloc(n); if (!p)
+    /// abort(); return p; }`): its callers, not its own call, say what the block is.
+    pub fn returns_result(&self, site: u64) -> bool {
+        use iced_x86::{
+            Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, OpAccess,
+            OpKind, Register,
+        };
+        let decode = |ip: u64| -> Option<Instruction> {
+            let (start, bytes) = self
+                .code
+                .iter()
+                .find(|(start, bytes)| ip >= *start && ip < *start + bytes.len() as u64)?;
+            let mut d = Decoder::with_ip(
+                64,
+                &bytes[(ip - start) as usize..],
+                ip,
+                DecoderOptions::NONE,
+            );
+            let ins = d.decode();
+            (!ins.is_invalid()).then_some(ins)
+        };
+        let Some(call) = decode(site) else {
+            return false;
+        };
+        if call.flow_control() != FlowControl::Call {
+            return false;
+        }
+        let volatile = [
+            Register::RAX,
+            Register::RCX,
+            Register::RDX,
+            Register::RSI,
+            Register::RDI,
+            Register::R8,
+            Register::R9,
+            Register::R10,
+            Register::R11,
+        ];
+        // A frame slot: base register (%rbp or %rsp) and displacement.
+        type Slot = (Register, i64);
+        let slot_of = |ins: &Instruction, op: u32| -> Option<Slot> {
+            (ins.op_kind(op) == OpKind::Memory
+                && matches!(ins.memory_base(), Register::RBP | Register::RSP)
+                && ins.memory_index() == Register::None)
+                .then(|| (ins.memory_base(), ins.memory_displacement64() as i64))
+        };
+        let mut info = InstructionInfoFactory::new();
+        let mut work: Vec<(u64, Vec<Register>, Vec<Slot>)> =
+            vec![(call.next_ip(), vec![Register::RAX], Vec::new())];
+        let mut seen: std::collections::HashSet<u64> = std::collections::HashSet::new();
+        let mut budget = 512;
+        while let Some((mut ip, mut regs, mut slots)) = work.pop() {
+            loop {
+                budget -= 1;
+                if budget == 0 {
+                    return false;
+                }
+                if (regs.is_empty() && slots.is_empty())
+                    || !self.same_function(site, ip)
+                    || !seen.insert(ip)
+                {
+                    break;
+                }
+                let Some(ins) = decode(ip) else { break };
+                ip = ins.next_ip();
+                match ins.flow_control() {
+                    FlowControl::Return => {
+                        if regs.contains(&Register::RAX) {
+                            return true;
+                        }
+                        break;
+                    }
+                    FlowControl::Call => {
+                        // A callee keeps the callee-saved registers and the frame.
+                        regs.retain(|r| !volatile.contains(r));
+                        continue;
+                    }
+                    FlowControl::UnconditionalBranch => {
+                        if ins.op0_kind() == OpKind::NearBranch64 {
+                            ip = ins.near_branch_target();
+                            continue;
+                        }
+                        break;
+                    }
+                    FlowControl::ConditionalBranch => {
+                        work.push((ins.near_branch_target(), regs.clone(), slots.clone()));
+                        continue;
+                    }
+                    FlowControl::Next => {}
+                    _ => break,
+                }
+                if ins.mnemonic() == iced_x86::Mnemonic::Mov && ins.op_count() == 2 {
+                    let src_reg = (ins.op1_kind() == OpKind::Register)
+                        .then(|| ins.op1_register())
+                        .filter(|r| r.size() == 8);
+                    let from_slot = slot_of(&ins, 1);
+                    let holds = src_reg.is_some_and(|r| regs.contains(&r))
+                        || from_slot.is_some_and(|s| slots.contains(&s));
+                    if ins.op0_kind() == OpKind::Register {
+                        let dst = ins.op0_register().full_register();
+                        regs.retain(|r| *r != dst);
+                        if holds && ins.op0_register().size() == 8 {
+                            regs.push(dst);
+                        }
+                        continue;
+                    }
+                    if let Some(to) = slot_of(&ins, 0) {
+                        slots.retain(|s| *s != to);
+                        if holds && src_reg.is_some() {
+                            slots.push(to);
+                        }
+                        continue;
+                    }
+                }
+                // Anything else that writes a register holding the result ends its holding
+                // (a `test %rax,%rax` reads it only).
+                for r in info.info(&ins).used_registers() {
+                    if matches!(
+                        r.access(),
+                        OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite
+                    ) {
+                        let full = r.register().full_register();
+                        regs.retain(|x| *x != full);
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// The element type of the pointer an access went through: the instrumentation call
+    /// at `call` (link-time) gets the address in `%rdi`; the code of its function from the
+    /// start up to the call is followed (straight through, x86-64) for what `%rdi` was
+    /// computed from: a load of a typed pointer variable (a global, `%rip`-relative; a local
+    /// in the frame, -O0), or, optimized, a local whose location list puts it in `%rdi`
+    /// there; copies (`mov`) and pointer arithmetic (`lea`, `add`) keep the type. `t->hits++`
+    /// through `struct tally *t` is an access to a `tally`.
+    pub fn pointer_used_at(&self, call: u64) -> Option<Elem> {
+        use iced_x86::{
+            Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, Mnemonic, OpAccess,
+            OpKind, Register,
+        };
+        let (start, _) = self.function_at(call)?;
+        if call - start > 1 << 16 {
+            return None;
+        }
+        if let Some(v) = self.local_in_registers(call, call, &[Register::RDI])
+            && v.elem.is_some()
+        {
+            return v.elem;
+        }
+        let (cstart, bytes) = self
+            .code
+            .iter()
+            .find(|(s, b)| start >= *s && call < *s + b.len() as u64)?;
+        let code = &bytes[(start - cstart) as usize..(call - cstart) as usize];
+        let mut d = Decoder::with_ip(64, code, start, DecoderOptions::NONE);
+        let mut info = InstructionInfoFactory::new();
+        let mut held: HashMap<Register, Elem> = HashMap::new();
+        let volatile = [
+            Register::RAX,
+            Register::RCX,
+            Register::RDX,
+            Register::RSI,
+            Register::RDI,
+            Register::R8,
+            Register::R9,
+            Register::R10,
+            Register::R11,
+        ];
+        while d.can_decode() {
+            let ins = d.decode();
+            if ins.flow_control() == FlowControl::Call {
+                for r in volatile {
+                    held.remove(&r);
+                }
+                continue;
+            }
+            let dst = (ins.op_count() > 0 && ins.op0_kind() == OpKind::Register)
+                .then(|| ins.op0_register())
+                .filter(|r| r.size() == 8);
+            let typed: Option<Option<Elem>> = match (ins.mnemonic(), dst) {
+                (Mnemonic::Mov, Some(_)) if ins.op1_kind() == OpKind::Register => {
+                    Some(held.get(&ins.op1_register().full_register()).cloned())
+                }
+                (Mnemonic::Mov, Some(_)) if ins.op1_kind() == OpKind::Memory => {
+                    if ins.is_ip_rel_memory_operand() {
+                        Some(
+                            self.pointer_global_at(ins.ip_rel_memory_address())
+                                .and_then(|g| g.elem.clone()),
+                        )
+                    } else if ins.memory_base() == Register::RBP
+                        && ins.memory_index() == Register::None
+                    {
+                        let disp = ins.memory_displacement64() as i64;
+                        Some(
+                            self.pointer_locals
+                                .iter()
+                                .filter(|v| v.rbp_offset == Some(disp))
+                                .find(|v| {
+                                    self.functions[v.function]
+                                        .ranges
+                                        .iter()
+                                        .any(|&(lo, hi)| call >= lo && call < hi)
+                                })
+                                .and_then(|v| v.elem.clone()),
+                        )
+                    } else {
+                        Some(None)
+                    }
+                }
+                // Pointer arithmetic within the object: `&t->hits`, `&table[i]`.
+                (Mnemonic::Lea, Some(_)) if ins.memory_base() != Register::RIP => {
+                    Some(held.get(&ins.memory_base().full_register()).cloned())
+                }
+                // An index added to the pointer, or the pointer added to an index.
+                (Mnemonic::Add, Some(r)) => {
+                    Some(held.get(&r.full_register()).cloned().or_else(|| {
+                        (ins.op1_kind() == OpKind::Register)
+                            .then(|| held.get(&ins.op1_register().full_register()).cloned())
+                            .flatten()
+                    }))
+                }
+                (Mnemonic::Sub, Some(r)) => Some(held.get(&r.full_register()).cloned()),
+                _ => None,
+            };
+            match (typed, dst) {
+                (Some(t), Some(r)) => {
+                    let r = r.full_register();
+                    match t {
+                        Some(e) => {
+                            held.insert(r, e);
+                        }
+                        None => {
+                            held.remove(&r);
+                        }
+                    }
+                }
+                _ => {
+                    for u in info.info(&ins).used_registers() {
+                        if matches!(
+                            u.access(),
+                            OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite
+                        ) {
+                            held.remove(&u.register().full_register());
+                        }
+                    }
+                }
+            }
+        }
+        held.remove(&Register::RDI)
     }
 
     /// Do code addresses `a` and `b` (link-time) lie in one function (by symbol)?

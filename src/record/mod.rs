@@ -22,10 +22,10 @@ use std::path::Path;
 
 use crate::analysis::fields::{self, Leaf};
 use crate::profile::{
-    Access, CodeLocation, Counts, CpuUse, ElementLine, ElementWriter, Machine, Privilege, Profile,
-    ThreadUse, Unit,
+    Access, CodeLocation, Counts, CpuUse, ElementLine, ElementReader, ElementWriter, Machine,
+    Privilege, Profile, ThreadUse, Unit,
 };
-use attribute::{ObjectMap, Origin, TypeChooser};
+use attribute::{ObjectMap, Origin, TypeChooser, WrapperCaller, Wrappers};
 use debuginfo::{DebugInfo, Elem, ElemKind, ObjType, SiteVariable};
 use sim::Kind;
 use trace::Process;
@@ -71,6 +71,8 @@ pub struct Options {
     pub adjacent_line: bool,
     /// `--type`: struct types that heap blocks of matching size are.
     pub types: Vec<String>,
+    /// `--alloc-wrapper`: functions whose callers name the blocks they allocate.
+    pub alloc_wrappers: Vec<String>,
     /// The recorded command line, for provenance.
     pub command: Option<String>,
     /// CPUs of the machine that ran it.
@@ -83,6 +85,7 @@ impl Default for Options {
             line_size: 64,
             adjacent_line: false,
             types: Vec::new(),
+            alloc_wrappers: Vec::new(),
             command: None,
             machine_cpus: None,
         }
@@ -160,8 +163,11 @@ struct AccessVal {
     invalidations: f64,
     pair_true: f64,
     pair_false: f64,
-    /// Writes to an element whose physical line another thread writes in another element.
+    /// Writes to an element whose physical line another thread writes or reads in another
+    /// element.
     element_writes: f64,
+    /// Reads of an element whose physical line another thread writes in another element.
+    element_reads: f64,
     threads: BTreeSet<(u32, u32)>,
     comms: BTreeSet<String>,
     resolved: debuginfo::Resolved,
@@ -258,15 +264,16 @@ fn pointee_elem(types: &crate::types::Types<'_>, id: crate::types::TypeId) -> Op
     Some(None)
 }
 
-fn exe_facts(path: &Path, want: &[String]) -> Result<ExeFacts, RecordError> {
+fn exe_facts(path: &Path, want: &[String], wrappers: &[String]) -> Result<ExeFacts, RecordError> {
     let bytes = std::fs::read(path).map_err(|e| RecordError::Program {
         path: path.display().to_string(),
         problem: format!("cannot read: {e}"),
     })?;
-    let debug = DebugInfo::read(&bytes).map_err(|problem| RecordError::Program {
+    let mut debug = DebugInfo::read(&bytes).map_err(|problem| RecordError::Program {
         path: path.display().to_string(),
         problem,
     })?;
+    debug.alloc_wrappers = wrappers.to_vec();
     let arena = typed_arena::Arena::new();
     let mut by_size: HashMap<u64, BTreeSet<String>> = HashMap::new();
     let mut named = Vec::new();
@@ -340,6 +347,38 @@ fn exe_facts(path: &Path, want: &[String]) -> Result<ExeFacts, RecordError> {
     })
 }
 
+/// One element's accesses on one physical line by one thread (`build`'s element lines).
+#[derive(Clone, Copy, Debug)]
+struct ElementUse {
+    element: u64,
+    thread: u32,
+    writes: f64,
+    reads: f64,
+}
+
+fn element_use(users: &mut Vec<ElementUse>, element: u64, thread: u32) -> &mut ElementUse {
+    match users
+        .iter()
+        .position(|u| u.element == element && u.thread == thread)
+    {
+        Some(i) => &mut users[i],
+        None => {
+            users.push(ElementUse {
+                element,
+                thread,
+                writes: 0.0,
+                reads: 0.0,
+            });
+            users.last_mut().expect("just pushed")
+        }
+    }
+}
+
+/// Of a process's accesses, the share an element's partner on a line must reach to make the
+/// line shared between elements: the diagnosis's floor for a run (`RunTotals` in
+/// `analysis::diagnose`), since fewer accesses cannot move the line more often than that.
+const ELEMENT_PARTNER_FLOOR: f64 = 1e-4;
+
 /// Builds the profile of a recorded run from the runtime's files (`processes`), the
 /// program's debug info, and `opts`.
 pub fn build(
@@ -351,7 +390,7 @@ pub fn build(
     let mut exes: BTreeMap<String, ExeFacts> = BTreeMap::new();
     for p in processes {
         if !exes.contains_key(&p.exe) {
-            let facts = exe_facts(Path::new(&p.exe), &opts.types)?;
+            let facts = exe_facts(Path::new(&p.exe), &opts.types, &opts.alloc_wrappers)?;
             exes.insert(p.exe.clone(), facts);
         }
     }
@@ -456,20 +495,43 @@ pub fn build(
         let bias = p.exe_bias;
         let mut chooser = TypeChooser::new(facts.named.clone(), debug);
         let site_of = |pc: u64| debug.call_site(pc.wrapping_sub(bias));
-        let mut objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, site_of);
+        let mut objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, |a| site_of(a.pc));
+        // Blocks from allocation wrappers go to the wrappers' callers, then are typed again.
+        let wrapped = wrapped_blocks(
+            debug,
+            &opts.alloc_wrappers,
+            &p.allocs,
+            &tally,
+            &objects,
+            site_of,
+        );
+        let alloc_site = |a: &trace::AllocEvent| {
+            wrapped
+                .moved
+                .get(&(a.addr, a.tsc))
+                .copied()
+                .unwrap_or_else(|| site_of(a.pc))
+        };
+        if !wrapped.moved.is_empty() {
+            chooser.reset();
+            objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, alloc_site);
+        }
         // The dynamic way: the slots the allocating threads stored the blocks' addresses
         // into, then the blocks typed again with them.
-        let stored = stored_slots(facts, bias, &p.allocs, &tally, &objects, site_of);
+        let stored = stored_slots(
+            facts, bias, &p.allocs, &tally, &objects, alloc_site, site_of,
+        );
         if !stored.is_empty() {
             chooser.stored = stored;
             chooser.reset();
-            objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, site_of);
+            objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, alloc_site);
         }
         for (&site, info) in &chooser.sites {
             let Some(type_name) = info.type_name.clone() else {
                 continue;
             };
-            let r = debug.resolve(site);
+            let r = debug.resolve_alloc(site);
+            let inlined = debug.inlined_wrappers(site);
             let (elem_type, elem_kind, elem_size) = match &info.elem {
                 Some(e) => (
                     Some(e.name.clone()),
@@ -481,7 +543,7 @@ pub fn build(
             let entry = allocations.entry(type_name).or_default();
             entry.push(crate::profile::AllocationSite {
                 function: r.symbol.clone(),
-                source: debug.line_of(site).map(|(f, l)| format!("{f}:{l}")),
+                source: r.source.clone(),
                 address: Some(site),
                 variable: info.variable.clone(),
                 element_type: elem_type,
@@ -491,6 +553,18 @@ pub fn build(
                 blocks: info.blocks,
                 max_bytes: info.max_bytes,
                 type_size: info.type_size,
+                through: wrapped
+                    .callers
+                    .get(&site)
+                    .map(|c| c.0.clone())
+                    .or_else(|| inlined.as_ref().map(|i| i.0.clone()))
+                    .unwrap_or_default(),
+                caller_found_by: wrapped
+                    .callers
+                    .get(&site)
+                    .map(|c| c.1.to_string())
+                    .or_else(|| inlined.as_ref().map(|_| "inlined call".to_string())),
+                callers: wrapped.unresolved.get(&site).cloned().unwrap_or_default(),
             });
         }
         heap_typed += objects.heap_typed;
@@ -512,10 +586,11 @@ pub fn build(
         // object apart from several threads on one object.
         let mut hits: Vec<(&SiteKey, &Tally, &attribute::Object)> = Vec::new();
         let mut per_object: HashMap<(u64, u64), HashMap<u32, u64>, FastHash> = HashMap::default();
-        // Who writes which element on each physical line: threads writing their own
-        // elements of one line share it though each element has one writer (issue 16).
-        let mut line_writers: HashMap<(u64, u64), BTreeSet<(u64, u32)>, FastHash> =
-            HashMap::default();
+        // Who uses which element on each physical line: threads writing their own elements
+        // of one line share it though each element has one writer, and so does a thread
+        // reading its element beside another thread's written one (issue 16).
+        let mut line_users: HashMap<(u64, u64), Vec<ElementUse>, FastHash> = HashMap::default();
+        let process_start = total;
         for (k, t) in &tally {
             let n = t.count as f64 * scale;
             total += n;
@@ -531,14 +606,32 @@ pub fn build(
                 .or_default()
                 .entry(k.thread)
                 .or_default() += t.count;
+            // Summaries of many places (the memory budget's) name no element or line.
             if !matches!(k.kind, Kind::Load) && !t.summary {
-                line_writers
-                    .entry((k.addr / line, obj.born))
-                    .or_default()
-                    .insert((element, k.thread));
+                element_use(
+                    line_users.entry((k.addr / line, obj.born)).or_default(),
+                    element,
+                    k.thread,
+                )
+                .writes += t.count as f64 * scale;
             }
             hits.push((k, t, obj));
         }
+        // Reads only where some element is written (after the writes, so that a stream of
+        // reads over private data adds nothing here).
+        for (k, t, obj) in &hits {
+            if matches!(k.kind, Kind::Load)
+                && !t.summary
+                && let Some(users) = line_users.get_mut(&(k.addr / line, obj.born))
+            {
+                let element = k.addr - obj.type_offset(k.addr);
+                element_use(users, element, k.thread).reads += t.count as f64 * scale;
+            }
+        }
+        // A side below this many accesses on the line cannot cause more transfers than the
+        // diagnosis's floor for the run (each of its accesses moves the line at most twice):
+        // main's one setup store of the next element does not make a pair.
+        let partner_floor = (ELEMENT_PARTNER_FLOOR * (total - process_start)).max(1.0);
         let numbering: HashMap<(u64, u64), HashMap<u32, u32>> = per_object
             .into_iter()
             .map(|(o, threads)| {
@@ -600,13 +693,29 @@ pub fn build(
             v.invalidations += inv;
             v.pair_true += pt;
             v.pair_false += pf;
-            if !matches!(k.kind, Kind::Load)
-                && !t.summary
-                && line_writers
-                    .get(&(k.addr / line, obj.born))
-                    .is_some_and(|w| w.iter().any(|&(e, th)| e != element && th != k.thread))
+            let is_write = !matches!(k.kind, Kind::Load);
+            // Both sides above the floor: main filling in a table that workers then read
+            // writes each line a few times, which moves it no more often than that.
+            if !t.summary
+                && line_users.get(&(k.addr / line, obj.born)).is_some_and(|u| {
+                    let own = u
+                        .iter()
+                        .find(|o| o.element == element && o.thread == k.thread)
+                        .map_or(0.0, |o| if is_write { o.writes } else { o.reads });
+                    own >= partner_floor
+                        && u.iter().any(|o| {
+                            o.element != element
+                                && o.thread != k.thread
+                                && (o.writes >= partner_floor
+                                    || (is_write && o.reads >= partner_floor))
+                        })
+                })
             {
-                v.element_writes += n;
+                if is_write {
+                    v.element_writes += n;
+                } else {
+                    v.element_reads += n;
+                }
                 // Which element, by which thread: the verdict names them (`g[0].v`).
                 let size = obj.ty.size.max(1);
                 let el = element_lines
@@ -615,7 +724,7 @@ pub fn build(
                         let (variable, alloc_function, alloc_source) = match &obj.origin {
                             Origin::Global(name) => (Some(name.clone()), None, None),
                             Origin::Heap { site } => {
-                                let r = debug.resolve(*site);
+                                let r = debug.resolve_alloc(*site);
                                 let f = match (r.symbol, r.offset) {
                                     (Some(s), Some(o)) => format!("{s}+{o}"),
                                     (Some(s), None) => s,
@@ -631,34 +740,60 @@ pub fn build(
                             line_offset: (k.addr / line * line) as i64 - obj.base as i64,
                             misalignment: obj.base % line,
                             writers: Vec::new(),
+                            readers: Vec::new(),
                         }
                     });
                 let index = (element - obj.base) / size;
-                let w = match el
-                    .writers
-                    .iter()
-                    .position(|w| w.index == index && w.tid == i64::from(tid))
-                {
-                    Some(i) => &mut el.writers[i],
-                    None => {
-                        el.writers.push(ElementWriter {
-                            index,
-                            tid: i64::from(tid),
-                            ..Default::default()
-                        });
-                        el.writers.last_mut().expect("just pushed")
-                    }
-                };
-                w.writes += n;
-                if !w.offsets.contains(&offset) {
-                    w.offsets.push(offset);
-                    if let Some(f) = facts
+                let field = obj.scalar_field(offset).or_else(|| {
+                    facts
                         .leaves
                         .get(&obj.ty)
                         .and_then(|l| fields::leaf_at(l, offset))
-                        && !w.fields.contains(&f.path)
+                        .map(|l| l.path.clone())
+                });
+                let (offsets, names) = if is_write {
+                    let w = match el
+                        .writers
+                        .iter()
+                        .position(|w| w.index == index && w.tid == i64::from(tid))
                     {
-                        w.fields.push(f.path.clone());
+                        Some(i) => &mut el.writers[i],
+                        None => {
+                            el.writers.push(ElementWriter {
+                                index,
+                                tid: i64::from(tid),
+                                ..Default::default()
+                            });
+                            el.writers.last_mut().expect("just pushed")
+                        }
+                    };
+                    w.writes += n;
+                    (&mut w.offsets, &mut w.fields)
+                } else {
+                    let r = match el
+                        .readers
+                        .iter()
+                        .position(|r| r.index == index && r.tid == i64::from(tid))
+                    {
+                        Some(i) => &mut el.readers[i],
+                        None => {
+                            el.readers.push(ElementReader {
+                                index,
+                                tid: i64::from(tid),
+                                ..Default::default()
+                            });
+                            el.readers.last_mut().expect("just pushed")
+                        }
+                    };
+                    r.reads += n;
+                    (&mut r.offsets, &mut r.fields)
+                };
+                if !offsets.contains(&offset) {
+                    offsets.push(offset);
+                    if let Some(f) = field
+                        && !names.contains(&f)
+                    {
+                        names.push(f);
                     }
                 }
             }
@@ -682,7 +817,7 @@ pub fn build(
             let label = match &obj.origin {
                 Origin::Global(name) => format!("global `{name}`"),
                 Origin::Heap { site } => {
-                    let r = debug.resolve(*site);
+                    let r = debug.resolve_alloc(*site);
                     let at = match (r.symbol, r.offset) {
                         (Some(s), Some(o)) => format!("{s}+{o}"),
                         _ => format!("{site:#x}"),
@@ -811,6 +946,7 @@ pub fn build(
         put("pair_true_sharing", v.pair_true);
         put("pair_false_sharing", v.pair_false);
         put("element_line_writes", v.element_writes);
+        put("element_line_reads", v.element_reads);
         let mut counts = v.counts;
         counts.lcl_hitm = counts.lcl_hitm.round();
         let access = Access {
@@ -840,16 +976,24 @@ pub fn build(
     }
     for ((type_name, ..), mut el) in element_lines {
         el.writers.sort_by_key(|w| (w.index, w.tid));
+        el.readers.sort_by_key(|r| (r.index, r.tid));
         for w in &mut el.writers {
             w.offsets.sort_unstable();
             w.writes = w.writes.round();
         }
-        // Only lines with two elements written by two threads (the test above is per
-        // access; a thread's own element beside nobody's is not one).
+        for r in &mut el.readers {
+            r.offsets.sort_unstable();
+            r.reads = r.reads.round();
+        }
+        // Only lines with an element written by one thread beside another element another
+        // thread writes or reads (the test above is per access; a thread's own element
+        // beside nobody's is not one).
         let two = el.writers.iter().any(|a| {
             el.writers
                 .iter()
-                .any(|b| a.index != b.index && a.tid != b.tid)
+                .map(|b| (b.index, b.tid))
+                .chain(el.readers.iter().map(|b| (b.index, b.tid)))
+                .any(|(index, tid)| a.index != index && a.tid != tid)
         });
         if two {
             profile.type_profile_mut(&type_name).element_lines.push(el);
@@ -861,7 +1005,10 @@ pub fn build(
         }
         // The busiest lines first, a bounded number (a huge array would list every line).
         t.element_lines.sort_by(|a, b| {
-            let w = |l: &ElementLine| l.writers.iter().map(|w| w.writes).sum::<f64>();
+            let w = |l: &ElementLine| {
+                l.writers.iter().map(|w| w.writes).sum::<f64>()
+                    + l.readers.iter().map(|r| r.reads).sum::<f64>()
+            };
             w(b).total_cmp(&w(a))
                 .then(a.line_offset.cmp(&b.line_offset))
         });
@@ -1159,12 +1306,13 @@ fn stored_slots(
     allocs: &[trace::AllocEvent],
     tally: &[(SiteKey, Tally)],
     objects: &ObjectMap,
+    alloc_site: impl Fn(&trace::AllocEvent) -> u64,
     site_of: impl Fn(u64) -> u64,
 ) -> HashMap<u64, SiteVariable> {
     let debug = &facts.debug;
     let mut sites: BTreeMap<u64, BTreeSet<u32>> = BTreeMap::new();
     for a in allocs.iter().filter(|a| !a.free) {
-        sites.entry(site_of(a.pc)).or_default().insert(a.thread);
+        sites.entry(alloc_site(a)).or_default().insert(a.thread);
     }
     let mut out = HashMap::new();
     // The 8-byte stores by code address, once: (code, thread, slot address). A program's
@@ -1176,7 +1324,7 @@ fn stored_slots(
         .collect();
     stores.sort_unstable();
     for (site, threads) in sites {
-        let Some(line) = debug.line_of(site) else {
+        let Some((file, line)) = debug.alloc_line(site) else {
             continue;
         };
         // The stores after the call, in code order, while still in the call's function
@@ -1190,7 +1338,7 @@ fn stored_slots(
             if !debug.same_function(site, code) {
                 break;
             }
-            if !threads.contains(&thread) || debug.line_of(code) != Some(line) {
+            if !threads.contains(&thread) || debug.line_of(code) != Some((file.as_str(), line)) {
                 continue;
             }
             let slot = if let Some(g) = debug.pointer_global_at(addr.wrapping_sub(bias)) {
@@ -1217,6 +1365,101 @@ fn stored_slots(
         }
         if let Some((_, v)) = best {
             out.insert(site, v);
+        }
+    }
+    out
+}
+
+/// Blocks allocated through wrappers, handed to the wrappers' callers.
+#[derive(Default)]
+struct Wrapped {
+    /// (block address, allocation time) -> the caller's call site (link-time).
+    moved: HashMap<(u64, u64), u64>,
+    /// Per caller site: the wrappers between it and the allocator, and how it was chosen.
+    callers: HashMap<u64, (Vec<String>, &'static str)>,
+    /// Per wrapper call site whose blocks stayed there: the callers that could have made them.
+    unresolved: HashMap<u64, Vec<String>>,
+}
+
+/// Which caller of an allocation wrapper each of its blocks came from
+/// ([`attribute::choose_caller`]): the only caller; the only one whose pointer's element fits
+/// the block; the one whose element struct the code touching the block handles (from the
+/// recorded accesses to the block, `objects` built with the wrappers' own sites).
+fn wrapped_blocks(
+    debug: &DebugInfo,
+    named: &[String],
+    allocs: &[trace::AllocEvent],
+    tally: &[(SiteKey, Tally)],
+    objects: &ObjectMap,
+    site_of: impl Fn(u64) -> u64,
+) -> Wrapped {
+    let mut wrappers = Wrappers::new(debug, named);
+    let mut by_site: HashMap<u64, Vec<WrapperCaller>> = HashMap::new();
+    for a in allocs.iter().filter(|a| !a.free) {
+        let site = site_of(a.pc);
+        if !by_site.contains_key(&site) {
+            by_site.insert(site, wrappers.callers(site));
+        }
+    }
+    by_site.retain(|_, c| !c.is_empty());
+    let mut out = Wrapped::default();
+    if by_site.is_empty() {
+        return out;
+    }
+    // Per wrapped block (address, birth): struct name -> accesses through pointers to it.
+    let mut uses: HashMap<(u64, u64), HashMap<String, u64>> = HashMap::new();
+    let mut types_at: HashMap<u64, Option<Elem>> = HashMap::new();
+    for (k, t) in tally {
+        let Some(obj) = objects.lookup(k.addr, None) else {
+            continue;
+        };
+        let Origin::Heap { site } = obj.origin else {
+            continue;
+        };
+        if !by_site.contains_key(&site) {
+            continue;
+        }
+        let code = site_of(k.pc);
+        let elem = types_at
+            .entry(code)
+            .or_insert_with(|| debug.pointer_used_at(code));
+        if let Some(e) = elem.as_ref().filter(|e| e.kind == ElemKind::Struct) {
+            *uses
+                .entry((obj.base, obj.born))
+                .or_default()
+                .entry(e.name.clone())
+                .or_default() += t.count;
+        }
+    }
+    let none = HashMap::new();
+    for a in allocs.iter().filter(|a| !a.free) {
+        let site = site_of(a.pc);
+        let Some(callers) = by_site.get(&site) else {
+            continue;
+        };
+        let u = uses.get(&(a.addr, a.tsc)).unwrap_or(&none);
+        match attribute::choose_caller(callers, a.size, u) {
+            Some((c, how)) => {
+                out.moved.insert((a.addr, a.tsc), c.site);
+                out.callers
+                    .entry(c.site)
+                    .or_insert((c.through.clone(), how));
+            }
+            None => {
+                out.unresolved.entry(site).or_insert_with(|| {
+                    callers
+                        .iter()
+                        .map(|c| {
+                            let r = debug.resolve(c.site);
+                            match (r.symbol, debug.line_of(c.site)) {
+                                (Some(f), Some((file, line))) => format!("{f} ({file}:{line})"),
+                                (Some(f), None) => f,
+                                (None, _) => format!("{:#x}", c.site),
+                            }
+                        })
+                        .collect()
+                });
+            }
         }
     }
     out
