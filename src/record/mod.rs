@@ -131,20 +131,84 @@ struct SiteKey {
     pc: u64,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Tally {
-    count: u64,
-    eligible: u64,
+/// Strings by number, each stored once: the hot loop of `build` keys its maps by these.
+#[derive(Default)]
+struct Names {
+    ids: HashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Names {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.ids.insert(name.to_string(), id);
+        id
+    }
+    fn get(&self, id: u32) -> &str {
+        &self.names[id as usize]
+    }
+}
+
+/// The (element, thread) pairs that store to one physical line; nearly always one.
+enum Writers {
+    One(u64, u32),
+    Many(Vec<(u64, u32)>),
+}
+
+impl Writers {
+    fn insert(&mut self, element: u64, thread: u32) {
+        match self {
+            Writers::One(e, t) if (*e, *t) == (element, thread) => {}
+            Writers::One(e, t) => *self = Writers::Many(vec![(*e, *t), (element, thread)]),
+            Writers::Many(v) => {
+                if !v.contains(&(element, thread)) {
+                    v.push((element, thread));
+                }
+            }
+        }
+    }
+    /// Does another thread store to another element of the line?
+    fn any_other(&self, element: u64, thread: u32) -> bool {
+        let other = |&(e, t): &(u64, u32)| e != element && t != thread;
+        match self {
+            Writers::One(e, t) => other(&(*e, *t)),
+            Writers::Many(v) => v.iter().any(other),
+        }
+    }
+}
+
+/// How the notes name an object: `global \`name\``, or its heap allocation site.
+fn object_label(debug: &DebugInfo, obj: &attribute::Object) -> String {
+    match &obj.origin {
+        Origin::Global(name) => format!("global `{name}`"),
+        Origin::Heap { site } => {
+            let r = debug.resolve(*site);
+            let at = match (r.symbol, r.offset) {
+                (Some(s), Some(o)) => format!("{s}+{o}"),
+                _ => format!("{site:#x}"),
+            };
+            match r.source {
+                Some(src) => format!("heap blocks allocated at {at} ({src})"),
+                None => format!("heap blocks allocated at {at}"),
+            }
+        }
+    }
 }
 
 /// One profile access being accumulated: (type, offset, size, code).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct AccessKey {
-    type_name: String,
+    /// Interned ([`Names`]).
+    type_name: u32,
     offset: u64,
     size: u64,
     code: u64,
-    exe: String,
+    /// Interned ([`Names`]).
+    exe: u32,
     /// The thread's number within its object (see `build`).
     cpu: u32,
 }
@@ -365,10 +429,14 @@ pub fn build(
     }
 
     let line = opts.line_size.max(1);
-    let mut accesses: BTreeMap<AccessKey, AccessVal> = BTreeMap::new();
+    // Keyed by interned names while counting (millions of accesses), ordered as the
+    // profile lists them once at the end.
+    let mut names = Names::default();
+    let mut accesses: HashMap<AccessKey, AccessVal, FastHash> = HashMap::default();
     let mut notes: BTreeMap<String, TypeNotes> = BTreeMap::new();
     // (type, array base, birth, physical line) -> elements written there by different threads.
-    let mut element_lines: BTreeMap<(String, u64, u64, u64), ElementLine> = BTreeMap::new();
+    let mut element_lines: HashMap<(u32, u64, u64, u64), ElementLine, FastHash> =
+        HashMap::default();
     let mut total = 0.0f64;
     let mut attributed = 0.0f64;
     let mut heap_typed = 0u64;
@@ -383,27 +451,8 @@ pub fn build(
         progress(Step::Simulate { process: pi, of: n });
         let facts = &exes[&p.exe];
         let scale = f64::from(p.sample.max(1));
-        // The runtime's flushes, merged by the reader: one entry per place.
-        let mut tally: Vec<(SiteKey, Tally)> = p
-            .counted
-            .iter()
-            .map(|c| {
-                (
-                    SiteKey {
-                        thread: c.thread,
-                        addr: c.addr,
-                        size: c.size,
-                        kind: c.kind,
-                        pc: c.pc,
-                    },
-                    Tally {
-                        count: c.count,
-                        eligible: c.eligible,
-                    },
-                )
-            })
-            .collect();
-        tally.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        // The runtime's flushes, merged and sorted by place by the reader.
+        let tally = &p.counted;
         // The ordered trace, through the simulation.
         let mut site_ids: HashMap<SiteKey, u32, FastHash> = HashMap::default();
         let mut stream = Vec::with_capacity(p.traced.len());
@@ -455,7 +504,7 @@ pub fn build(
         let mut objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, site_of);
         // The dynamic way: the slots the allocating threads stored the blocks' addresses
         // into, then the blocks typed again with them.
-        let stored = stored_slots(facts, bias, &p.allocs, &tally, &objects, site_of);
+        let stored = stored_slots(facts, bias, &p.allocs, tally, &objects, site_of);
         if !stored.is_empty() {
             chooser.stored = stored;
             chooser.reset();
@@ -498,64 +547,85 @@ pub fn build(
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let mut resolved: HashMap<u64, debuginfo::Resolved> = HashMap::new();
+        let exe_id = names.id(&exe_name);
+        let mut resolved: HashMap<u64, debuginfo::Resolved, FastHash> = HashMap::default();
         for t in p.threads.values() {
             dropped += t.dropped;
         }
+        let tid_of = |thread: u32| p.threads.get(&thread).map_or(thread, |th| th.tid);
         // Attribute, then number each object's threads by how much they touch it: `cpus`
         // in the profile are these numbers (0: the object's busiest thread), so that
         // objects of one type, merged in type coordinates, still tell one thread per
         // object apart from several threads on one object.
-        let mut hits: Vec<(&SiteKey, &Tally, &attribute::Object)> = Vec::new();
-        let mut per_object: HashMap<(u64, u64), HashMap<u32, u64>, FastHash> = HashMap::default();
+        let mut hits: Vec<(&trace::Counted, &attribute::Object)> = Vec::new();
+        // (element, birth, thread) -> accesses.
+        let mut per_object: HashMap<(u64, u64, u32), u64, FastHash> = HashMap::default();
         // Who writes which element on each physical line: threads writing their own
         // elements of one line share it though each element has one writer (issue 16).
-        let mut line_writers: HashMap<(u64, u64), BTreeSet<(u64, u32)>, FastHash> =
-            HashMap::default();
-        for (k, t) in &tally {
-            let n = t.count as f64 * scale;
+        let mut line_writers: HashMap<(u64, u64), Writers, FastHash> = HashMap::default();
+        let mut last_thread = None;
+        for k in tally {
+            let n = k.count as f64 * scale;
             total += n;
-            let tid = p.threads.get(&k.thread).map_or(k.thread, |th| th.tid);
-            all_threads.insert((p.pid, tid));
+            if last_thread != Some(k.thread) {
+                all_threads.insert((p.pid, tid_of(k.thread)));
+                last_thread = Some(k.thread);
+            }
             let Some(obj) = objects.lookup(k.addr, None) else {
                 continue;
             };
             // Elements of an array are objects of their own.
             let element = k.addr - obj.type_offset(k.addr);
-            *per_object
-                .entry((element, obj.born))
-                .or_default()
-                .entry(k.thread)
-                .or_default() += t.count;
+            *per_object.entry((element, obj.born, k.thread)).or_default() += k.count;
             if !matches!(k.kind, Kind::Load) {
                 line_writers
                     .entry((k.addr / line, obj.born))
-                    .or_default()
-                    .insert((element, k.thread));
+                    .or_insert(Writers::One(element, k.thread))
+                    .insert(element, k.thread);
             }
-            hits.push((k, t, obj));
+            hits.push((k, obj));
         }
-        let numbering: HashMap<(u64, u64), HashMap<u32, u32>> = per_object
-            .into_iter()
-            .map(|(o, threads)| {
-                let mut v: Vec<(u32, u64)> = threads.into_iter().collect();
-                v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-                let m = v
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, (t, _))| (t, i as u32))
-                    .collect();
-                (o, m)
-            })
-            .collect();
-        for (k, t, obj) in hits {
-            let n = t.count as f64 * scale;
-            let tid = p.threads.get(&k.thread).map_or(k.thread, |th| th.tid);
+        // Per object, its threads busiest first (ties: lower thread first).
+        let mut ranked: Vec<((u64, u64, u32), u64)> = per_object.into_iter().collect();
+        ranked.sort_unstable_by(|a, b| {
+            (a.0.0, a.0.1)
+                .cmp(&(b.0.0, b.0.1))
+                .then(b.1.cmp(&a.1))
+                .then(a.0.2.cmp(&b.0.2))
+        });
+        let mut numbering: HashMap<(u64, u64, u32), u32, FastHash> = HashMap::default();
+        numbering.reserve(ranked.len());
+        let mut rank = 0u32;
+        for (i, &(key, _)) in ranked.iter().enumerate() {
+            let same_object = i > 0 && (ranked[i - 1].0.0, ranked[i - 1].0.1) == (key.0, key.1);
+            rank = if same_object { rank + 1 } else { 0 };
+            numbering.insert(key, rank);
+        }
+        drop(ranked);
+        // What is said once per object: its type's interned name, the note on it.
+        let mut seen_objects: HashMap<*const attribute::Object, u32, FastHash> = HashMap::default();
+        for (k, obj) in hits {
+            let n = k.count as f64 * scale;
+            let tid = tid_of(k.thread);
             let element = k.addr - obj.type_offset(k.addr);
-            let cpu = numbering[&(element, obj.born)][&k.thread];
+            let cpu = numbering[&(element, obj.born, k.thread)];
             attributed += n;
             let offset = obj.type_offset(k.addr);
             let code = site_of(k.pc);
+            let type_id = match seen_objects.get(&(obj as *const _)) {
+                Some(&id) => id,
+                None => {
+                    let id = names.id(&obj.ty.name);
+                    seen_objects.insert(obj as *const _, id);
+                    let label = object_label(debug, obj);
+                    let note = notes.entry(obj.ty.name.clone()).or_default();
+                    if obj.base % line != 0 {
+                        note.misaligned.insert(label.clone());
+                    }
+                    note.objects.insert(label);
+                    id
+                }
+            };
             let mut counts = Counts::default();
             match k.kind {
                 Kind::Load => counts.loads = n,
@@ -563,11 +633,18 @@ pub fn build(
                 Kind::Rmw => counts.rmw = n,
             }
             let (mut st, mut sf, mut inv, mut pt, mut pf) = (0.0, 0.0, 0.0, 0.0, 0.0);
-            if let Some(&site) = site_ids.get(k) {
+            let site_key = SiteKey {
+                thread: k.thread,
+                addr: k.addr,
+                size: k.size,
+                kind: k.kind,
+                pc: k.pc,
+            };
+            if let Some(&site) = site_ids.get(&site_key) {
                 let s = primary.sites[site as usize];
                 // The trace holds a sample of the eligible accesses: scale to all of them.
                 let f = if s.traced > 0 {
-                    t.eligible.max(s.traced) as f64 / s.traced as f64 * scale
+                    k.eligible.max(s.traced) as f64 / s.traced as f64 * scale
                 } else {
                     0.0
                 };
@@ -582,11 +659,11 @@ pub fn build(
             }
             counts.lcl_hitm = st + sf;
             let key = AccessKey {
-                type_name: obj.ty.name.clone(),
+                type_name: type_id,
                 offset,
                 size: u64::from(k.size),
                 code,
-                exe: exe_name.clone(),
+                exe: exe_id,
                 cpu,
             };
             let v = accesses.entry(key).or_default();
@@ -599,13 +676,13 @@ pub fn build(
             if !matches!(k.kind, Kind::Load)
                 && line_writers
                     .get(&(k.addr / line, obj.born))
-                    .is_some_and(|w| w.iter().any(|&(e, th)| e != element && th != k.thread))
+                    .is_some_and(|w| w.any_other(element, k.thread))
             {
                 v.element_writes += n;
                 // Which element, by which thread: the verdict names them (`g[0].v`).
                 let size = obj.ty.size.max(1);
                 let el = element_lines
-                    .entry((obj.ty.name.clone(), obj.base, obj.born, k.addr / line))
+                    .entry((type_id, obj.base, obj.born, k.addr / line))
                     .or_insert_with(|| {
                         let (variable, alloc_function, alloc_source) = match &obj.origin {
                             Origin::Global(name) => (Some(name.clone()), None, None),
@@ -658,7 +735,9 @@ pub fn build(
                 }
             }
             v.threads.insert((p.pid, tid));
-            if let Some(name) = p.thread_name(k.thread) {
+            if let Some(name) = p.thread_name(k.thread)
+                && !v.comms.contains(name)
+            {
                 v.comms.insert(name.to_string());
             }
             if v.field.is_none() {
@@ -673,25 +752,6 @@ pub fn build(
                     .entry(code)
                     .or_insert_with(|| debug.resolve(code))
                     .clone();
-            }
-            let label = match &obj.origin {
-                Origin::Global(name) => format!("global `{name}`"),
-                Origin::Heap { site } => {
-                    let r = debug.resolve(*site);
-                    let at = match (r.symbol, r.offset) {
-                        (Some(s), Some(o)) => format!("{s}+{o}"),
-                        _ => format!("{site:#x}"),
-                    };
-                    match r.source {
-                        Some(src) => format!("heap blocks allocated at {at} ({src})"),
-                        None => format!("heap blocks allocated at {at}"),
-                    }
-                }
-            };
-            let note = notes.entry(obj.ty.name.clone()).or_default();
-            note.objects.insert(label.clone());
-            if obj.base % line != 0 {
-                note.misaligned.insert(label);
             }
         }
     }
@@ -791,6 +851,18 @@ pub fn build(
     }
     profile.provenance.note = Some(note);
 
+    // The order of the profile: by type name, offset, size, code, program, thread number.
+    let mut accesses: Vec<(AccessKey, AccessVal)> = accesses.into_iter().collect();
+    accesses.sort_unstable_by(|(a, _), (b, _)| {
+        names
+            .get(a.type_name)
+            .cmp(names.get(b.type_name))
+            .then(a.offset.cmp(&b.offset))
+            .then(a.size.cmp(&b.size))
+            .then(a.code.cmp(&b.code))
+            .then(names.get(a.exe).cmp(names.get(b.exe)))
+            .then(a.cpu.cmp(&b.cpu))
+    });
     for (k, v) in accesses {
         let threads: Vec<(u32, u32)> = v.threads.iter().copied().collect();
         let pids: BTreeSet<i64> = threads.iter().map(|&(p, _)| i64::from(p)).collect();
@@ -824,16 +896,27 @@ pub fn build(
                 symbol: v.resolved.symbol.as_deref().map(Into::into),
                 symbol_offset: v.resolved.offset,
                 address: Some(k.code),
-                object: Some(k.exe.as_str().into()),
+                object: Some(names.get(k.exe).into()),
                 source: v.resolved.source.as_deref().map(Into::into),
                 privilege: Some(Privilege::User),
             }),
             details,
             ..Default::default()
         };
-        profile.type_profile_mut(&k.type_name).accesses.push(access);
+        profile
+            .type_profile_mut(names.get(k.type_name))
+            .accesses
+            .push(access);
     }
-    for ((type_name, ..), mut el) in element_lines {
+    let mut element_lines: Vec<((u32, u64, u64, u64), ElementLine)> =
+        element_lines.into_iter().collect();
+    element_lines.sort_unstable_by(|(a, _), (b, _)| {
+        names
+            .get(a.0)
+            .cmp(names.get(b.0))
+            .then((a.1, a.2, a.3).cmp(&(b.1, b.2, b.3)))
+    });
+    for ((type_id, ..), mut el) in element_lines {
         el.writers.sort_by_key(|w| (w.index, w.tid));
         for w in &mut el.writers {
             w.offsets.sort_unstable();
@@ -847,7 +930,10 @@ pub fn build(
                 .any(|b| a.index != b.index && a.tid != b.tid)
         });
         if two {
-            profile.type_profile_mut(&type_name).element_lines.push(el);
+            profile
+                .type_profile_mut(names.get(type_id))
+                .element_lines
+                .push(el);
         }
     }
     for t in &mut profile.types {
@@ -1152,7 +1238,7 @@ fn stored_slots(
     facts: &ExeFacts,
     bias: u64,
     allocs: &[trace::AllocEvent],
-    tally: &[(SiteKey, Tally)],
+    tally: &[trace::Counted],
     objects: &ObjectMap,
     site_of: impl Fn(u64) -> u64,
 ) -> HashMap<u64, SiteVariable> {
@@ -1166,8 +1252,8 @@ fn stored_slots(
     // count tables can hold millions of places and it may have thousands of sites.
     let mut stores: Vec<(u64, u32, u64)> = tally
         .iter()
-        .filter(|(k, _)| k.size == 8 && k.kind == Kind::Store && k.addr != 0)
-        .map(|(k, _)| (site_of(k.pc), k.thread, k.addr))
+        .filter(|k| k.size == 8 && k.kind == Kind::Store && k.addr != 0)
+        .map(|k| (site_of(k.pc), k.thread, k.addr))
         .collect();
     stores.sort_unstable();
     for (site, threads) in sites {
