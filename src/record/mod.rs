@@ -181,6 +181,62 @@ impl Writers {
     }
 }
 
+/// The number of each run's thread within its object (0: the thread that accesses the
+/// object most; ties: the lower thread first), for runs of (element, birth, thread,
+/// accesses); one object's thread may have several runs, whose accesses add up.
+fn thread_ranks(runs: &[(u64, u64, u32, u64)]) -> Vec<u32> {
+    let mut order: Vec<(u64, u64, u32, u32)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.0, r.1, r.2, i as u32))
+        .collect();
+    order.sort_unstable();
+    let mut rank = vec![0u32; runs.len()];
+    // Per object: (accesses, thread, its runs in `order`).
+    let mut threads: Vec<(u64, u32, usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let object = (order[i].0, order[i].1);
+        threads.clear();
+        let mut j = i;
+        while j < order.len() && (order[j].0, order[j].1) == object {
+            let thread = order[j].2;
+            let start = j;
+            let mut sum = 0u64;
+            while j < order.len()
+                && (order[j].0, order[j].1, order[j].2) == (object.0, object.1, thread)
+            {
+                sum += runs[order[j].3 as usize].3;
+                j += 1;
+            }
+            threads.push((sum, thread, start, j));
+        }
+        threads.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (r, &(_, _, start, end)) in threads.iter().enumerate() {
+            for o in &order[start..end] {
+                rank[o.3 as usize] = r as u32;
+            }
+        }
+        i = j;
+    }
+    rank
+}
+
+fn merge_writers(map: &mut HashMap<(u64, u64), Writers, FastHash>, key: (u64, u64), w: Writers) {
+    match map.entry(key) {
+        std::collections::hash_map::Entry::Vacant(v) => {
+            v.insert(w);
+        }
+        std::collections::hash_map::Entry::Occupied(mut o) => {
+            let kept = o.get_mut();
+            match w {
+                Writers::One(e, t) => kept.insert(e, t),
+                Writers::Many(v) => v.into_iter().for_each(|(e, t)| kept.insert(e, t)),
+            }
+        }
+    }
+}
+
 /// How the notes name an object: `global \`name\``, or its heap allocation site.
 fn object_label(debug: &DebugInfo, obj: &attribute::Object) -> String {
     match &obj.origin {
@@ -453,7 +509,7 @@ pub fn build(
         let scale = f64::from(p.sample.max(1));
         // The runtime's flushes, merged and sorted by place by the reader.
         let tally = &p.counted;
-        // The ordered trace, through the simulation.
+        // The ordered trace, through the simulation: each place a site.
         let mut site_ids: HashMap<SiteKey, u32, FastHash> = HashMap::default();
         let mut stream = Vec::with_capacity(p.traced.len());
         for e in &p.traced {
@@ -476,6 +532,9 @@ pub fn build(
                 site,
             });
         }
+        // Sorted as the counted places are: attribution meets them in one walk.
+        let mut sites: Vec<(SiteKey, u32)> = site_ids.into_iter().collect();
+        sites.sort_unstable();
         traced_events += stream.len() as u64;
         let window = (p.decimation != 0).then_some(p.window_bits);
         let primary = sim::simulate(
@@ -557,12 +616,16 @@ pub fn build(
         // in the profile are these numbers (0: the object's busiest thread), so that
         // objects of one type, merged in type coordinates, still tell one thread per
         // object apart from several threads on one object.
-        let mut hits: Vec<(&trace::Counted, &attribute::Object)> = Vec::new();
-        // (element, birth, thread) -> accesses.
-        let mut per_object: HashMap<(u64, u64, u32), u64, FastHash> = HashMap::default();
+        let mut hits: Vec<(&trace::Counted, &attribute::Object, u32)> =
+            Vec::with_capacity(tally.len());
+        // Consecutive places of one thread in one element (the places come sorted by
+        // thread and address): (element, birth, thread, accesses).
+        let mut runs: Vec<(u64, u64, u32, u64)> = Vec::new();
         // Who writes which element on each physical line: threads writing their own
         // elements of one line share it though each element has one writer (issue 16).
         let mut line_writers: HashMap<(u64, u64), Writers, FastHash> = HashMap::default();
+        // The line being stored to, kept aside while consecutive places stay on it.
+        let mut pending: Option<((u64, u64), Writers)> = None;
         let mut last_thread = None;
         for k in tally {
             let n = k.count as f64 * scale;
@@ -576,39 +639,39 @@ pub fn build(
             };
             // Elements of an array are objects of their own.
             let element = k.addr - obj.type_offset(k.addr);
-            *per_object.entry((element, obj.born, k.thread)).or_default() += k.count;
-            if !matches!(k.kind, Kind::Load) {
-                line_writers
-                    .entry((k.addr / line, obj.born))
-                    .or_insert(Writers::One(element, k.thread))
-                    .insert(element, k.thread);
+            match runs.last_mut() {
+                Some(r) if (r.0, r.1, r.2) == (element, obj.born, k.thread) => r.3 += k.count,
+                _ => runs.push((element, obj.born, k.thread, k.count)),
             }
-            hits.push((k, obj));
+            if !matches!(k.kind, Kind::Load) {
+                let at = (k.addr / line, obj.born);
+                match &mut pending {
+                    Some((key, w)) if *key == at => w.insert(element, k.thread),
+                    _ => {
+                        if let Some((key, w)) =
+                            pending.replace((at, Writers::One(element, k.thread)))
+                        {
+                            merge_writers(&mut line_writers, key, w);
+                        }
+                    }
+                }
+            }
+            hits.push((k, obj, runs.len() as u32 - 1));
         }
-        // Per object, its threads busiest first (ties: lower thread first).
-        let mut ranked: Vec<((u64, u64, u32), u64)> = per_object.into_iter().collect();
-        ranked.sort_unstable_by(|a, b| {
-            (a.0.0, a.0.1)
-                .cmp(&(b.0.0, b.0.1))
-                .then(b.1.cmp(&a.1))
-                .then(a.0.2.cmp(&b.0.2))
-        });
-        let mut numbering: HashMap<(u64, u64, u32), u32, FastHash> = HashMap::default();
-        numbering.reserve(ranked.len());
-        let mut rank = 0u32;
-        for (i, &(key, _)) in ranked.iter().enumerate() {
-            let same_object = i > 0 && (ranked[i - 1].0.0, ranked[i - 1].0.1) == (key.0, key.1);
-            rank = if same_object { rank + 1 } else { 0 };
-            numbering.insert(key, rank);
+        if let Some((key, w)) = pending.take() {
+            merge_writers(&mut line_writers, key, w);
         }
-        drop(ranked);
+        let numbering = thread_ranks(&runs);
+        drop(runs);
         // What is said once per object: its type's interned name, the note on it.
         let mut seen_objects: HashMap<*const attribute::Object, u32, FastHash> = HashMap::default();
-        for (k, obj) in hits {
+        let mut next_site = 0usize;
+        let mut last_line: Option<((u64, u64), Option<&Writers>)> = None;
+        for (k, obj, run) in hits {
             let n = k.count as f64 * scale;
             let tid = tid_of(k.thread);
             let element = k.addr - obj.type_offset(k.addr);
-            let cpu = numbering[&(element, obj.born, k.thread)];
+            let cpu = numbering[run as usize];
             attributed += n;
             let offset = obj.type_offset(k.addr);
             let code = site_of(k.pc);
@@ -640,8 +703,15 @@ pub fn build(
                 kind: k.kind,
                 pc: k.pc,
             };
-            if let Some(&site) = site_ids.get(&site_key) {
-                let s = primary.sites[site as usize];
+            // Both in place order: the traced place, if any, is at the cursor.
+            while sites.get(next_site).is_some_and(|s| s.0 < site_key) {
+                next_site += 1;
+            }
+            if let Some(&(key, site)) = sites.get(next_site)
+                && key == site_key
+            {
+                let site = site as usize;
+                let s = primary.sites[site];
                 // The trace holds a sample of the eligible accesses: scale to all of them.
                 let f = if s.traced > 0 {
                     k.eligible.max(s.traced) as f64 / s.traced as f64 * scale
@@ -652,7 +722,7 @@ pub fn build(
                 sf = s.transfers_false as f64 * f;
                 inv = s.invalidations as f64 * f;
                 if let Some(pairs) = &pairs {
-                    let q = pairs.sites[site as usize];
+                    let q = pairs.sites[site];
                     pt = q.transfers_true as f64 * f;
                     pf = q.transfers_false as f64 * f;
                 }
@@ -673,10 +743,19 @@ pub fn build(
             v.invalidations += inv;
             v.pair_true += pt;
             v.pair_false += pf;
+            let mut writers = || {
+                let at = (k.addr / line, obj.born);
+                match last_line {
+                    Some((key, w)) if key == at => w,
+                    _ => {
+                        let w = line_writers.get(&at);
+                        last_line = Some((at, w));
+                        w
+                    }
+                }
+            };
             if !matches!(k.kind, Kind::Load)
-                && line_writers
-                    .get(&(k.addr / line, obj.born))
-                    .is_some_and(|w| w.any_other(element, k.thread))
+                && writers().is_some_and(|w| w.any_other(element, k.thread))
             {
                 v.element_writes += n;
                 // Which element, by which thread: the verdict names them (`g[0].v`).
@@ -1326,4 +1405,87 @@ pub fn signal_name(sig: i32) -> String {
         _ => return format!("signal {sig}"),
     };
     name.to_string()
+}
+
+#[cfg(test)]
+mod build_helper_tests {
+    use super::{Names, Writers, thread_ranks};
+    use std::collections::HashMap;
+
+    /// What the ranks are by definition: per object, its threads by accesses (most
+    /// first, ties by thread number), over all of the thread's runs.
+    fn ranks_by_definition(runs: &[(u64, u64, u32, u64)]) -> Vec<u32> {
+        let mut per_object: HashMap<(u64, u64), HashMap<u32, u64>> = HashMap::new();
+        for &(e, b, t, n) in runs {
+            *per_object.entry((e, b)).or_default().entry(t).or_default() += n;
+        }
+        runs.iter()
+            .map(|&(e, b, t, _)| {
+                let threads = &per_object[&(e, b)];
+                let mine = threads[&t];
+                threads
+                    .iter()
+                    .filter(|&(&u, &n)| n > mine || (n == mine && u < t))
+                    .count() as u32
+            })
+            .collect()
+    }
+
+    #[test]
+    fn threads_are_ranked_per_object_over_all_their_runs() {
+        let runs = [
+            (0x100, 1, 0, 5),
+            (0x100, 1, 1, 7),
+            (0x100, 1, 0, 4), // thread 0 again: 9 in all, ahead of thread 1
+            (0x100, 2, 1, 1), // the same address, a later block: another object
+            (0x140, 1, 2, 3),
+            (0x140, 1, 1, 3), // a tie: the lower thread first
+            (0x180, 1, 3, 1),
+        ];
+        let got = thread_ranks(&runs);
+        assert_eq!(got, vec![0, 1, 0, 0, 1, 0, 0]);
+        assert_eq!(got, ranks_by_definition(&runs));
+        // A larger mixed case against the definition.
+        let mut many = Vec::new();
+        let mut x = 12345u64;
+        for _ in 0..2000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            many.push((
+                (x >> 60) * 64,
+                (x >> 40) & 1,
+                ((x >> 20) & 3) as u32,
+                (x >> 8) & 15,
+            ));
+        }
+        assert_eq!(thread_ranks(&many), ranks_by_definition(&many));
+    }
+
+    #[test]
+    fn line_writers_answer_as_a_set_would() {
+        let mut w = Writers::One(0x100, 1);
+        assert!(!w.any_other(0x100, 1));
+        assert!(!w.any_other(0x108, 1), "the same thread's other element");
+        assert!(!w.any_other(0x100, 2), "another thread on the same element");
+        assert!(w.any_other(0x108, 2));
+        w.insert(0x100, 1);
+        assert!(matches!(w, Writers::One(..)), "a repeat adds nothing");
+        w.insert(0x108, 2);
+        w.insert(0x108, 2);
+        assert!(matches!(&w, Writers::Many(v) if v.len() == 2));
+        assert!(w.any_other(0x100, 1) && w.any_other(0x108, 2));
+        assert!(w.any_other(0x110, 1), "thread 2 writes 0x108");
+    }
+
+    #[test]
+    fn names_are_interned_once() {
+        let mut n = Names::default();
+        let a = n.id("Point");
+        let b = n.id("coords@sc.c:66");
+        assert_ne!(a, b);
+        assert_eq!(n.id("Point"), a);
+        assert_eq!((n.get(a), n.get(b)), ("Point", "coords@sc.c:66"));
+        assert_eq!(n.names.len(), 2);
+    }
 }
