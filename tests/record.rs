@@ -707,3 +707,36 @@ fn a_kept_recording_is_processed_again_into_the_same_profile() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(!out.exists());
 }
+
+#[test]
+fn a_program_without_dwarf_is_refused_before_it_runs() {
+    let prog = build("examples/record/counters.c");
+    let stripped = scratch().join("counters-stripped");
+    let o = Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(&prog)
+        .arg(&stripped)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "objcopy: {}", text(&o.stderr));
+    let out = scratch().join("stripped.json");
+    let o = lineup()
+        .arg("record")
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(&stripped)
+        .args(["2", "1000"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("counters-stripped: no DWARF debug info (stripped?)"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // Refused before the run: the program's own output never appeared.
+    assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+    assert!(!out.exists());
+}

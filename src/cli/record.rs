@@ -269,8 +269,10 @@ fn check_program(shown: &str, path: &Path, types: &[String]) -> Result<()> {
             "{shown}: not built with `lineup cc` (it has no lineup recording runtime): rebuild it with `lineup cc` / `lineup c++`"
         );
     }
-    let debug = record::debuginfo::DebugInfo::read(&bytes).map_err(|e| anyhow!("{shown}: {e}"))?;
-    if !debug.has_dwarf {
+    // Only whether the DWARF is there: it is read once, after the run.
+    let has_dwarf =
+        record::debuginfo::DebugInfo::has_dwarf(&bytes).map_err(|e| anyhow!("{shown}: {e}"))?;
+    if !has_dwarf {
         bail!("{shown}: no DWARF debug info (stripped?): lineup needs it to name struct fields");
     }
     if !types.is_empty() {
