@@ -542,6 +542,7 @@ pub fn build(
             &sim::Config {
                 unit: line,
                 window_log2: window,
+                line_totals: false,
             },
         );
         let pairs = opts.adjacent_line.then(|| {
@@ -550,6 +551,7 @@ pub fn build(
                 &sim::Config {
                     unit: line * 2,
                     window_log2: window,
+                    line_totals: false,
                 },
             )
         });

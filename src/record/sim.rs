@@ -63,6 +63,9 @@ pub struct Config {
     /// log2 of the sampling window length in `time` units; accesses of one line more than
     /// one window apart reset it. `None`: the stream is complete, never reset.
     pub window_log2: Option<u32>,
+    /// Also total per line ([`Outcome::lines`]); per site only when false (a hash
+    /// update per access saved when the caller does not read them).
+    pub line_totals: bool,
 }
 
 impl Default for Config {
@@ -70,6 +73,7 @@ impl Default for Config {
         Config {
             unit: 64,
             window_log2: None,
+            line_totals: true,
         }
     }
 }
@@ -101,7 +105,7 @@ pub struct LineStats {
 pub struct Outcome {
     /// Indexed by site.
     pub sites: Vec<SiteStats>,
-    /// By (space, line start).
+    /// By (space, line start); empty unless [`Config::line_totals`].
     pub lines: HashMap<(u32, u64), LineStats, FastHash>,
 }
 
@@ -173,11 +177,17 @@ pub fn simulate(accesses: &[Access], config: &Config) -> Outcome {
         sites: vec![SiteStats::default(); sites],
         lines: HashMap::default(),
     };
-    let mut order: Vec<usize> = (0..accesses.len()).collect();
-    order.sort_by_key(|&i| accesses[i].time);
+    // By time, ties in input order: (time, index) pairs side by side sort faster than
+    // indices compared through the accesses.
+    let mut order: Vec<(u64, u32)> = accesses
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (a.time, i as u32))
+        .collect();
+    order.sort_unstable();
     let mut lines: HashMap<(u32, u64), Line, FastHash> = HashMap::default();
-    for (seq, &i) in order.iter().enumerate() {
-        let a = &accesses[i];
+    for (seq, &(_, i)) in order.iter().enumerate() {
+        let a = &accesses[i as usize];
         let seq = seq as u64 + 1;
         out.sites[a.site as usize].traced += 1;
         let window = config.window_log2.map_or(0, |w| a.time >> w);
@@ -197,7 +207,12 @@ pub fn simulate(accesses: &[Access], config: &Config) -> Outcome {
             }
             line.window = window;
             let site = &mut out.sites[a.site as usize];
-            let stats = out.lines.entry((a.space, line_start)).or_default();
+            let mut unused = LineStats::default();
+            let stats = if config.line_totals {
+                out.lines.entry((a.space, line_start)).or_default()
+            } else {
+                &mut unused
+            };
             step(line, a.thread, a.kind, lo, hi, seq, site, stats);
             start = piece_end;
         }
@@ -368,13 +383,35 @@ mod tests {
             &s,
             &Config {
                 unit: 128,
-                window_log2: None,
+                ..Config::default()
             },
         );
         assert_eq!(
             pairs.sites[0].transfers_false + pairs.sites[1].transfers_false,
             9
         );
+    }
+
+    #[test]
+    fn sites_count_the_same_without_line_totals() {
+        let mut s = Vec::new();
+        for i in 0..20u64 {
+            s.push(acc(3 * i, 0, 0x1000 + i % 3 * 8, 8, Kind::Store, 0));
+            s.push(acc(3 * i + 1, 1, 0x1008, 8, Kind::Load, 1));
+            s.push(acc(3 * i + 2, 2, 0x103c, 8, Kind::Rmw, 2));
+        }
+        let with = simulate(&s, &Config::default());
+        let without = simulate(
+            &s,
+            &Config {
+                line_totals: false,
+                ..Config::default()
+            },
+        );
+        assert_eq!(with.sites, without.sites);
+        assert!(with.sites.iter().any(|x| x.transfers() > 0));
+        assert!(!with.lines.is_empty());
+        assert!(without.lines.is_empty());
     }
 
     #[test]
@@ -400,8 +437,8 @@ mod tests {
         let o = simulate(
             &s,
             &Config {
-                unit: 64,
                 window_log2: Some(4),
+                ..Config::default()
             },
         );
         assert_eq!(o.sites[1].transfers_false, 1);
