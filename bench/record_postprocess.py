@@ -10,9 +10,11 @@ size, the instrumented program's CPU seconds (from the recording run: the whole 
 minus the first binary's post-processing), and per binary the post-processing CPU seconds
 (user + system, wait4) and peak resident MiB. The profiles are compared with
 `peak_rss_recorder` (lineup's own peak memory, which varies) removed: any other difference
-is printed and makes the exit status 1.
+is printed and makes the exit status 1. With `--whole`, each binary's whole `lineup record
+-- PROG` (the program under the runtime plus post-processing) is timed too, runs
+interleaved, and its CPU seconds and peak MiB printed beside the plain program's.
 
-    python3 bench/record_postprocess.py OLD_LINEUP NEW_LINEUP [--runs 3] [--keep DIR]
+    python3 bench/record_postprocess.py OLD_LINEUP NEW_LINEUP [--runs 3] [--whole] [--keep DIR]
 """
 
 import argparse
@@ -63,6 +65,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--cc", default=shutil.which("clang") and "clang" or "gcc")
     ap.add_argument("--keep", help="work directory to keep (programs, raw recordings, profiles)")
+    ap.add_argument("--whole", action="store_true", help="also time each binary's whole `lineup record`")
     args = ap.parse_args()
     for b in args.lineups:
         if not os.access(b, os.X_OK):
@@ -72,7 +75,10 @@ def main():
     ref = args.lineups[0]
     env = dict(os.environ, LINEUP_CC=args.cc)
     differ = False
-    cols = " ".join(f"{'bin' + str(i) + ' cpu s':>11} {'MiB':>5}" for i in range(len(args.lineups)))
+    cols = " ".join(f"{'post' + str(i) + ' cpu s':>12} {'MiB':>5}" for i in range(len(args.lineups)))
+    if args.whole:
+        cols += f" {'plain cpu':>9} " + " ".join(
+            f"{'record' + str(i) + ' cpu s':>14} {'MiB':>5}" for i in range(len(args.lineups)))
     print(f"{'program':<18} {'raw MiB':>7} {'prog cpu':>8} {cols}")
     try:
         for label, src_name, opt, prog_args in CORPUS:
@@ -91,7 +97,19 @@ def main():
                 results.append((statistics.median(r[1] for r in runs), statistics.median(r[2] for r in runs)))
                 profiles.append(profile(out))
             prog_cpu = whole[1] - results[0][0]
-            cells = " ".join(f"{c:11.3f} {m:5.0f}" for c, m in results)
+            cells = " ".join(f"{c:12.3f} {m:5.0f}" for c, m in results)
+            if args.whole:
+                plain = os.path.join(work, src_name + "-plain")
+                subprocess.run([args.cc, opt, "-g", "-pthread", src, "-o", plain], check=True)
+                runs = {b: [] for b in ["plain"] + args.lineups}
+                for _ in range(args.runs):
+                    runs["plain"].append(run([plain] + prog_args))
+                    for b in args.lineups:
+                        runs[b].append(run([b, "record", "-o", os.path.join(work, "whole.json"), "--", prog]
+                                           + prog_args))
+                med = lambda b, i: statistics.median(r[i] for r in runs[b])
+                cells += f" {med('plain', 1):9.3f} " + " ".join(
+                    f"{med(b, 1):14.3f} {med(b, 2):5.0f}" for b in args.lineups)
             print(f"{label:<18} {raw_mib:7.1f} {prog_cpu:8.3f} {cells}", flush=True)
             for i, p in enumerate(profiles[1:], 1):
                 d = first_difference(profiles[0], p)

@@ -511,7 +511,8 @@ pub fn build(
         let tally = &p.counted;
         // The ordered trace, through the simulation: each place a site.
         let mut site_ids: HashMap<SiteKey, u32, FastHash> = HashMap::default();
-        let mut stream = Vec::with_capacity(p.traced.len());
+        // The site of each event (the trace itself is the stream: no copy of it).
+        let mut site_of_event: Vec<u32> = Vec::with_capacity(p.traced.len());
         for e in &p.traced {
             let k = SiteKey {
                 thread: e.thread,
@@ -521,24 +522,28 @@ pub fn build(
                 pc: e.pc,
             };
             let next = site_ids.len() as u32;
-            let site = *site_ids.entry(k).or_insert(next);
-            stream.push(sim::Access {
+            site_of_event.push(*site_ids.entry(k).or_insert(next));
+        }
+        // Sorted as the counted places are: attribution meets them in one walk.
+        let mut sites: Vec<(SiteKey, u32)> = site_ids.into_iter().collect();
+        sites.sort_unstable();
+        traced_events += p.traced.len() as u64;
+        let window = (p.decimation != 0).then_some(p.window_bits);
+        let event = |i: usize| {
+            let e = &p.traced[i];
+            sim::Access {
                 time: e.tsc,
                 space: 0,
                 thread: e.thread,
                 addr: e.addr,
                 size: e.size,
                 kind: e.kind,
-                site,
-            });
-        }
-        // Sorted as the counted places are: attribution meets them in one walk.
-        let mut sites: Vec<(SiteKey, u32)> = site_ids.into_iter().collect();
-        sites.sort_unstable();
-        traced_events += stream.len() as u64;
-        let window = (p.decimation != 0).then_some(p.window_bits);
-        let primary = sim::simulate(
-            &stream,
+                site: site_of_event[i],
+            }
+        };
+        let primary = sim::simulate_by(
+            p.traced.len(),
+            event,
             &sim::Config {
                 unit: line,
                 window_log2: window,
@@ -546,8 +551,9 @@ pub fn build(
             },
         );
         let pairs = opts.adjacent_line.then(|| {
-            sim::simulate(
-                &stream,
+            sim::simulate_by(
+                p.traced.len(),
+                event,
                 &sim::Config {
                     unit: line * 2,
                     window_log2: window,
@@ -555,7 +561,7 @@ pub fn build(
                 },
             )
         });
-        drop(stream);
+        drop(site_of_event);
 
         progress(Step::Attribute { process: pi, of: n });
         let debug = &facts.debug;

@@ -167,10 +167,15 @@ impl Line {
 
 /// Replays `accesses` (sorted here by `time`, stable) and counts per site.
 pub fn simulate(accesses: &[Access], config: &Config) -> Outcome {
+    simulate_by(accesses.len(), |i| accesses[i], config)
+}
+
+/// [`simulate`] over `n` accesses that `access(i)` makes on demand, for a caller whose
+/// stream is held in another shape (the recorder's trace, without a copy of it).
+pub fn simulate_by(n: usize, access: impl Fn(usize) -> Access, config: &Config) -> Outcome {
     let unit = config.unit.max(1);
-    let sites = accesses
-        .iter()
-        .map(|a| a.site as usize + 1)
+    let sites = (0..n)
+        .map(|i| access(i).site as usize + 1)
         .max()
         .unwrap_or(0);
     let mut out = Outcome {
@@ -179,15 +184,11 @@ pub fn simulate(accesses: &[Access], config: &Config) -> Outcome {
     };
     // By time, ties in input order: (time, index) pairs side by side sort faster than
     // indices compared through the accesses.
-    let mut order: Vec<(u64, u32)> = accesses
-        .iter()
-        .enumerate()
-        .map(|(i, a)| (a.time, i as u32))
-        .collect();
+    let mut order: Vec<(u64, u32)> = (0..n).map(|i| (access(i).time, i as u32)).collect();
     order.sort_unstable();
     let mut lines: HashMap<(u32, u64), Line, FastHash> = HashMap::default();
     for (seq, &(_, i)) in order.iter().enumerate() {
-        let a = &accesses[i as usize];
+        let a = &access(i as usize);
         let seq = seq as u64 + 1;
         out.sites[a.site as usize].traced += 1;
         let window = config.window_log2.map_or(0, |w| a.time >> w);
