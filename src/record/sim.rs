@@ -183,10 +183,15 @@ pub fn simulate_by(n: usize, access: impl Fn(usize) -> Access, config: &Config) 
         lines: HashMap::default(),
     };
     // By time, ties in input order: (time, index) pairs side by side sort faster than
-    // indices compared through the accesses.
+    // indices compared through the accesses. A recording's trace comes in chunks each in
+    // time order: the stable sort finds those runs and merges them.
     let mut order: Vec<(u64, u32)> = (0..n).map(|i| (access(i).time, i as u32)).collect();
-    order.sort_unstable();
-    let mut lines: HashMap<(u32, u64), Line, FastHash> = HashMap::default();
+    order.sort();
+    // Lines by number, found by address; consecutive accesses often meet the same line
+    // (threads taking turns on it), which is then found without hashing.
+    let mut lines: Vec<Line> = Vec::new();
+    let mut line_index: HashMap<(u32, u64), u32, FastHash> = HashMap::default();
+    let mut last: Option<((u32, u64), usize)> = None;
     for (seq, &(_, i)) in order.iter().enumerate() {
         let a = &access(i as usize);
         let seq = seq as u64 + 1;
@@ -200,9 +205,19 @@ pub fn simulate_by(n: usize, access: impl Fn(usize) -> Access, config: &Config) 
             let piece_end = end.min(line_start + unit);
             let lo = (start - line_start) as usize;
             let hi = (piece_end - line_start) as usize;
-            let line = lines
-                .entry((a.space, line_start))
-                .or_insert_with(|| Line::new(unit as usize, window));
+            let key = (a.space, line_start);
+            let li = match last {
+                Some((k, li)) if k == key => li,
+                _ => {
+                    let li = *line_index.entry(key).or_insert_with(|| {
+                        lines.push(Line::new(unit as usize, window));
+                        (lines.len() - 1) as u32
+                    }) as usize;
+                    last = Some((key, li));
+                    li
+                }
+            };
+            let line = &mut lines[li];
             if config.window_log2.is_some() && window > line.window + 1 {
                 line.reset(window);
             }
