@@ -643,3 +643,100 @@ fn adaptive_sampling_backs_off_on_private_data_and_keeps_false_sharing_exact() {
         assert!((200_000.0..=200_001.0).contains(&loads), "{l:#}");
     }
 }
+
+/// The profile without what varies between two runs of lineup over one recording: its own
+/// and the program's peak memory, and the command line (`--from-raw` ran none).
+fn deterministic(p: &Path) -> Value {
+    let mut v = profile_json(p);
+    let rec = v["summary"]["record"].as_object_mut().unwrap();
+    rec.remove("peak_rss_recorder");
+    rec.remove("peak_rss_program");
+    v["provenance"].as_object_mut().unwrap().remove("command");
+    v
+}
+
+#[test]
+fn a_kept_recording_is_processed_again_into_the_same_profile() {
+    let prog = build("examples/record/counters.c");
+    let raw = scratch().join("counters-kept-raw");
+    let _ = std::fs::remove_dir_all(&raw);
+    let first = scratch().join("counters-kept.json");
+    let o = lineup()
+        .args(["record", "--keep-raw"])
+        .arg(&raw)
+        .arg("-o")
+        .arg(&first)
+        .arg("--")
+        .arg(&prog)
+        .args(["2", "100000"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let again = scratch().join("counters-from-raw.json");
+    let o = lineup()
+        .args(["record", "--from-raw"])
+        .arg(&raw)
+        .arg("-o")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (a, b) = (deterministic(&first), deterministic(&again));
+    assert!(
+        a["types"].as_array().is_some_and(|t| !t.is_empty()),
+        "{a:#}"
+    );
+    assert_eq!(a, b, "the profile from the kept files differs");
+    // A directory without a recording: one line naming it, no profile.
+    let empty = scratch().join("no-recording-here");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = scratch().join("never-written.json");
+    let o = lineup()
+        .args(["record", "--from-raw"])
+        .arg(&empty)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("no-recording-here: no recording in it"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_program_without_dwarf_is_refused_before_it_runs() {
+    let prog = build("examples/record/counters.c");
+    let stripped = scratch().join("counters-stripped");
+    let o = Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(&prog)
+        .arg(&stripped)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "objcopy: {}", text(&o.stderr));
+    let out = scratch().join("stripped.json");
+    let o = lineup()
+        .arg("record")
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(&stripped)
+        .args(["2", "1000"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("counters-stripped: no DWARF debug info (stripped?)"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // Refused before the run: the program's own output never appeared.
+    assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+    assert!(!out.exists());
+}

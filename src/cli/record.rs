@@ -110,7 +110,8 @@ fn compile(cxx: bool, user: &[OsString]) -> Result<i32> {
                   lineup record --alloc-wrapper xmalloc -o p.json -- ./prog input.dat\n  \
                   lineup record --sample auto -o long.json -- ./solver big.input\n  \
                   lineup record --adjacent-line --cacheline-size 64 -- ./prog\n  \
-                  lineup record --memory 256M -o big.json -- ./stream input.dat"
+                  lineup record --memory 256M -o big.json -- ./stream input.dat\n  \
+                  lineup record --keep-raw raw -o a.json -- ./prog && lineup record --from-raw raw -o b.json"
 )]
 pub struct RecordArgs {
     /// Write the profile here
@@ -155,12 +156,16 @@ pub struct RecordArgs {
     /// Keep the runtime's raw files in this directory
     #[arg(long, value_name = "DIR")]
     keep_raw: Option<PathBuf>,
+    /// Run nothing: build the profile again from a directory kept with --keep-raw (the
+    /// program it recorded must still be where it ran)
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["keep_raw", "command"])]
+    from_raw: Option<PathBuf>,
     /// Print a summary of the contended lines to standard error afterwards
     #[arg(short, long)]
     verbose: bool,
     /// The program and its arguments (after `--`)
     #[arg(
-        required = true,
+        required_unless_present = "from_raw",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "PROGRAM"
@@ -270,12 +275,19 @@ fn check_program(shown: &str, path: &Path, types: &[String], wrappers: &[String]
             "{shown}: not built with `lineup cc` (it has no lineup recording runtime): rebuild it with `lineup cc` / `lineup c++`"
         );
     }
-    let debug = record::debuginfo::DebugInfo::read(&bytes).map_err(|e| anyhow!("{shown}: {e}"))?;
-    if !debug.has_dwarf {
+    // Only whether the DWARF is there: it is read once, after the run.
+    let has_dwarf =
+        record::debuginfo::DebugInfo::has_dwarf(&bytes).map_err(|e| anyhow!("{shown}: {e}"))?;
+    if !has_dwarf {
         bail!("{shown}: no DWARF debug info (stripped?): lineup needs it to name struct fields");
     }
-    if let Some(w) = wrappers.iter().find(|w| debug.function_named(w).is_none()) {
-        bail!("{shown}: --alloc-wrapper {w}: no function of that name in its symbol table");
+    if !wrappers.is_empty() {
+        // Named wrappers only: the symbol table is read for them, the rest after the run.
+        let debug =
+            record::debuginfo::DebugInfo::read(&bytes).map_err(|e| anyhow!("{shown}: {e}"))?;
+        if let Some(w) = wrappers.iter().find(|w| debug.function_named(w).is_none()) {
+            bail!("{shown}: --alloc-wrapper {w}: no function of that name in its symbol table");
+        }
     }
     if !types.is_empty() {
         let arena = typed_arena::Arena::new();
@@ -533,12 +545,40 @@ impl Progress {
     }
 }
 
-pub fn run_record(args: RecordArgs) -> Result<i32> {
-    // Checked first: a recording must never be lost to an unwritable path after the run.
-    let output = super::output::Output::check("-o", &args.output)?;
-    if let Some(keep) = &args.keep_raw {
-        super::output::check_dir("--keep-raw", keep)?;
-    }
+/// What running the program left: the runtime's files, read, and how the program ended.
+struct Ran {
+    processes: Vec<record::trace::Process>,
+    /// `None` when nothing ran (`--from-raw`).
+    status: Option<std::process::ExitStatus>,
+    code: i32,
+    program_rss: Option<u64>,
+    /// The program as the messages name it.
+    shown: String,
+    /// The runtime's files, removed when done.
+    _dir: Option<TempDir>,
+}
+
+/// `--from-raw`: the files of a recording kept with `--keep-raw`.
+fn from_raw(raw: &Path) -> Result<Ran> {
+    let processes = record::trace::read_dir(raw)?;
+    let Some(first) = processes.first() else {
+        bail!(
+            "{}: no recording in it (no rt.<pid>.bin files: a directory kept with --keep-raw?)",
+            raw.display()
+        );
+    };
+    Ok(Ran {
+        shown: first.exe.clone(),
+        processes,
+        status: None,
+        code: 0,
+        program_rss: None,
+        _dir: None,
+    })
+}
+
+/// Runs the program under the runtime and reads what it wrote.
+fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
     let program = PathBuf::from(&args.command[0]);
     let shown = program.display().to_string();
     let path = resolve_program(&program).ok_or_else(|| anyhow!("{shown}: not found in PATH"))?;
@@ -550,7 +590,6 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
             own_peak_rss() >> 20
         );
     }
-    let line_size = args.line_size.unwrap_or_else(host_line_size);
     let dir = temp_dir()?;
 
     let mut cmd = Command::new(&path);
@@ -630,18 +669,50 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
                 .with_context(|| format!("{}: cannot write", keep.display()))?;
         }
     }
+    Ok(Ran {
+        processes,
+        status: Some(status),
+        code,
+        program_rss: Some(program_rss),
+        shown,
+        _dir: Some(dir),
+    })
+}
+
+pub fn run_record(args: RecordArgs) -> Result<i32> {
+    // Checked first: a recording must never be lost to an unwritable path after the run.
+    let output = super::output::Output::check("-o", &args.output)?;
+    if let Some(keep) = &args.keep_raw {
+        super::output::check_dir("--keep-raw", keep)?;
+    }
+    let line_size = args.line_size.unwrap_or_else(host_line_size);
+    let ran = match &args.from_raw {
+        Some(raw) => {
+            check_output(&args.output)?;
+            from_raw(raw)?
+        }
+        None => run_program(&args, line_size)?,
+    };
+    let Ran {
+        processes,
+        status,
+        code,
+        program_rss,
+        shown,
+        _dir,
+    } = ran;
     let opts = Options {
         line_size,
         adjacent_line: args.adjacent_line,
         types: args.types.clone(),
         alloc_wrappers: args.alloc_wrappers.clone(),
-        command: Some(
+        command: (!args.command.is_empty()).then(|| {
             args.command
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
-                .join(" "),
-        ),
+                .join(" ")
+        }),
         machine_cpus: std::thread::available_parallelism()
             .ok()
             .map(|n| n.get() as u32),
@@ -658,7 +729,9 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     progress.finish();
     let recorder_rss = own_peak_rss();
     if let Some(sum) = built.profile.summary.get_mut("record") {
-        sum.insert("peak_rss_program".into(), program_rss as f64);
+        if let Some(rss) = program_rss {
+            sum.insert("peak_rss_program".into(), rss as f64);
+        }
         sum.insert("peak_rss_recorder".into(), recorder_rss as f64);
         sum.insert("memory_budget".into(), args.memory as f64);
     }
@@ -697,11 +770,11 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     }
     {
         use std::os::unix::process::ExitStatusExt;
-        if let Some(sig) = status.signal() {
+        if let Some(sig) = status.and_then(|s| s.signal()) {
             eprintln!(
                 "lineup: {shown}: killed by {}{}; partial profile written to {}",
                 record::signal_name(sig),
-                if status.core_dumped() {
+                if status.is_some_and(|s| s.core_dumped()) {
                     " (core dumped)"
                 } else {
                     ""

@@ -199,14 +199,15 @@ impl DebugInfo {
                 info.code.push((section.address(), data.to_vec()));
             }
         }
-        // Sections, decompressed where needed; kept alive for the borrow below.
-        let mut owned: HashMap<&'static str, Vec<u8>> = HashMap::new();
+        // Sections, decompressed where needed (borrowed from `elf` where not); kept alive
+        // for the borrow below.
+        let mut owned: HashMap<&'static str, std::borrow::Cow<'_, [u8]>> = HashMap::new();
         for id in ALL_SECTIONS {
             let name = id.name();
             if let Some(s) = obj.section_by_name(name)
                 && let Ok(data) = s.uncompressed_data()
             {
-                owned.insert(name, data.into_owned());
+                owned.insert(name, data);
             }
         }
         info.has_dwarf = owned.contains_key(".debug_info");
@@ -220,7 +221,7 @@ impl DebugInfo {
         };
         let dwarf = gimli::Dwarf::load(|id| -> Result<Slice<'_>, ()> {
             Ok(EndianSlice::new(
-                owned.get(id.name()).map(Vec::as_slice).unwrap_or(&[]),
+                owned.get(id.name()).map(|d| &d[..]).unwrap_or(&[]),
                 endian,
             ))
         })
@@ -237,6 +238,15 @@ impl DebugInfo {
             .sort_by(|a, b| a.addr.cmp(&b.addr).then(b.end.cmp(&a.end)));
         info.pointer_globals.sort_by_key(|g| g.addr);
         Ok(info)
+    }
+
+    /// Whether ELF bytes `elf` carry DWARF (`.debug_info`), as [`DebugInfo::read`] would
+    /// find, without reading it: the check before a recording.
+    pub fn has_dwarf(elf: &[u8]) -> Result<bool, String> {
+        let obj = object::File::parse(elf).map_err(|e| format!("not a valid ELF file: {e}"))?;
+        Ok(obj
+            .section_by_name(".debug_info")
+            .is_some_and(|s| s.uncompressed_data().is_ok()))
     }
 
     fn read_lines(&mut self, dwarf: &gimli::Dwarf<Slice<'_>>, unit: &Unit<'_>) {
@@ -1445,5 +1455,31 @@ mod demangle_tests {
         assert_eq!(super::demangle("_Z6workerPv"), "worker");
         assert_eq!(super::demangle("update_load_avg"), "update_load_avg");
         assert_eq!(super::demangle("_Zbogus"), "_Zbogus");
+    }
+}
+
+#[cfg(test)]
+mod has_dwarf_tests {
+    use super::DebugInfo;
+
+    /// The quick check before a run agrees with the full read after it: on objects the
+    /// compilers wrote (tests/data/dwarf/build.sh), with their DWARF and with it stripped.
+    #[test]
+    fn the_quick_check_agrees_with_the_full_read() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/dwarf/bin");
+        let mut seen = 0;
+        for name in ["atomics-clang-dwarf5.o", "atomics-gcc-dwarf4.o"] {
+            let bytes = std::fs::read(format!("{dir}/{name}")).unwrap();
+            assert!(DebugInfo::has_dwarf(&bytes).unwrap(), "{name}");
+            assert!(DebugInfo::read(&bytes).unwrap().has_dwarf, "{name}");
+            seen += 1;
+        }
+        assert_eq!(seen, 2);
+        // Not ELF: the same error either way.
+        let not_elf = b"#!/bin/sh\necho hi\n";
+        assert_eq!(
+            DebugInfo::has_dwarf(not_elf).unwrap_err(),
+            DebugInfo::read(not_elf).err().unwrap()
+        );
     }
 }

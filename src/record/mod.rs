@@ -134,23 +134,97 @@ struct SiteKey {
     pc: u64,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Tally {
-    count: u64,
-    eligible: u64,
-    /// A code site's summary: its address is a sample standing for the site's (the
-    /// counts reach the member there, but say nothing about which element or line).
-    summary: bool,
+/// Strings by number, each stored once: the hot loop of `build` keys its maps by these.
+#[derive(Default)]
+struct Names {
+    ids: HashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Names {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.ids.insert(name.to_string(), id);
+        id
+    }
+    fn get(&self, id: u32) -> &str {
+        &self.names[id as usize]
+    }
+}
+
+/// The number of each run's thread within its object (0: the thread that accesses the
+/// object most; ties: the lower thread first), for runs of (element, birth, thread,
+/// accesses); one object's thread may have several runs, whose accesses add up.
+fn thread_ranks(runs: &[(u64, u64, u32, u64)]) -> Vec<u32> {
+    let mut order: Vec<(u64, u64, u32, u32)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.0, r.1, r.2, i as u32))
+        .collect();
+    order.sort_unstable();
+    let mut rank = vec![0u32; runs.len()];
+    // Per object: (accesses, thread, its runs in `order`).
+    let mut threads: Vec<(u64, u32, usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let object = (order[i].0, order[i].1);
+        threads.clear();
+        let mut j = i;
+        while j < order.len() && (order[j].0, order[j].1) == object {
+            let thread = order[j].2;
+            let start = j;
+            let mut sum = 0u64;
+            while j < order.len()
+                && (order[j].0, order[j].1, order[j].2) == (object.0, object.1, thread)
+            {
+                sum += runs[order[j].3 as usize].3;
+                j += 1;
+            }
+            threads.push((sum, thread, start, j));
+        }
+        threads.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (r, &(_, _, start, end)) in threads.iter().enumerate() {
+            for o in &order[start..end] {
+                rank[o.3 as usize] = r as u32;
+            }
+        }
+        i = j;
+    }
+    rank
+}
+
+/// How the notes name an object: `global \`name\``, or its heap allocation site.
+fn object_label(debug: &DebugInfo, obj: &attribute::Object) -> String {
+    match &obj.origin {
+        Origin::Global(name) => format!("global `{name}`"),
+        Origin::Heap { site } => {
+            let r = debug.resolve_alloc(*site);
+            let at = match (r.symbol, r.offset) {
+                (Some(s), Some(o)) => format!("{s}+{o}"),
+                _ => format!("{site:#x}"),
+            };
+            match r.source {
+                Some(src) => format!("heap blocks allocated at {at} ({src})"),
+                None => format!("heap blocks allocated at {at}"),
+            }
+        }
+    }
 }
 
 /// One profile access being accumulated: (type, offset, size, code).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct AccessKey {
-    type_name: String,
+    /// Interned ([`Names`]).
+    type_name: u32,
     offset: u64,
     size: u64,
     code: u64,
-    exe: String,
+    /// Interned ([`Names`]).
+    exe: u32,
     /// The thread's number within its object (see `build`).
     cpu: u32,
 }
@@ -407,10 +481,14 @@ pub fn build(
     }
 
     let line = opts.line_size.max(1);
-    let mut accesses: BTreeMap<AccessKey, AccessVal> = BTreeMap::new();
+    // Keyed by interned names while counting (millions of accesses), ordered as the
+    // profile lists them once at the end.
+    let mut names = Names::default();
+    let mut accesses: HashMap<AccessKey, AccessVal, FastHash> = HashMap::default();
     let mut notes: BTreeMap<String, TypeNotes> = BTreeMap::new();
     // (type, array base, birth, physical line) -> elements written there by different threads.
-    let mut element_lines: BTreeMap<(String, u64, u64, u64), ElementLine> = BTreeMap::new();
+    let mut element_lines: HashMap<(u32, u64, u64, u64), ElementLine, FastHash> =
+        HashMap::default();
     let mut total = 0.0f64;
     let mut attributed = 0.0f64;
     let mut heap_typed = 0u64;
@@ -425,31 +503,12 @@ pub fn build(
         progress(Step::Simulate { process: pi, of: n });
         let facts = &exes[&p.exe];
         let scale = f64::from(p.sample.max(1));
-        // The runtime's flushes, merged by the reader: one entry per place.
-        let mut tally: Vec<(SiteKey, Tally)> = p
-            .counted
-            .iter()
-            .map(|c| {
-                (
-                    SiteKey {
-                        thread: c.thread,
-                        addr: c.addr,
-                        size: c.size,
-                        kind: c.kind,
-                        pc: c.pc,
-                    },
-                    Tally {
-                        count: c.count,
-                        eligible: c.eligible,
-                        summary: c.summary,
-                    },
-                )
-            })
-            .collect();
-        tally.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        // The ordered trace, through the simulation.
+        // The runtime's flushes, merged and sorted by place by the reader.
+        let tally = &p.counted;
+        // The ordered trace, through the simulation: each place a site.
         let mut site_ids: HashMap<SiteKey, u32, FastHash> = HashMap::default();
-        let mut stream = Vec::with_capacity(p.traced.len());
+        // The site of each event (the trace itself is the stream: no copy of it).
+        let mut site_of_event: Vec<u32> = Vec::with_capacity(p.traced.len());
         for e in &p.traced {
             let k = SiteKey {
                 thread: e.thread,
@@ -459,36 +518,46 @@ pub fn build(
                 pc: e.pc,
             };
             let next = site_ids.len() as u32;
-            let site = *site_ids.entry(k).or_insert(next);
-            stream.push(sim::Access {
+            site_of_event.push(*site_ids.entry(k).or_insert(next));
+        }
+        // Sorted as the counted places are: attribution meets them in one walk.
+        let mut sites: Vec<(SiteKey, u32)> = site_ids.into_iter().collect();
+        sites.sort_unstable();
+        traced_events += p.traced.len() as u64;
+        let window = (p.decimation != 0).then_some(p.window_bits);
+        let event = |i: usize| {
+            let e = &p.traced[i];
+            sim::Access {
                 time: e.tsc,
                 space: 0,
                 thread: e.thread,
                 addr: e.addr,
                 size: e.size,
                 kind: e.kind,
-                site,
-            });
-        }
-        traced_events += stream.len() as u64;
-        let window = (p.decimation != 0).then_some(p.window_bits);
-        let primary = sim::simulate(
-            &stream,
+                site: site_of_event[i],
+            }
+        };
+        let primary = sim::simulate_by(
+            p.traced.len(),
+            event,
             &sim::Config {
                 unit: line,
                 window_log2: window,
+                line_totals: false,
             },
         );
         let pairs = opts.adjacent_line.then(|| {
-            sim::simulate(
-                &stream,
+            sim::simulate_by(
+                p.traced.len(),
+                event,
                 &sim::Config {
                     unit: line * 2,
                     window_log2: window,
+                    line_totals: false,
                 },
             )
         });
-        drop(stream);
+        drop(site_of_event);
 
         progress(Step::Attribute { process: pi, of: n });
         let debug = &facts.debug;
@@ -501,7 +570,7 @@ pub fn build(
             debug,
             &opts.alloc_wrappers,
             &p.allocs,
-            &tally,
+            tally,
             &objects,
             site_of,
         );
@@ -518,9 +587,7 @@ pub fn build(
         }
         // The dynamic way: the slots the allocating threads stored the blocks' addresses
         // into, then the blocks typed again with them.
-        let stored = stored_slots(
-            facts, bias, &p.allocs, &tally, &objects, alloc_site, site_of,
-        );
+        let stored = stored_slots(facts, bias, &p.allocs, tally, &objects, alloc_site, site_of);
         if !stored.is_empty() {
             chooser.stored = stored;
             chooser.reset();
@@ -576,83 +643,96 @@ pub fn build(
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let mut resolved: HashMap<u64, debuginfo::Resolved> = HashMap::new();
+        let exe_id = names.id(&exe_name);
+        let mut resolved: HashMap<u64, debuginfo::Resolved, FastHash> = HashMap::default();
         for t in p.threads.values() {
             dropped += t.dropped;
         }
+        let tid_of = |thread: u32| p.threads.get(&thread).map_or(thread, |th| th.tid);
         // Attribute, then number each object's threads by how much they touch it: `cpus`
         // in the profile are these numbers (0: the object's busiest thread), so that
         // objects of one type, merged in type coordinates, still tell one thread per
         // object apart from several threads on one object.
-        let mut hits: Vec<(&SiteKey, &Tally, &attribute::Object)> = Vec::new();
-        let mut per_object: HashMap<(u64, u64), HashMap<u32, u64>, FastHash> = HashMap::default();
+        let mut hits: Vec<(&trace::Counted, &attribute::Object, u32)> =
+            Vec::with_capacity(tally.len());
+        // Consecutive places of one thread in one element (the places come sorted by
+        // thread and address): (element, birth, thread, accesses).
+        let mut runs: Vec<(u64, u64, u32, u64)> = Vec::new();
         // Who uses which element on each physical line: threads writing their own elements
         // of one line share it though each element has one writer, and so does a thread
         // reading its element beside another thread's written one (issue 16).
         let mut line_users: HashMap<(u64, u64), Vec<ElementUse>, FastHash> = HashMap::default();
         let process_start = total;
-        for (k, t) in &tally {
-            let n = t.count as f64 * scale;
+        let mut last_thread = None;
+        for k in tally {
+            let n = k.count as f64 * scale;
             total += n;
-            let tid = p.threads.get(&k.thread).map_or(k.thread, |th| th.tid);
-            all_threads.insert((p.pid, tid));
+            if last_thread != Some(k.thread) {
+                all_threads.insert((p.pid, tid_of(k.thread)));
+                last_thread = Some(k.thread);
+            }
             let Some(obj) = objects.lookup(k.addr, None) else {
                 continue;
             };
             // Elements of an array are objects of their own.
             let element = k.addr - obj.type_offset(k.addr);
-            *per_object
-                .entry((element, obj.born))
-                .or_default()
-                .entry(k.thread)
-                .or_default() += t.count;
+            match runs.last_mut() {
+                Some(r) if (r.0, r.1, r.2) == (element, obj.born, k.thread) => r.3 += k.count,
+                _ => runs.push((element, obj.born, k.thread, k.count)),
+            }
             // Summaries of many places (the memory budget's) name no element or line.
-            if !matches!(k.kind, Kind::Load) && !t.summary {
+            if !matches!(k.kind, Kind::Load) && !k.summary {
                 element_use(
                     line_users.entry((k.addr / line, obj.born)).or_default(),
                     element,
                     k.thread,
                 )
-                .writes += t.count as f64 * scale;
+                .writes += k.count as f64 * scale;
             }
-            hits.push((k, t, obj));
+            hits.push((k, obj, runs.len() as u32 - 1));
         }
         // Reads only where some element is written (after the writes, so that a stream of
         // reads over private data adds nothing here).
-        for (k, t, obj) in &hits {
+        for (k, obj, _) in &hits {
             if matches!(k.kind, Kind::Load)
-                && !t.summary
+                && !k.summary
                 && let Some(users) = line_users.get_mut(&(k.addr / line, obj.born))
             {
                 let element = k.addr - obj.type_offset(k.addr);
-                element_use(users, element, k.thread).reads += t.count as f64 * scale;
+                element_use(users, element, k.thread).reads += k.count as f64 * scale;
             }
         }
         // A side below this many accesses on the line cannot cause more transfers than the
         // diagnosis's floor for the run (each of its accesses moves the line at most twice):
         // main's one setup store of the next element does not make a pair.
         let partner_floor = (ELEMENT_PARTNER_FLOOR * (total - process_start)).max(1.0);
-        let numbering: HashMap<(u64, u64), HashMap<u32, u32>> = per_object
-            .into_iter()
-            .map(|(o, threads)| {
-                let mut v: Vec<(u32, u64)> = threads.into_iter().collect();
-                v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-                let m = v
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, (t, _))| (t, i as u32))
-                    .collect();
-                (o, m)
-            })
-            .collect();
-        for (k, t, obj) in hits {
-            let n = t.count as f64 * scale;
-            let tid = p.threads.get(&k.thread).map_or(k.thread, |th| th.tid);
+        let numbering = thread_ranks(&runs);
+        drop(runs);
+        // What is said once per object: its type's interned name, the note on it.
+        let mut seen_objects: HashMap<*const attribute::Object, u32, FastHash> = HashMap::default();
+        let mut next_site = 0usize;
+        for (k, obj, run) in hits {
+            let n = k.count as f64 * scale;
+            let tid = tid_of(k.thread);
             let element = k.addr - obj.type_offset(k.addr);
-            let cpu = numbering[&(element, obj.born)][&k.thread];
+            let cpu = numbering[run as usize];
             attributed += n;
             let offset = obj.type_offset(k.addr);
             let code = site_of(k.pc);
+            let type_id = match seen_objects.get(&(obj as *const _)) {
+                Some(&id) => id,
+                None => {
+                    let id = names.id(&obj.ty.name);
+                    seen_objects.insert(obj as *const _, id);
+                    let label = object_label(debug, obj);
+                    let note = notes.entry(obj.ty.name.clone()).or_default();
+                    if obj.base % line != 0 {
+                        note.misaligned.insert(label.clone());
+                    }
+                    note.objects.insert(label);
+                    id
+                }
+            };
             let mut counts = Counts::default();
             match k.kind {
                 Kind::Load => counts.loads = n,
@@ -660,11 +740,25 @@ pub fn build(
                 Kind::Rmw => counts.rmw = n,
             }
             let (mut st, mut sf, mut inv, mut pt, mut pf) = (0.0, 0.0, 0.0, 0.0, 0.0);
-            if let Some(&site) = site_ids.get(k) {
-                let s = primary.sites[site as usize];
+            let site_key = SiteKey {
+                thread: k.thread,
+                addr: k.addr,
+                size: k.size,
+                kind: k.kind,
+                pc: k.pc,
+            };
+            // Both in place order: the traced place, if any, is at the cursor.
+            while sites.get(next_site).is_some_and(|s| s.0 < site_key) {
+                next_site += 1;
+            }
+            if let Some(&(key, site)) = sites.get(next_site)
+                && key == site_key
+            {
+                let site = site as usize;
+                let s = primary.sites[site];
                 // The trace holds a sample of the eligible accesses: scale to all of them.
                 let f = if s.traced > 0 {
-                    t.eligible.max(s.traced) as f64 / s.traced as f64 * scale
+                    k.eligible.max(s.traced) as f64 / s.traced as f64 * scale
                 } else {
                     0.0
                 };
@@ -672,18 +766,18 @@ pub fn build(
                 sf = s.transfers_false as f64 * f;
                 inv = s.invalidations as f64 * f;
                 if let Some(pairs) = &pairs {
-                    let q = pairs.sites[site as usize];
+                    let q = pairs.sites[site];
                     pt = q.transfers_true as f64 * f;
                     pf = q.transfers_false as f64 * f;
                 }
             }
             counts.lcl_hitm = st + sf;
             let key = AccessKey {
-                type_name: obj.ty.name.clone(),
+                type_name: type_id,
                 offset,
                 size: u64::from(k.size),
                 code,
-                exe: exe_name.clone(),
+                exe: exe_id,
                 cpu,
             };
             let v = accesses.entry(key).or_default();
@@ -696,7 +790,7 @@ pub fn build(
             let is_write = !matches!(k.kind, Kind::Load);
             // Both sides above the floor: main filling in a table that workers then read
             // writes each line a few times, which moves it no more often than that.
-            if !t.summary
+            if !k.summary
                 && line_users.get(&(k.addr / line, obj.born)).is_some_and(|u| {
                     let own = u
                         .iter()
@@ -719,7 +813,7 @@ pub fn build(
                 // Which element, by which thread: the verdict names them (`g[0].v`).
                 let size = obj.ty.size.max(1);
                 let el = element_lines
-                    .entry((obj.ty.name.clone(), obj.base, obj.born, k.addr / line))
+                    .entry((type_id, obj.base, obj.born, k.addr / line))
                     .or_insert_with(|| {
                         let (variable, alloc_function, alloc_source) = match &obj.origin {
                             Origin::Global(name) => (Some(name.clone()), None, None),
@@ -798,7 +892,9 @@ pub fn build(
                 }
             }
             v.threads.insert((p.pid, tid));
-            if let Some(name) = p.thread_name(k.thread) {
+            if let Some(name) = p.thread_name(k.thread)
+                && !v.comms.contains(name)
+            {
                 v.comms.insert(name.to_string());
             }
             if v.field.is_none() {
@@ -813,25 +909,6 @@ pub fn build(
                     .entry(code)
                     .or_insert_with(|| debug.resolve(code))
                     .clone();
-            }
-            let label = match &obj.origin {
-                Origin::Global(name) => format!("global `{name}`"),
-                Origin::Heap { site } => {
-                    let r = debug.resolve_alloc(*site);
-                    let at = match (r.symbol, r.offset) {
-                        (Some(s), Some(o)) => format!("{s}+{o}"),
-                        _ => format!("{site:#x}"),
-                    };
-                    match r.source {
-                        Some(src) => format!("heap blocks allocated at {at} ({src})"),
-                        None => format!("heap blocks allocated at {at}"),
-                    }
-                }
-            };
-            let note = notes.entry(obj.ty.name.clone()).or_default();
-            note.objects.insert(label.clone());
-            if obj.base % line != 0 {
-                note.misaligned.insert(label);
             }
         }
     }
@@ -931,6 +1008,18 @@ pub fn build(
     }
     profile.provenance.note = Some(note);
 
+    // The order of the profile: by type name, offset, size, code, program, thread number.
+    let mut accesses: Vec<(AccessKey, AccessVal)> = accesses.into_iter().collect();
+    accesses.sort_unstable_by(|(a, _), (b, _)| {
+        names
+            .get(a.type_name)
+            .cmp(names.get(b.type_name))
+            .then(a.offset.cmp(&b.offset))
+            .then(a.size.cmp(&b.size))
+            .then(a.code.cmp(&b.code))
+            .then(names.get(a.exe).cmp(names.get(b.exe)))
+            .then(a.cpu.cmp(&b.cpu))
+    });
     for (k, v) in accesses {
         let threads: Vec<(u32, u32)> = v.threads.iter().copied().collect();
         let pids: BTreeSet<i64> = threads.iter().map(|&(p, _)| i64::from(p)).collect();
@@ -965,16 +1054,27 @@ pub fn build(
                 symbol: v.resolved.symbol.as_deref().map(Into::into),
                 symbol_offset: v.resolved.offset,
                 address: Some(k.code),
-                object: Some(k.exe.as_str().into()),
+                object: Some(names.get(k.exe).into()),
                 source: v.resolved.source.as_deref().map(Into::into),
                 privilege: Some(Privilege::User),
             }),
             details,
             ..Default::default()
         };
-        profile.type_profile_mut(&k.type_name).accesses.push(access);
+        profile
+            .type_profile_mut(names.get(k.type_name))
+            .accesses
+            .push(access);
     }
-    for ((type_name, ..), mut el) in element_lines {
+    let mut element_lines: Vec<((u32, u64, u64, u64), ElementLine)> =
+        element_lines.into_iter().collect();
+    element_lines.sort_unstable_by(|(a, _), (b, _)| {
+        names
+            .get(a.0)
+            .cmp(names.get(b.0))
+            .then((a.1, a.2, a.3).cmp(&(b.1, b.2, b.3)))
+    });
+    for ((type_id, ..), mut el) in element_lines {
         el.writers.sort_by_key(|w| (w.index, w.tid));
         el.readers.sort_by_key(|r| (r.index, r.tid));
         for w in &mut el.writers {
@@ -996,7 +1096,10 @@ pub fn build(
                 .any(|(index, tid)| a.index != index && a.tid != tid)
         });
         if two {
-            profile.type_profile_mut(&type_name).element_lines.push(el);
+            profile
+                .type_profile_mut(names.get(type_id))
+                .element_lines
+                .push(el);
         }
     }
     for t in &mut profile.types {
@@ -1304,7 +1407,7 @@ fn stored_slots(
     facts: &ExeFacts,
     bias: u64,
     allocs: &[trace::AllocEvent],
-    tally: &[(SiteKey, Tally)],
+    tally: &[trace::Counted],
     objects: &ObjectMap,
     alloc_site: impl Fn(&trace::AllocEvent) -> u64,
     site_of: impl Fn(u64) -> u64,
@@ -1319,8 +1422,8 @@ fn stored_slots(
     // count tables can hold millions of places and it may have thousands of sites.
     let mut stores: Vec<(u64, u32, u64)> = tally
         .iter()
-        .filter(|(k, _)| k.size == 8 && k.kind == Kind::Store && k.addr != 0)
-        .map(|(k, _)| (site_of(k.pc), k.thread, k.addr))
+        .filter(|k| k.size == 8 && k.kind == Kind::Store && k.addr != 0)
+        .map(|k| (site_of(k.pc), k.thread, k.addr))
         .collect();
     stores.sort_unstable();
     for (site, threads) in sites {
@@ -1389,7 +1492,7 @@ fn wrapped_blocks(
     debug: &DebugInfo,
     named: &[String],
     allocs: &[trace::AllocEvent],
-    tally: &[(SiteKey, Tally)],
+    tally: &[trace::Counted],
     objects: &ObjectMap,
     site_of: impl Fn(u64) -> u64,
 ) -> Wrapped {
@@ -1409,7 +1512,7 @@ fn wrapped_blocks(
     // Per wrapped block (address, birth): struct name -> accesses through pointers to it.
     let mut uses: HashMap<(u64, u64), HashMap<String, u64>> = HashMap::new();
     let mut types_at: HashMap<u64, Option<Elem>> = HashMap::new();
-    for (k, t) in tally {
+    for k in tally {
         let Some(obj) = objects.lookup(k.addr, None) else {
             continue;
         };
@@ -1428,7 +1531,7 @@ fn wrapped_blocks(
                 .entry((obj.base, obj.born))
                 .or_default()
                 .entry(e.name.clone())
-                .or_default() += t.count;
+                .or_default() += k.count;
         }
     }
     let none = HashMap::new();
@@ -1488,4 +1591,71 @@ pub fn signal_name(sig: i32) -> String {
         _ => return format!("signal {sig}"),
     };
     name.to_string()
+}
+
+#[cfg(test)]
+mod build_helper_tests {
+    use super::{Names, thread_ranks};
+    use std::collections::HashMap;
+
+    /// What the ranks are by definition: per object, its threads by accesses (most
+    /// first, ties by thread number), over all of the thread's runs.
+    fn ranks_by_definition(runs: &[(u64, u64, u32, u64)]) -> Vec<u32> {
+        let mut per_object: HashMap<(u64, u64), HashMap<u32, u64>> = HashMap::new();
+        for &(e, b, t, n) in runs {
+            *per_object.entry((e, b)).or_default().entry(t).or_default() += n;
+        }
+        runs.iter()
+            .map(|&(e, b, t, _)| {
+                let threads = &per_object[&(e, b)];
+                let mine = threads[&t];
+                threads
+                    .iter()
+                    .filter(|&(&u, &n)| n > mine || (n == mine && u < t))
+                    .count() as u32
+            })
+            .collect()
+    }
+
+    #[test]
+    fn threads_are_ranked_per_object_over_all_their_runs() {
+        let runs = [
+            (0x100, 1, 0, 5),
+            (0x100, 1, 1, 7),
+            (0x100, 1, 0, 4), // thread 0 again: 9 in all, ahead of thread 1
+            (0x100, 2, 1, 1), // the same address, a later block: another object
+            (0x140, 1, 2, 3),
+            (0x140, 1, 1, 3), // a tie: the lower thread first
+            (0x180, 1, 3, 1),
+        ];
+        let got = thread_ranks(&runs);
+        assert_eq!(got, vec![0, 1, 0, 0, 1, 0, 0]);
+        assert_eq!(got, ranks_by_definition(&runs));
+        // A larger mixed case against the definition.
+        let mut many = Vec::new();
+        let mut x = 12345u64;
+        for _ in 0..2000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            many.push((
+                (x >> 60) * 64,
+                (x >> 40) & 1,
+                ((x >> 20) & 3) as u32,
+                (x >> 8) & 15,
+            ));
+        }
+        assert_eq!(thread_ranks(&many), ranks_by_definition(&many));
+    }
+
+    #[test]
+    fn names_are_interned_once() {
+        let mut n = Names::default();
+        let a = n.id("Point");
+        let b = n.id("coords@sc.c:66");
+        assert_ne!(a, b);
+        assert_eq!(n.id("Point"), a);
+        assert_eq!((n.get(a), n.get(b)), ("Point", "coords@sc.c:66"));
+        assert_eq!(n.names.len(), 2);
+    }
 }

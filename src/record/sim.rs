@@ -63,6 +63,9 @@ pub struct Config {
     /// log2 of the sampling window length in `time` units; accesses of one line more than
     /// one window apart reset it. `None`: the stream is complete, never reset.
     pub window_log2: Option<u32>,
+    /// Also total per line ([`Outcome::lines`]); per site only when false (a hash
+    /// update per access saved when the caller does not read them).
+    pub line_totals: bool,
 }
 
 impl Default for Config {
@@ -70,6 +73,7 @@ impl Default for Config {
         Config {
             unit: 64,
             window_log2: None,
+            line_totals: true,
         }
     }
 }
@@ -101,7 +105,7 @@ pub struct LineStats {
 pub struct Outcome {
     /// Indexed by site.
     pub sites: Vec<SiteStats>,
-    /// By (space, line start).
+    /// By (space, line start); empty unless [`Config::line_totals`].
     pub lines: HashMap<(u32, u64), LineStats, FastHash>,
 }
 
@@ -163,21 +167,33 @@ impl Line {
 
 /// Replays `accesses` (sorted here by `time`, stable) and counts per site.
 pub fn simulate(accesses: &[Access], config: &Config) -> Outcome {
+    simulate_by(accesses.len(), |i| accesses[i], config)
+}
+
+/// [`simulate`] over `n` accesses that `access(i)` makes on demand, for a caller whose
+/// stream is held in another shape (the recorder's trace, without a copy of it).
+pub fn simulate_by(n: usize, access: impl Fn(usize) -> Access, config: &Config) -> Outcome {
     let unit = config.unit.max(1);
-    let sites = accesses
-        .iter()
-        .map(|a| a.site as usize + 1)
+    let sites = (0..n)
+        .map(|i| access(i).site as usize + 1)
         .max()
         .unwrap_or(0);
     let mut out = Outcome {
         sites: vec![SiteStats::default(); sites],
         lines: HashMap::default(),
     };
-    let mut order: Vec<usize> = (0..accesses.len()).collect();
-    order.sort_by_key(|&i| accesses[i].time);
-    let mut lines: HashMap<(u32, u64), Line, FastHash> = HashMap::default();
-    for (seq, &i) in order.iter().enumerate() {
-        let a = &accesses[i];
+    // By time, ties in input order: (time, index) pairs side by side sort faster than
+    // indices compared through the accesses. A recording's trace comes in chunks each in
+    // time order: the stable sort finds those runs and merges them.
+    let mut order: Vec<(u64, u32)> = (0..n).map(|i| (access(i).time, i as u32)).collect();
+    order.sort();
+    // Lines by number, found by address; consecutive accesses often meet the same line
+    // (threads taking turns on it), which is then found without hashing.
+    let mut lines: Vec<Line> = Vec::new();
+    let mut line_index: HashMap<(u32, u64), u32, FastHash> = HashMap::default();
+    let mut last: Option<((u32, u64), usize)> = None;
+    for (seq, &(_, i)) in order.iter().enumerate() {
+        let a = &access(i as usize);
         let seq = seq as u64 + 1;
         out.sites[a.site as usize].traced += 1;
         let window = config.window_log2.map_or(0, |w| a.time >> w);
@@ -189,15 +205,30 @@ pub fn simulate(accesses: &[Access], config: &Config) -> Outcome {
             let piece_end = end.min(line_start + unit);
             let lo = (start - line_start) as usize;
             let hi = (piece_end - line_start) as usize;
-            let line = lines
-                .entry((a.space, line_start))
-                .or_insert_with(|| Line::new(unit as usize, window));
+            let key = (a.space, line_start);
+            let li = match last {
+                Some((k, li)) if k == key => li,
+                _ => {
+                    let li = *line_index.entry(key).or_insert_with(|| {
+                        lines.push(Line::new(unit as usize, window));
+                        (lines.len() - 1) as u32
+                    }) as usize;
+                    last = Some((key, li));
+                    li
+                }
+            };
+            let line = &mut lines[li];
             if config.window_log2.is_some() && window > line.window + 1 {
                 line.reset(window);
             }
             line.window = window;
             let site = &mut out.sites[a.site as usize];
-            let stats = out.lines.entry((a.space, line_start)).or_default();
+            let mut unused = LineStats::default();
+            let stats = if config.line_totals {
+                out.lines.entry((a.space, line_start)).or_default()
+            } else {
+                &mut unused
+            };
             step(line, a.thread, a.kind, lo, hi, seq, site, stats);
             start = piece_end;
         }
@@ -368,13 +399,35 @@ mod tests {
             &s,
             &Config {
                 unit: 128,
-                window_log2: None,
+                ..Config::default()
             },
         );
         assert_eq!(
             pairs.sites[0].transfers_false + pairs.sites[1].transfers_false,
             9
         );
+    }
+
+    #[test]
+    fn sites_count_the_same_without_line_totals() {
+        let mut s = Vec::new();
+        for i in 0..20u64 {
+            s.push(acc(3 * i, 0, 0x1000 + i % 3 * 8, 8, Kind::Store, 0));
+            s.push(acc(3 * i + 1, 1, 0x1008, 8, Kind::Load, 1));
+            s.push(acc(3 * i + 2, 2, 0x103c, 8, Kind::Rmw, 2));
+        }
+        let with = simulate(&s, &Config::default());
+        let without = simulate(
+            &s,
+            &Config {
+                line_totals: false,
+                ..Config::default()
+            },
+        );
+        assert_eq!(with.sites, without.sites);
+        assert!(with.sites.iter().any(|x| x.transfers() > 0));
+        assert!(!with.lines.is_empty());
+        assert!(without.lines.is_empty());
     }
 
     #[test]
@@ -400,8 +453,8 @@ mod tests {
         let o = simulate(
             &s,
             &Config {
-                unit: 64,
                 window_log2: Some(4),
+                ..Config::default()
             },
         );
         assert_eq!(o.sites[1].transfers_false, 1);

@@ -30,6 +30,7 @@ pub enum TraceError {
 }
 
 /// The counts of one (thread, address, size, kind, code) as the runtime aggregated them.
+/// [`Process::counted`] holds one per place, sorted by [`Counted::place`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counted {
     pub thread: u32,
@@ -45,6 +46,13 @@ pub struct Counted {
     /// A code site's summary (the memory budget's levels): `count` is every access of the
     /// site on lines not contended, `addr` the first of them, which stands for the rest.
     pub summary: bool,
+}
+
+impl Counted {
+    /// The place: (thread, address, size, kind, code).
+    pub fn place(&self) -> (u32, u64, u32, Kind, u64) {
+        (self.thread, self.addr, self.size, self.kind, self.pc)
+    }
 }
 
 /// One access of the ordered trace.
@@ -96,6 +104,7 @@ pub struct Process {
     pub window_bits: u32,
     pub budget: u64,
     pub threads: BTreeMap<u32, ThreadInfo>,
+    /// One entry per place, sorted by [`Counted::place`], flushes merged.
     pub counted: Vec<Counted>,
     pub traced: Vec<Traced>,
     pub allocs: Vec<AllocEvent>,
@@ -179,13 +188,12 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
     };
     let mut p = Process::default();
     let mut seen_header = false;
-    // The runtime writes a place again each time its table fills: merged here, so memory
-    // follows the distinct places, not the flushes.
-    let mut index: std::collections::HashMap<
-        (u32, u64, u32, Kind, u64, bool),
-        usize,
-        super::FastHash,
-    > = Default::default();
+    // The vectors sized once from the chunk heads: growing them by doubling copied and
+    // zeroed (page faults) several times the recording's size.
+    let (aggregated, traced, allocs) = record_counts(bytes);
+    p.counted.reserve_exact(aggregated);
+    p.traced.reserve_exact(traced);
+    p.allocs.reserve_exact(allocs);
     let mut o = 0usize;
     while o < bytes.len() {
         if bytes.len() - o < 24 {
@@ -263,32 +271,21 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                     let pc = u64_at(r, 8);
                     let (count, eligible) = (u64_at(r, 16), u64_at(r, 24));
                     for &kind in kinds {
-                        match index.entry((thread, addr, size, kind, pc, summary)) {
-                            std::collections::hash_map::Entry::Occupied(o) => {
-                                let c = &mut p.counted[*o.get()];
-                                c.count += count;
-                                c.eligible += eligible;
-                            }
-                            std::collections::hash_map::Entry::Vacant(v) => {
-                                v.insert(p.counted.len());
-                                p.counted.push(Counted {
-                                    thread,
-                                    addr,
-                                    size,
-                                    kind,
-                                    pc,
-                                    count,
-                                    eligible,
-                                    summary,
-                                });
-                            }
-                        }
+                        p.counted.push(Counted {
+                            thread,
+                            addr,
+                            size,
+                            kind,
+                            pc,
+                            count,
+                            eligible,
+                            summary,
+                        });
                     }
                 }
             }
             CH_TRACE => {
                 need(24)?;
-                p.traced.reserve(count);
                 for r in body.chunks_exact(24) {
                     let (addr, size, kinds, _) = split_key(u64_at(r, 8));
                     for &kind in kinds {
@@ -339,7 +336,49 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
     if !seen_header {
         return Err(bad("empty recording".into()));
     }
+    merge_counted(&mut p.counted);
     Ok(p)
+}
+
+/// Records of the aggregate, trace and allocation chunks, from the chunk heads alone.
+fn record_counts(bytes: &[u8]) -> (usize, usize, usize) {
+    let (mut agg, mut trace, mut alloc) = (0usize, 0usize, 0usize);
+    let mut o = 0usize;
+    while bytes.len().saturating_sub(o) >= 24 && u32_at(bytes, o) == MAGIC {
+        let count = u32_at(bytes, o + 12) as usize;
+        let len = u64_at(bytes, o + 16) as usize;
+        // Only what fits in the file: a corrupt count must not reserve gigabytes.
+        let fits = |each: usize| count.min(len.min(bytes.len() - o - 24) / each);
+        match u32_at(bytes, o + 4) {
+            CH_AGG => agg += fits(32),
+            CH_TRACE => trace += fits(24),
+            CH_ALLOC => alloc += fits(40),
+            _ => {}
+        }
+        match o.checked_add(24).and_then(|x| x.checked_add(len)) {
+            Some(next) => o = next,
+            None => break,
+        }
+    }
+    (agg, trace, alloc)
+}
+
+/// Sorts the runtime's flushes by place (thread, address, size, kind, code) and merges
+/// the entries of one place: the runtime writes a place again each time its table fills.
+/// Sorting in place needs no hash table beside the records (most places are flushed
+/// once), and leaves them in the order attribution walks them.
+fn merge_counted(counted: &mut Vec<Counted>) {
+    // A summary of many places stays apart from the place its sample address names.
+    counted.sort_unstable_by_key(|c| (c.place(), c.summary));
+    counted.dedup_by(|later, kept| {
+        if later.place() == kept.place() && later.summary == kept.summary {
+            kept.count += later.count;
+            kept.eligible += later.eligible;
+            true
+        } else {
+            false
+        }
+    });
 }
 
 /// Reads every `rt.*.bin` in `dir`, parents before children.
@@ -434,6 +473,48 @@ mod tests {
         let p = parse(&f, Path::new("x")).unwrap();
         assert!(p.truncated);
         assert!(p.traced.is_empty());
+    }
+
+    #[test]
+    fn flushes_of_one_place_merge_and_places_come_sorted() {
+        let rec = |addr: u64, kind: u64, pc: u64, count: u64, eligible: u64| {
+            let key = addr | ((8u64 | kind << 8) << 48);
+            let mut r = Vec::new();
+            for v in [key, pc, count, eligible] {
+                r.extend_from_slice(&v.to_le_bytes());
+            }
+            r
+        };
+        let mut f = header();
+        // Thread 2 flushes (0x2000 store) then (0x1000 load); its table fills and it
+        // flushes 0x2000 again; thread 1 flushes once.
+        let first = [rec(0x2000, 1, 0x40, 5, 1), rec(0x1000, 0, 0x40, 3, 0)].concat();
+        f.extend(chunk(CH_AGG, 2, 2, &first));
+        f.extend(chunk(CH_AGG, 1, 1, &rec(0x3000, 0, 0x44, 9, 9)));
+        f.extend(chunk(CH_AGG, 2, 1, &rec(0x2000, 1, 0x40, 7, 2)));
+        let p = parse(&f, Path::new("x")).unwrap();
+        let got: Vec<_> = p
+            .counted
+            .iter()
+            .map(|c| (c.thread, c.addr, c.kind, c.count, c.eligible))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, 0x3000, Kind::Load, 9, 9),
+                (2, 0x1000, Kind::Load, 3, 0),
+                (2, 0x2000, Kind::Store, 12, 3),
+            ]
+        );
+        // Sized from the chunk heads: no growth past the four records written.
+        assert!(p.counted.capacity() <= 4, "{}", p.counted.capacity());
+        assert_eq!(record_counts(&f), (4, 0, 0));
+        // A head claiming more records than the file holds reserves only what is there.
+        let mut lie = header();
+        lie.extend(chunk(CH_TRACE, 1, 1, &[0u8; 24]));
+        let at = lie.len() - 24 - 24 + 12;
+        lie[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(record_counts(&lie), (0, 1, 0));
     }
 
     #[test]
