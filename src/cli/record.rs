@@ -743,7 +743,7 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
             if built.budget_level >= 2 {
                 "every place summarized per code site and the ordered trace stopped from then on"
             } else {
-                "places on lines not contended (one thread's, or only read since shared) were summarized per code site"
+                "places on lines not contended (one thread's, handed over to one thread, or only read since shared) were summarized per code site"
             },
             if built.adaptive.is_some() {
                 "counts are as sampled"

@@ -968,7 +968,7 @@ pub fn build(
     }
     if adaptive {
         note.push_str(&format!(
-            "; ADAPTIVE SAMPLING (--sample auto): each code site of each thread counted in bursts of 256 accesses; a site whose burst met only lines not contended (one thread's, or only read since shared) doubled its period (up to 1 in {max_period} here), one that met a contended line went back to counting every access; each access counted in a burst at period N stands for N (the burst and the N-1 bursts' worth skipped after it): {estimated} of {} accesses were skipped and are estimated that way",
+            "; ADAPTIVE SAMPLING (--sample auto): each code site of each thread counted in bursts of 256 accesses; a site whose burst met only lines not contended (one thread's, or only read since shared; a line handed over and written counts as contended here) doubled its period (up to 1 in {max_period} here), one that met a contended line went back to counting every access; each access counted in a burst at period N stands for N (the burst and the N-1 bursts' worth skipped after it): {estimated} of {} accesses were skipped and are estimated that way",
             total.round() as u64
         ));
     }
