@@ -479,17 +479,7 @@ impl DebugInfo {
         if call.flow_control() != FlowControl::Call {
             return None;
         }
-        let volatile = [
-            Register::RAX,
-            Register::RCX,
-            Register::RDX,
-            Register::RSI,
-            Register::RDI,
-            Register::R8,
-            Register::R9,
-            Register::R10,
-            Register::R11,
-        ];
+        let volatile = CALL_CLOBBERED;
         let mut holding: Vec<Register> = vec![Register::RAX];
         let mut spills: Vec<i64> = Vec::new();
         for _ in 0..24 {
@@ -772,17 +762,7 @@ impl DebugInfo {
         if call.flow_control() != FlowControl::Call {
             return false;
         }
-        let volatile = [
-            Register::RAX,
-            Register::RCX,
-            Register::RDX,
-            Register::RSI,
-            Register::RDI,
-            Register::R8,
-            Register::R9,
-            Register::R10,
-            Register::R11,
-        ];
+        let volatile = CALL_CLOBBERED;
         // A frame slot: base register (%rbp or %rsp) and displacement.
         type Slot = (Register, i64);
         let slot_of = |ins: &Instruction, op: u32| -> Option<Slot> {
@@ -904,17 +884,7 @@ impl DebugInfo {
         let mut d = Decoder::with_ip(64, code, start, DecoderOptions::NONE);
         let mut info = InstructionInfoFactory::new();
         let mut held: HashMap<Register, Elem> = HashMap::new();
-        let volatile = [
-            Register::RAX,
-            Register::RCX,
-            Register::RDX,
-            Register::RSI,
-            Register::RDI,
-            Register::R8,
-            Register::R9,
-            Register::R10,
-            Register::R11,
-        ];
+        let volatile = CALL_CLOBBERED;
         while d.can_decode() {
             let ins = d.decode();
             if ins.flow_control() == FlowControl::Call {
@@ -1042,6 +1012,20 @@ const ALL_SECTIONS: [gimli::SectionId; 13] = [
     gimli::SectionId::DebugStrOffsets,
     gimli::SectionId::DebugTypes,
     gimli::SectionId::DebugAranges,
+];
+
+/// The registers a call may change (System V x86-64): what a call site's result or a value
+/// held across it cannot stay in.
+const CALL_CLOBBERED: [iced_x86::Register; 9] = [
+    iced_x86::Register::RAX,
+    iced_x86::Register::RCX,
+    iced_x86::Register::RDX,
+    iced_x86::Register::RSI,
+    iced_x86::Register::RDI,
+    iced_x86::Register::R8,
+    iced_x86::Register::R9,
+    iced_x86::Register::R10,
+    iced_x86::Register::R11,
 ];
 
 /// The entry's `DW_AT_type`, looking through `DW_AT_specification` and
