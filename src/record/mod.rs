@@ -751,7 +751,10 @@ pub fn build(
             while sites.get(next_site).is_some_and(|s| s.0 < site_key) {
                 next_site += 1;
             }
-            if let Some(&(key, site)) = sites.get(next_site)
+            // A summary of many places only borrows its sample's address: the traced
+            // place there is the full entry's, which sorts beside it.
+            if !k.summary
+                && let Some(&(key, site)) = sites.get(next_site)
                 && key == site_key
             {
                 let site = site as usize;

@@ -30,7 +30,8 @@ pub enum TraceError {
 }
 
 /// The counts of one (thread, address, size, kind, code) as the runtime aggregated them.
-/// [`Process::counted`] holds one per place, sorted by [`Counted::place`].
+/// [`Process::counted`] holds one per place (and one per summary of many places whose
+/// sample address is that place), sorted by [`Counted::place`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counted {
     pub thread: u32,
@@ -104,7 +105,8 @@ pub struct Process {
     pub window_bits: u32,
     pub budget: u64,
     pub threads: BTreeMap<u32, ThreadInfo>,
-    /// One entry per place, sorted by [`Counted::place`], flushes merged.
+    /// One entry per place (a summary of many beside it), sorted by [`Counted::place`],
+    /// flushes merged.
     pub counted: Vec<Counted>,
     pub traced: Vec<Traced>,
     pub allocs: Vec<AllocEvent>,
