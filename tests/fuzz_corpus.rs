@@ -154,3 +154,46 @@ fn seed_paste_reaches_the_optimizer() {
     let (now, planned) = (run.current_cycles.unwrap(), run.planned_cycles.unwrap());
     assert!(planned <= now, "{run:?}");
 }
+
+/// The runtime's raw files (`fuzz/corpus/record_raw`: a real recording of
+/// `tests/data/record/incr.c` built by clang at -O0 with `lineup cc`, and a copy cut off
+/// inside a chunk): each reads into places sorted one per place and summary, or fails in
+/// one line. The whole seed holds clang's compound `x++` records, each read back as a load
+/// and a store of one place and code.
+#[test]
+fn record_raw_corpus_reads_or_fails_cleanly() {
+    let files = corpus("record_raw");
+    assert!(files.len() >= 2, "{} files", files.len());
+    let mut updates = 0;
+    for (path, data) in files {
+        match lineup::record::trace::parse(&data, &path) {
+            Err(e) => assert!(!e.to_string().contains('\n'), "{}: {e}", path.display()),
+            Ok(p) => {
+                for w in p.counted.windows(2) {
+                    assert!(
+                        (w[0].place(), w[0].summary) < (w[1].place(), w[1].summary),
+                        "{}",
+                        path.display()
+                    );
+                }
+                if p.complete() {
+                    // A load and a store of the same place and code, counted alike.
+                    updates += p
+                        .counted
+                        .windows(2)
+                        .filter(|w| {
+                            let (a, b) = (&w[0], &w[1]);
+                            (a.thread, a.addr, a.pc) == (b.thread, b.addr, b.pc)
+                                && a.kind == lineup::record::sim::Kind::Load
+                                && b.kind == lineup::record::sim::Kind::Store
+                                && a.count == b.count
+                                && a.count >= 2000
+                        })
+                        .count();
+                }
+            }
+        }
+    }
+    // Each worker's `x++` of its own member, 2000 times.
+    assert!(updates >= 2, "{updates} increments read as a load and a store");
+}
