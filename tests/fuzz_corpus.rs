@@ -195,5 +195,8 @@ fn record_raw_corpus_reads_or_fails_cleanly() {
         }
     }
     // Each worker's `x++` of its own member, 2000 times.
-    assert!(updates >= 2, "{updates} increments read as a load and a store");
+    assert!(
+        updates >= 2,
+        "{updates} increments read as a load and a store"
+    );
 }
