@@ -254,17 +254,21 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                 seen_header = true;
             }
             CH_THREAD => {
+                // One record per chunk as the runtime writes it; each record read as such
+                // (a chunk of none, as a damaged file may hold, adds no thread).
                 need(56)?;
-                let t = ThreadInfo {
-                    index: u32_at(body, 0),
-                    tid: u32_at(body, 4),
-                    tsc_start: u64_at(body, 8),
-                    tsc_end: u64_at(body, 16),
-                    accesses: u64_at(body, 24),
-                    dropped: u64_at(body, 32),
-                    name: cstr(&body[40..56]),
-                };
-                p.threads.insert(t.index, t);
+                for r in body.chunks_exact(56) {
+                    let t = ThreadInfo {
+                        index: u32_at(r, 0),
+                        tid: u32_at(r, 4),
+                        tsc_start: u64_at(r, 8),
+                        tsc_end: u64_at(r, 16),
+                        accesses: u64_at(r, 24),
+                        dropped: u64_at(r, 32),
+                        name: cstr(&r[40..56]),
+                    };
+                    p.threads.insert(t.index, t);
+                }
             }
             CH_AGG => {
                 need(32)?;
