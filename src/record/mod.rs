@@ -677,7 +677,9 @@ pub fn build(
             // Elements of an array are objects of their own.
             let element = k.addr - obj.type_offset(k.addr);
             match runs.last_mut() {
-                Some(r) if (r.0, r.1, r.2) == (element, obj.born, k.thread) => r.3 += k.count,
+                Some(r) if (r.0, r.1, r.2) == (element, obj.born, k.thread) => {
+                    r.3 = r.3.saturating_add(k.count)
+                }
                 _ => runs.push((element, obj.born, k.thread, k.count)),
             }
             // Summaries of many places (the memory budget's) name no element or line.

@@ -378,8 +378,9 @@ fn merge_counted(counted: &mut Vec<Counted>) {
     counted.sort_unstable_by_key(|c| (c.place(), c.summary));
     counted.dedup_by(|later, kept| {
         if later.place() == kept.place() && later.summary == kept.summary {
-            kept.count += later.count;
-            kept.eligible += later.eligible;
+            // Saturating: a damaged file's counts must not wrap (or panic in debug).
+            kept.count = kept.count.saturating_add(later.count);
+            kept.eligible = kept.eligible.saturating_add(later.eligible);
             true
         } else {
             false
