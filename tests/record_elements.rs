@@ -43,13 +43,7 @@ fn lineup(dir: &Path) -> Command {
 }
 
 fn run(c: &mut Command) -> Vec<u8> {
-    let o = c.output().unwrap();
-    assert!(
-        o.status.success(),
-        "{c:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o.stdout
+    common::run_ok(c)
 }
 
 /// What one recording says about `ty`: false-sharing transfers, writes to elements on

@@ -44,13 +44,7 @@ fn lineup() -> Command {
 }
 
 fn ok(c: &mut Command) -> Vec<u8> {
-    let o = c.output().unwrap();
-    assert!(
-        o.status.success(),
-        "{c:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o.stdout
+    common::run_ok(c)
 }
 
 /// Builds the replica `src` with `lineup cc` (compiler `cc`, level `opt`), records it with

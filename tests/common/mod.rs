@@ -210,3 +210,18 @@ pub fn source_site(src: &str, needle: &str) -> String {
     let file = Path::new(src).file_name().unwrap().to_string_lossy();
     format!("{file}:{n}")
 }
+
+/// Runs `cmd`, asserts that it succeeded (its stdout and stderr in the message, for the
+/// failure's cause), and returns its stdout.
+pub fn run_ok(cmd: &mut std::process::Command) -> Vec<u8> {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd:?}: cannot run: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
