@@ -430,22 +430,29 @@ struct ElementUse {
     reads: f64,
 }
 
-fn element_use(users: &mut Vec<ElementUse>, element: u64, thread: u32) -> &mut ElementUse {
-    match users
-        .iter()
-        .position(|u| u.element == element && u.thread == thread)
-    {
-        Some(i) => &mut users[i],
+/// The entry of `v` that `is` picks, pushed as `make` builds it when there is none (short
+/// lists: the users of one line, the writers and readers of one element line).
+fn entry_in<T>(v: &mut Vec<T>, is: impl Fn(&T) -> bool, make: impl FnOnce() -> T) -> &mut T {
+    match v.iter().position(is) {
+        Some(i) => &mut v[i],
         None => {
-            users.push(ElementUse {
-                element,
-                thread,
-                writes: 0.0,
-                reads: 0.0,
-            });
-            users.last_mut().expect("just pushed")
+            v.push(make());
+            v.last_mut().expect("just pushed")
         }
     }
+}
+
+fn element_use(users: &mut Vec<ElementUse>, element: u64, thread: u32) -> &mut ElementUse {
+    entry_in(
+        users,
+        |u| u.element == element && u.thread == thread,
+        || ElementUse {
+            element,
+            thread,
+            writes: 0.0,
+            reads: 0.0,
+        },
+    )
 }
 
 /// Of a process's accesses, the share an element's partner on a line must reach to make the
@@ -851,39 +858,27 @@ pub fn build(
                         .map(|l| l.path.clone())
                 });
                 let (offsets, names) = if is_write {
-                    let w = match el
-                        .writers
-                        .iter()
-                        .position(|w| w.index == index && w.tid == i64::from(tid))
-                    {
-                        Some(i) => &mut el.writers[i],
-                        None => {
-                            el.writers.push(ElementWriter {
-                                index,
-                                tid: i64::from(tid),
-                                ..Default::default()
-                            });
-                            el.writers.last_mut().expect("just pushed")
-                        }
-                    };
+                    let w = entry_in(
+                        &mut el.writers,
+                        |w| w.index == index && w.tid == i64::from(tid),
+                        || ElementWriter {
+                            index,
+                            tid: i64::from(tid),
+                            ..Default::default()
+                        },
+                    );
                     w.writes += n;
                     (&mut w.offsets, &mut w.fields)
                 } else {
-                    let r = match el
-                        .readers
-                        .iter()
-                        .position(|r| r.index == index && r.tid == i64::from(tid))
-                    {
-                        Some(i) => &mut el.readers[i],
-                        None => {
-                            el.readers.push(ElementReader {
-                                index,
-                                tid: i64::from(tid),
-                                ..Default::default()
-                            });
-                            el.readers.last_mut().expect("just pushed")
-                        }
-                    };
+                    let r = entry_in(
+                        &mut el.readers,
+                        |r| r.index == index && r.tid == i64::from(tid),
+                        || ElementReader {
+                            index,
+                            tid: i64::from(tid),
+                            ..Default::default()
+                        },
+                    );
                     r.reads += n;
                     (&mut r.offsets, &mut r.fields)
                 };
