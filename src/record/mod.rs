@@ -157,7 +157,7 @@ impl Names {
 }
 
 /// The number of each run's thread within its object (0: the thread that accesses the
-/// object most; ties: the lower thread first), for runs of (element, birth, thread,
+/// object most; ties: the lower thread id first), for runs of (element, birth, thread id,
 /// accesses); one object's thread may have several runs, whose accesses add up.
 fn thread_ranks(runs: &[(u64, u64, u32, u64)]) -> Vec<u32> {
     let mut order: Vec<(u64, u64, u32, u32)> = runs
@@ -683,11 +683,15 @@ pub fn build(
             };
             // Elements of an array are objects of their own.
             let element = k.addr - obj.type_offset(k.addr);
+            // Ranked by the kernel's thread id, which follows creation order, so that equally
+            // busy threads (two workers with the same share) are numbered as they were
+            // created, not in the order their first accesses happened to reach the runtime.
+            let tid = tid_of(k.thread);
             match runs.last_mut() {
-                Some(r) if (r.0, r.1, r.2) == (element, obj.born, k.thread) => {
+                Some(r) if (r.0, r.1, r.2) == (element, obj.born, tid) => {
                     r.3 = r.3.saturating_add(k.count)
                 }
-                _ => runs.push((element, obj.born, k.thread, k.count)),
+                _ => runs.push((element, obj.born, tid, k.count)),
             }
             // Summaries of many places (the memory budget's) name no element or line.
             if !matches!(k.kind, Kind::Load) && !k.summary {
