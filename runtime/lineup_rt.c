@@ -84,6 +84,8 @@ enum {
     CH_ALLOC = 5,
     CH_END = 6,
     CH_CRASH = 7,
+    CH_BURSTS = 8,
+    CH_HITS = 9,
 };
 struct chunk_head {
     uint32_t magic, type, thread, count;
@@ -138,6 +140,7 @@ static inline uint64_t per_record(uint64_t key) { return ((key >> 56) & 3) == K_
 /* State                                                                                */
 
 #define AGG_BITS 15
+#define PSITE_CAP (1u << 14) /* bursts: call sites it can patch */
 #define SUM_BITS 12 /* per-site summaries: (size, kind, pc) -> count, and one of the
                         site's addresses (SUM_KEY: the key says so) */
 #define SUM_KEY ((uint64_t)1 << 58)
@@ -237,6 +240,9 @@ struct tstate {
                                 the thread is disabled) */
     uint64_t estimated;  /* adaptive: accesses skipped, stood for by weights */
     uint64_t max_period; /* adaptive: the largest weight used */
+    /* Bursts: executions of each patched site between windows, counted by the site's
+     * trampoline (pages are touched only where a site runs). Last: it is large. */
+    uint64_t hits[PSITE_CAP];
 };
 
 /* The site table of a disabled state: no entry matches (a tag is never 0), so every access
@@ -614,6 +620,8 @@ static void flush_agg(struct tstate *t) {
     t->agg_used = 0;
 }
 
+static void hits_emit(struct tstate *t);
+
 static void flush_thread(struct tstate *t, int final) {
     flush_agg(t);
     flush_sum(t);
@@ -642,6 +650,7 @@ static void flush_thread(struct tstate *t, int final) {
         th.dropped = t->dropped;
         read_name(t, th.name);
         emit(CH_THREAD, t->index, 1, &th, sizeof th);
+        hits_emit(t);
     }
 }
 
@@ -722,6 +731,503 @@ static void thread_exit(void *p) {
 
 /* Writes everything of every thread still running, then the end (or crash) chunk. Other
  * threads are first disabled (their next access is skipped), so their buffers hold still. */
+/* ---------------------------------------------------------------------------------- */
+/* Bursts (LINEUP_BURSTS=ON_US/PERIOD_US, `lineup record --sample bursts`): the hooks'   */
+/* call sites patched out of the program between recorded windows                       */
+/*
+ * A hook that returns at once still costs its call, and the registers the compiler saved
+ * around it: 2-10x on loops of plain loads and stores, whatever the runtime does. So for
+ * long runs the runtime records in windows of time, ON_US out of every PERIOD_US, and in
+ * between rewrites every hook call it has seen (`call __tsan_read4`: 5 bytes, E8 rel32)
+ * into a jump (E9 rel32) to a trampoline of its own, which only adds one to the thread's
+ * count of that site and jumps back: the program runs its instrumented code at nearly
+ * full speed, and each site's executions stay exact per thread. A background thread
+ * switches. lineup spreads a site's executions between windows over the places its
+ * recorded ones went to (CH_HITS per thread; CH_BURSTS names the sites and the times);
+ * the ordered trace holds the recorded windows only.
+ *
+ * A trampoline (40 bytes, in a block mapped within 2 GiB of the program's code):
+ *     mov r11, fs:[tpoff(tls)]; test r11, r11; je 1f; inc qword [r11 + hits[i]]; jmp back
+ *  1: lea r11, [rip + back]; push r11; jmp hook      (no state yet: the call, as it was)
+ * r11 and the flags are free at a call site: the call they replace clobbers them.
+ *
+ * Code that other threads may be executing is rewritten as Linux's text_poke_bp does it:
+ * an int3 on the first byte, a core-serializing barrier on every thread of the process
+ * (membarrier SYNC_CORE), the other four bytes, a barrier, the first byte, a barrier. A
+ * thread meeting the int3 meanwhile gets SIGTRAP, whose handler sends it on through the
+ * site's trampoline, which counts the execution and returns past the 5 bytes: nothing is
+ * lost. So SIGTRAP must reach the handler: a SIGTRAP handler the
+ * program installs is chained behind ours, and the runtime keeps SIGTRAP out of the masks
+ * the program sets (pthread_sigmask, sigprocmask, sigaction's sa_mask).
+ *
+ * Only direct calls into the hooks of section lineup_hooks are patched (not calls through
+ * a PLT, nor atomics or ranges): the others count every access in full and only their
+ * trace keeps to the windows. A site first met between windows is patched at once. A
+ * forked child gets every call back and is recorded in full.
+ */
+#if defined(__x86_64__)
+#include <linux/membarrier.h>
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#include <ucontext.h>
+#define HOOK_SECTION __attribute__((section("lineup_hooks")))
+extern char __start_lineup_hooks[], __stop_lineup_hooks[];
+#define PSITE_BITS 16 /* lookup table: 4x PSITE_CAP */
+/* CH_BURSTS body: recorded ns, run ns, recorded windows, ns spent switching, ON_US << 32
+ * | PERIOD_US; then the patched sites as the hooks record them (the call's return
+ * address). */
+#define BURSTS_HEAD 5
+static int g_bursts;             /* on: the patcher thread runs */
+static volatile int g_armed = 1; /* the calls are in place: a recorded window */
+static uint64_t g_on_us, g_period_us;
+static uint64_t *g_bursts_out;   /* BURSTS_HEAD words, then PSITE_CAP return addresses */
+static uint32_t *g_pdisp;        /* each site's rel32, as compiled */
+static uint8_t *g_tramps;        /* TRAMP bytes per site */
+static int32_t g_tls_tpoff;      /* &tls - the thread pointer: the same in every thread */
+#define TRAMP 64
+static uintptr_t *g_psites;      /* lookup by call address, open addressing: 0 is empty */
+static uint32_t *g_psite_index;  /* the site's index, beside each g_psites entry */
+static volatile uint32_t g_npsites;
+static volatile int g_plock;
+static uint64_t g_run_start_ns, g_armed_since_ns;
+static volatile uint64_t g_armed_ns, g_windows, g_switch_ns;
+static pthread_t g_patcher;
+static struct sigaction g_prog_trap; /* the program's SIGTRAP disposition, chained */
+static uintptr_t g_text_lo, g_text_hi; /* the program's executable segments */
+static void on_crash(int sig);
+
+static void plock(void) {
+    while (__atomic_exchange_n(&g_plock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+static void punlock(void) { __atomic_store_n(&g_plock, 0, __ATOMIC_RELEASE); }
+
+static uint32_t psite_slot(uintptr_t at) {
+    return (uint32_t)((at * 0x9e3779b97f4a7c15ull) >> (64 - PSITE_BITS));
+}
+
+/* The site at `at`: its index + 1, 0 if none. Lock-free (the SIGTRAP handler asks): an
+ * entry is written once, then published. */
+static uint32_t psite_find(uintptr_t at) {
+    if (!g_psites)
+        return 0;
+    for (uint32_t i = psite_slot(at);; i = (i + 1) & ((1u << PSITE_BITS) - 1)) {
+        uintptr_t v = __atomic_load_n(&g_psites[i], __ATOMIC_ACQUIRE);
+        if (v == at)
+            return g_psite_index[i] + 1;
+        if (!v)
+            return 0;
+    }
+}
+
+static void sync_cores(void) {
+    syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+}
+
+static void poke(uintptr_t at, int from, int to, const uint8_t *bytes) {
+    for (int i = from; i < to; i++)
+        __atomic_store_n((volatile uint8_t *)at + i, bytes[i], __ATOMIC_RELAXED);
+}
+
+static void put32(uint8_t *p, uint32_t v) {
+    for (int k = 0; k < 4; k++)
+        p[k] = (uint8_t)(v >> (8 * k));
+}
+
+/* Site i's trampoline, written before any jump to it. */
+static void tramp_write(uint32_t i) {
+    uint8_t *c = g_tramps + (size_t)i * TRAMP;
+    uintptr_t back = g_bursts_out[BURSTS_HEAD + i];
+    static const uint8_t head[5] = {0x64, 0x4c, 0x8b, 0x1c, 0x25}; /* mov r11, fs:[d32] */
+    for (int k = 0; k < 5; k++)
+        c[k] = head[k];
+    put32(c + 5, (uint32_t)g_tls_tpoff);
+    c[9] = 0x4d, c[10] = 0x85, c[11] = 0xdb; /* test r11, r11 */
+    c[12] = 0x74, c[13] = 0x0c;              /* je 26: no state yet */
+    c[14] = 0x49, c[15] = 0xff, c[16] = 0x83; /* inc qword [r11 + d32] */
+    put32(c + 17, (uint32_t)(offsetof(struct tstate, hits) + 8 * (size_t)i));
+    c[21] = 0xe9; /* jmp back */
+    put32(c + 22, (uint32_t)(back - (uintptr_t)(c + 26)));
+    /* 26: a thread that has no state yet makes the call itself, as the site would have:
+     * lea r11, [rip + d32] (back); push r11; jmp hook. The hook sets the thread up. */
+    c[26] = 0x4c, c[27] = 0x8d, c[28] = 0x1d;
+    put32(c + 29, (uint32_t)(back - (uintptr_t)(c + 33)));
+    c[33] = 0x41, c[34] = 0x53;
+    c[35] = 0xe9;
+    uintptr_t hook = back + (uintptr_t)(intptr_t)(int32_t)g_pdisp[i];
+    put32(c + 36, (uint32_t)(hook - (uintptr_t)(c + 40)));
+}
+
+static void site_bytes(uint32_t i, int arm, uint8_t out[5]) {
+    if (!arm) {
+        uintptr_t pc = g_bursts_out[BURSTS_HEAD + i];
+        out[0] = 0xe9;
+        put32(out + 1, (uint32_t)((uintptr_t)(g_tramps + (size_t)i * TRAMP) - pc));
+        return;
+    }
+    uint32_t d = g_pdisp[i];
+    out[0] = 0xe8;
+    for (int k = 0; k < 4; k++)
+        out[k + 1] = (uint8_t)(d >> (8 * k));
+}
+
+/* Sites [from, to) of the list to their armed (calls) or disarmed (no-ops) bytes. Called
+ * with the patch lock held. */
+static void patch_sites(uint32_t from, uint32_t to, int arm) {
+    static const uint8_t int3[1] = {0xcc};
+    uint8_t b[5];
+    if (from >= to)
+        return;
+    for (uint32_t i = from; i < to; i++)
+        poke(g_bursts_out[BURSTS_HEAD + i] - 5, 0, 1, int3);
+    sync_cores();
+    for (uint32_t i = from; i < to; i++) {
+        site_bytes(i, arm, b);
+        poke(g_bursts_out[BURSTS_HEAD + i] - 5, 1, 5, b);
+    }
+    sync_cores();
+    for (uint32_t i = from; i < to; i++) {
+        site_bytes(i, arm, b);
+        poke(g_bursts_out[BURSTS_HEAD + i] - 5, 0, 1, b);
+    }
+    sync_cores();
+}
+
+/* A hook's first call from `pc` (its return address) on some thread: remember the call if
+ * it is a direct one into the hooks, make its page writable and write its trampoline;
+ * between windows, patch it out at once. */
+static void psite_register(uintptr_t pc) {
+    uintptr_t at = pc - 5;
+    if (at < g_text_lo || pc > g_text_hi)
+        return; /* not the program's code (a library's, or a pc passed in) */
+    if (psite_find(at))
+        return;
+    plock();
+    const uint8_t *c = (const uint8_t *)at;
+    uint32_t n = g_npsites;
+    if (!psite_find(at) && n < PSITE_CAP && c[0] == 0xe8) {
+        uint32_t d = (uint32_t)c[1] | (uint32_t)c[2] << 8 | (uint32_t)c[3] << 16 |
+                     (uint32_t)c[4] << 24;
+        uintptr_t target = pc + (uintptr_t)(intptr_t)(int32_t)d;
+        uintptr_t page = at & ~(uintptr_t)4095;
+        if (target >= (uintptr_t)__start_lineup_hooks &&
+            target < (uintptr_t)__stop_lineup_hooks &&
+            mprotect((void *)page, pc - page, PROT_READ | PROT_WRITE | PROT_EXEC) == 0) {
+            g_pdisp[n] = d;
+            g_bursts_out[BURSTS_HEAD + n] = pc;
+            tramp_write(n);
+            uint32_t i = psite_slot(at);
+            while (g_psites[i])
+                i = (i + 1) & ((1u << PSITE_BITS) - 1);
+            g_psite_index[i] = n;
+            __atomic_store_n(&g_psites[i], at, __ATOMIC_RELEASE);
+            __atomic_store_n(&g_npsites, n + 1, __ATOMIC_RELEASE);
+            if (!g_armed)
+                patch_sites(n, n + 1, 0);
+        }
+    }
+    punlock();
+}
+
+static void sleep_ns(uint64_t ns) {
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+        ;
+}
+
+static void *patcher(void *arg) {
+    (void)arg;
+    tls = &g_off;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, 0);
+    prctl(PR_SET_NAME, "lineup-bursts");
+    for (;;) {
+        sleep_ns(g_on_us * 1000);
+        plock();
+        if (g_finished) {
+            punlock();
+            break;
+        }
+        /* A switch takes tens of microseconds, through which threads meet int3s and skip
+         * calls: half of it counts as recorded, on either side. */
+        uint64_t t0 = now_ns();
+        patch_sites(0, g_npsites, 0);
+        g_armed = 0;
+        uint64_t t1 = now_ns();
+        g_armed_ns += t0 + (t1 - t0) / 2 - g_armed_since_ns;
+        g_switch_ns += t1 - t0;
+        g_windows++;
+        punlock();
+        sleep_ns((g_period_us - g_on_us) * 1000);
+        plock();
+        if (g_finished) {
+            punlock();
+            break;
+        }
+        t0 = now_ns();
+        g_armed = 1;
+        patch_sites(0, g_npsites, 1);
+        t1 = now_ns();
+        g_armed_since_ns = t0 + (t1 - t0) / 2;
+        g_switch_ns += t1 - t0;
+        punlock();
+    }
+    return 0;
+}
+
+/* SIGTRAP: a thread met a site in the middle of being rewritten, and goes on through the
+ * site's trampoline, which counts the execution (or makes the call) and returns past the
+ * site; anything else is the program's (its handler, else a crash). */
+static void on_trap(int sig, siginfo_t *si, void *ctx) {
+    ucontext_t *uc = ctx;
+    uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    uint32_t found = psite_find(ip - 1);
+    if (found) {
+        uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(g_tramps + (size_t)(found - 1) * TRAMP);
+        return;
+    }
+    if (g_prog_trap.sa_flags & SA_SIGINFO) {
+        if (g_prog_trap.sa_sigaction)
+            g_prog_trap.sa_sigaction(sig, si, ctx);
+        return;
+    }
+    if (g_prog_trap.sa_handler == SIG_IGN)
+        return;
+    if (g_prog_trap.sa_handler != SIG_DFL) {
+        g_prog_trap.sa_handler(sig);
+        return;
+    }
+    on_crash(sig);
+}
+
+/* A thread's executions of patched sites between windows: CH_HITS, (pc, count) pairs. */
+static void hits_emit(struct tstate *t) {
+    if (!g_bursts)
+        return;
+    uint32_t n = g_npsites, k = 0;
+    uint64_t pairs[2 * 256];
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t c = t->hits[i];
+        if (!c)
+            continue;
+        pairs[2 * k] = g_bursts_out[BURSTS_HEAD + i];
+        pairs[2 * k + 1] = c;
+        if (++k == 256) {
+            emit(CH_HITS, t->index, k, pairs, k * 2 * sizeof(uint64_t));
+            k = 0;
+        }
+    }
+    if (k)
+        emit(CH_HITS, t->index, k, pairs, k * 2 * sizeof(uint64_t));
+}
+
+/* The recorded windows' CH_BURSTS chunk (called by the final flush, patch lock taken). */
+static void bursts_emit(void) {
+    if (!g_bursts)
+        return;
+    int spins = 1000; /* a crash in the patcher itself must not hang the flush */
+    while (__atomic_exchange_n(&g_plock, 1, __ATOMIC_ACQUIRE) && --spins)
+        sched_yield();
+    uint64_t now = now_ns();
+    uint64_t armed = g_armed_ns + (g_armed ? now - g_armed_since_ns : 0);
+    g_bursts_out[0] = armed;
+    g_bursts_out[1] = now - g_run_start_ns;
+    g_bursts_out[2] = g_windows + (g_armed ? 1 : 0);
+    g_bursts_out[3] = g_switch_ns;
+    g_bursts_out[4] = g_on_us << 32 | g_period_us;
+    emit(CH_BURSTS, 0, g_npsites, g_bursts_out,
+         (BURSTS_HEAD + (size_t)g_npsites) * sizeof(uint64_t));
+    punlock();
+}
+
+/* After fork: only the forking thread lives on; every call back in place (no other thread
+ * runs: plain stores do), and the child recorded in full. */
+static void bursts_child(void) {
+    g_plock = 0;
+    if (!g_bursts)
+        return;
+    uint8_t b[5];
+    for (uint32_t i = 0; i < g_npsites; i++) {
+        site_bytes(i, 1, b);
+        poke(g_bursts_out[BURSTS_HEAD + i] - 5, 0, 5, b);
+    }
+    g_armed = 1;
+    g_bursts = 0;
+}
+static void bursts_prepare(void) {
+    if (g_bursts)
+        plock();
+}
+static void bursts_parent(void) {
+    if (g_bursts)
+        punlock();
+}
+
+static int text_range_cb(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    (void)data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (!g_text_hi || lo < g_text_lo)
+            g_text_lo = lo;
+        if (hi > g_text_hi)
+            g_text_hi = hi;
+    }
+    return 1; /* the first object is the program */
+}
+
+static void bursts_init(void) {
+    const char *s = getenv("LINEUP_BURSTS");
+    if (!s || !*s)
+        return;
+    uint64_t on = 0, period = 0;
+    for (; *s >= '0' && *s <= '9'; s++)
+        on = on * 10 + (uint64_t)(*s - '0');
+    if (*s == '/')
+        for (s++; *s >= '0' && *s <= '9'; s++)
+            period = period * 10 + (uint64_t)(*s - '0');
+    if (!on || period <= on || period > 0xffffffffu)
+        return;
+    if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0))
+        return; /* no way to rewrite running code safely: record in full */
+    dl_iterate_phdr(text_range_cb, 0);
+    if (!g_text_hi)
+        return;
+    /* The trampolines: within a rel32 jump of every site and back. */
+    size_t tsize = (size_t)PSITE_CAP * TRAMP;
+    for (uintptr_t k = 1; k < 96 && !g_tramps; k++) {
+        uintptr_t hint = (g_text_hi + (k << 24)) & ~(((uintptr_t)1 << 24) - 1);
+        if (hint + tsize - g_text_lo >= ((uintptr_t)1 << 31))
+            break;
+        void *p = mmap((void *)hint, tsize, PROT_READ | PROT_WRITE | PROT_EXEC,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (p == MAP_FAILED)
+            continue;
+        if ((uintptr_t)p != hint) {
+            munmap(p, tsize);
+            continue;
+        }
+        g_tramps = p;
+    }
+    if (!g_tramps)
+        return;
+    uintptr_t tp;
+    __asm__("mov %%fs:0, %0" : "=r"(tp));
+    g_tls_tpoff = (int32_t)((intptr_t)&tls - (intptr_t)tp);
+    g_psites = map(((size_t)1 << PSITE_BITS) * sizeof(uintptr_t));
+    g_psite_index = map(((size_t)1 << PSITE_BITS) * sizeof(uint32_t));
+    g_pdisp = map(PSITE_CAP * sizeof(uint32_t));
+    g_bursts_out = map((BURSTS_HEAD + (size_t)PSITE_CAP) * sizeof(uint64_t));
+    if (!g_psites || !g_psite_index || !g_pdisp || !g_bursts_out)
+        return;
+    struct sigaction sa;
+    zero(&sa, sizeof sa);
+    sa.sa_sigaction = on_trap;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGTRAP, &sa, &g_prog_trap))
+        return;
+    if (g_prog_trap.sa_sigaction == on_trap) /* exec'd from a recorded program? */
+        zero(&g_prog_trap, sizeof g_prog_trap);
+    g_on_us = on;
+    g_period_us = period;
+    g_run_start_ns = g_armed_since_ns = now_ns();
+    g_bursts = 1;
+    pthread_atfork(bursts_prepare, bursts_parent, bursts_child);
+    if (pthread_create(&g_patcher, 0, patcher, 0))
+        g_bursts = 0;
+}
+
+/* The program's signal masks and handlers, less SIGTRAP while sites may be rewritten.
+ * (Struct copies go through copy(): a plain assignment may become a call of memcpy, which
+ * the runtime intercepts and would record.) */
+#define WITHOUT_TRAP(set, tmp)                                                             \
+    sigset_t tmp;                                                                          \
+    if (g_bursts && (set) && sigismember((set), SIGTRAP)) {                                \
+        copy(&tmp, (set), sizeof tmp);                                                     \
+        sigdelset(&tmp, SIGTRAP);                                                          \
+        (set) = &tmp;                                                                      \
+    }
+
+EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+    static int (*real)(int, const sigset_t *, sigset_t *);
+    if (!real)
+        real = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "pthread_sigmask");
+    if (how != SIG_UNBLOCK) {
+        WITHOUT_TRAP(set, tmp)
+        return real(how, set, old);
+    }
+    return real(how, set, old);
+}
+
+EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+    static int (*real)(int, const sigset_t *, sigset_t *);
+    if (!real)
+        real = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "sigprocmask");
+    if (how != SIG_UNBLOCK) {
+        WITHOUT_TRAP(set, tmp)
+        return real(how, set, old);
+    }
+    return real(how, set, old);
+}
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    static int (*real)(int, const struct sigaction *, struct sigaction *);
+    if (!real)
+        real = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT,
+                                                                                 "sigaction");
+    if (!g_bursts)
+        return real(sig, act, old);
+    if (sig == SIGTRAP) {
+        /* Ours stays installed; the program's runs behind it. */
+        if (old)
+            copy(old, &g_prog_trap, sizeof *old);
+        if (act)
+            copy(&g_prog_trap, act, sizeof g_prog_trap);
+        return 0;
+    }
+    if (act && sigismember(&act->sa_mask, SIGTRAP)) {
+        struct sigaction a;
+        copy(&a, act, sizeof a);
+        sigdelset(&a.sa_mask, SIGTRAP);
+        return real(sig, &a, old);
+    }
+    return real(sig, act, old);
+}
+#else
+#define HOOK_SECTION
+static void psite_register(uintptr_t pc) { (void)pc; }
+static void hits_emit(struct tstate *t) { (void)t; }
+static void bursts_emit(void) {}
+static int text_range_cb(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    (void)data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (!g_text_hi || lo < g_text_lo)
+            g_text_lo = lo;
+        if (hi > g_text_hi)
+            g_text_hi = hi;
+    }
+    return 1; /* the first object is the program */
+}
+
+static void bursts_init(void) {}
+static void bursts_child(void) {}
+static void bursts_prepare(void) {}
+static void bursts_parent(void) {}
+static const int g_bursts = 0;
+static const int g_armed = 1;
+#endif
+
 static void final_flush(int crash_signal) {
     if (g_finished || !g_enabled)
         return;
@@ -748,6 +1254,7 @@ static void final_flush(int crash_signal) {
             t->dead = 1;
             flush_thread(t, 1);
         }
+    bursts_emit();
     if (crash_signal) {
         uint32_t s = (uint32_t)crash_signal;
         emit(CH_CRASH, 0, 1, &s, sizeof s);
@@ -807,7 +1314,7 @@ static void write_header(void) {
     h.tsc_start = g_tsc_start;
     h.ns_start = now_ns();
     h.sample = g_sample;
-    h.flags = g_adaptive ? 1 : 0; /* bit 0: adaptive sampling */
+    h.flags = (g_adaptive ? 1 : 0) | (g_bursts ? 2 : 0); /* bit 0: adaptive; 1: bursts */
     h.window_bits = g_window_bits;
     h.budget = g_budget;
     ssize_t n = readlink("/proc/self/exe", h.exe, sizeof h.exe - 1);
@@ -848,6 +1355,7 @@ static void open_output(void) {
 static void fork_child(void) {
     /* Only the forking thread lives on; what the parent counted is the parent's. */
     struct tstate *self = tls;
+    bursts_child();
     g_lock = 0;
     if (!g_enabled || g_finished)
         return;
@@ -946,6 +1454,7 @@ static void global_init(void) {
             sigaction(crash_signals[i], &sa, 0);
         }
     }
+    bursts_init();
     write_header();
     g_enabled = 1;
 }
@@ -1120,7 +1629,9 @@ static __attribute__((noinline)) void trace_tick(struct tstate *t, uint64_t key,
     if (UNLIKELY(t->slow & SLOW_BUSY))
         return; /* a signal handler's access while the buffer is being written */
     uint64_t tsc = now_tsc();
-    if (((tsc >> g_window_bits) & g_decim) != 0) {
+    /* Between bursts' windows only sites that could not be patched out run: their counts
+     * stay whole, and the trace keeps to the windows, where every site is traced. */
+    if (((tsc >> g_window_bits) & g_decim) != 0 || !g_armed) {
         /* Known closed: look at the clock again only every 64 eligible accesses. */
         t->win_closed = 64;
         return;
@@ -1210,6 +1721,8 @@ static __attribute__((noinline)) void rec_slow(struct tstate *t, uintptr_t a, ui
     uint64_t tag = pc ^ ((uint64_t)info << 48);
     struct site *s = &t->sites[SITE_OF(pc)];
     if (s->tag != tag) {
+        if (g_bursts)
+            psite_register(pc); /* a call bursts may patch out */
         /* A new site (or another one that maps to this entry): counted in full until its
          * bursts show it may back off. */
         uint64_t left = s->skip * per_record(s->tag);
@@ -1295,17 +1808,20 @@ EXPORT void __tsan_init(void) {
     }
 }
 
+/* The hooks called directly with an address (HOOK: in section lineup_hooks, whose calls
+ * bursts may patch out), and with a pc passed in (not patched). */
+#define HOOK EXPORT HOOK_SECTION
 #define ACCESS_HOOKS(N)                                                                    \
-    EXPORT void __tsan_read##N(void *a) { rec((uintptr_t)a, N, K_LOAD, RA()); }            \
-    EXPORT void __tsan_write##N(void *a) { rec((uintptr_t)a, N, K_STORE, RA()); }          \
-    EXPORT void __tsan_unaligned_read##N(void *a) { rec((uintptr_t)a, N, K_LOAD, RA()); }  \
-    EXPORT void __tsan_unaligned_write##N(void *a) { rec((uintptr_t)a, N, K_STORE, RA()); } \
-    EXPORT void __tsan_volatile_read##N(void *a) { rec((uintptr_t)a, N, K_LOAD, RA()); }   \
-    EXPORT void __tsan_volatile_write##N(void *a) { rec((uintptr_t)a, N, K_STORE, RA()); } \
-    EXPORT void __tsan_unaligned_volatile_read##N(void *a) {                               \
+    HOOK void __tsan_read##N(void *a) { rec((uintptr_t)a, N, K_LOAD, RA()); }              \
+    HOOK void __tsan_write##N(void *a) { rec((uintptr_t)a, N, K_STORE, RA()); }            \
+    HOOK void __tsan_unaligned_read##N(void *a) { rec((uintptr_t)a, N, K_LOAD, RA()); }    \
+    HOOK void __tsan_unaligned_write##N(void *a) { rec((uintptr_t)a, N, K_STORE, RA()); }  \
+    HOOK void __tsan_volatile_read##N(void *a) { rec((uintptr_t)a, N, K_LOAD, RA()); }     \
+    HOOK void __tsan_volatile_write##N(void *a) { rec((uintptr_t)a, N, K_STORE, RA()); }   \
+    HOOK void __tsan_unaligned_volatile_read##N(void *a) {                                 \
         rec((uintptr_t)a, N, K_LOAD, RA());                                                \
     }                                                                                      \
-    EXPORT void __tsan_unaligned_volatile_write##N(void *a) {                              \
+    HOOK void __tsan_unaligned_volatile_write##N(void *a) {                                \
         rec((uintptr_t)a, N, K_STORE, RA());                                               \
     }                                                                                      \
     EXPORT void __tsan_read##N##_pc(void *a, void *pc) {                                   \
@@ -1314,8 +1830,8 @@ EXPORT void __tsan_init(void) {
     EXPORT void __tsan_write##N##_pc(void *a, void *pc) {                                  \
         rec((uintptr_t)a, N, K_STORE, (uintptr_t)pc);                                      \
     }                                                                                      \
-    EXPORT void __tsan_read_write##N(void *a) { rec((uintptr_t)a, N, K_UPDATE, RA()); }    \
-    EXPORT void __tsan_unaligned_read_write##N(void *a) {                                  \
+    HOOK void __tsan_read_write##N(void *a) { rec((uintptr_t)a, N, K_UPDATE, RA()); }      \
+    HOOK void __tsan_unaligned_read_write##N(void *a) {                                    \
         rec((uintptr_t)a, N, K_UPDATE, RA());                                              \
     }
 

@@ -200,3 +200,21 @@ fn record_raw_corpus_reads_or_fails_cleanly() {
         "{updates} increments read as a load and a store"
     );
 }
+
+/// The bursts seed (`tests/data/record/bursts.c` recorded with `--sample bursts:10/40`,
+/// kept with `--keep-raw`): the patched sites and each thread's executions between windows
+/// read back.
+#[test]
+fn record_raw_bursts_seed_names_patched_sites_and_their_executions() {
+    let path = common::repo().join("fuzz/corpus/record_raw/seed-bursts-clang-O1.bin");
+    let p = lineup::record::trace::parse(&std::fs::read(&path).unwrap(), &path).unwrap();
+    assert!(p.complete());
+    let b = p.bursts.as_ref().expect("a bursts chunk");
+    assert_eq!((b.on_us, b.period_us), (10, 40));
+    assert!(!b.sites.is_empty());
+    assert!(!p.hits.is_empty());
+    // Every execution counted between windows is of a patched site.
+    for &(_, pc, n) in &p.hits {
+        assert!(b.sites.binary_search(&pc).is_ok() && n > 0, "{pc:#x}");
+    }
+}

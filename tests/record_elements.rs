@@ -82,7 +82,21 @@ fn seen(profile: &Path, ty: &str) -> Seen {
 /// diagnosis before and after, the optimize report, the patch, and what both recordings saw.
 fn accept(src: &str, ty: &str, opt: &str, record_flags: &[&str], args: &[&str]) -> Outcome {
     let name = Path::new(src).file_name().unwrap().to_str().unwrap();
-    let dir = scratch().join(Path::new(name).file_stem().unwrap());
+    // A directory per program and recording flags: tests of one program run side by side.
+    let mut stem = Path::new(name)
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    for f in record_flags {
+        stem.push('-');
+        stem.extend(
+            f.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }),
+        );
+    }
+    let dir = scratch().join(stem);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(common::repo().join(src), dir.join(name)).unwrap();
     if src.starts_with("examples/record/") {
@@ -245,6 +259,30 @@ fn per_thread_elements_of_a_global_array_are_named_and_fixed() {
     assert!(patch.contains("+    _Alignas(64) long v;"), "{patch}");
     assert!(advice.contains("global or static"), "{advice}");
     assert!(!patch.contains("aligned_alloc(64, ("), "{patch}");
+    assert_fixed(&o);
+}
+
+/// The same program recorded in bursts (`--sample bursts`, here 200 us of every 2 ms,
+/// with a run long enough for many windows): the elements and the fix come out as in full
+/// recording, and the fixed build, recorded in bursts too, has no false sharing left.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn per_thread_elements_recorded_in_bursts_are_named_and_fixed() {
+    let o = accept(
+        "tests/data/record/elements.c",
+        "counter",
+        "-O2",
+        &["--sample", "bursts:200/2000"],
+        &["3000000"],
+    );
+    let l = false_sharing_line(&o.diag);
+    let elements = l["elements"].as_str().unwrap();
+    assert!(
+        elements.starts_with("Elements: `g[0].v` by thread ")
+            && elements.contains(" and `g[1].v` by thread "),
+        "{elements}"
+    );
+    assert!(o.patch.contains("+    _Alignas(64) long v;"), "{}", o.patch);
     assert_fixed(&o);
 }
 

@@ -109,6 +109,7 @@ fn compile(cxx: bool, user: &[OsString]) -> Result<i32> {
                   lineup record --heap-type queue --sample 16 -o q.json -- ./server --port 8080\n  \
                   lineup record --alloc-wrapper xmalloc -o p.json -- ./prog input.dat\n  \
                   lineup record --sample auto -o long.json -- ./solver big.input\n  \
+                  lineup record --sample bursts -o long.json -- ./solver big.input\n  \
                   lineup record --adjacent-line --cacheline-size 64 -- ./prog\n  \
                   lineup record --memory 256M -o big.json -- ./stream input.dat\n  \
                   lineup record --keep-raw raw -o a.json -- ./prog && lineup record --from-raw raw -o b.json"
@@ -132,10 +133,13 @@ pub struct RecordArgs {
     /// hands the allocator's result back untyped are found without it
     #[arg(long = "alloc-wrapper", value_name = "FUNCTION")]
     alloc_wrappers: Vec<String>,
-    /// Count one burst of 1024 accesses in N per thread (scaled back up), or `auto`: per code
+    /// Count one burst of 1024 accesses in N per thread (scaled back up); `auto`: per code
     /// site, back off exponentially on sites whose accesses meet only lines that are not
-    /// contended, and count the rest in full (for long runs; counts become estimates)
-    #[arg(long, value_name = "N|auto", default_value = "1", value_parser = parse_sample)]
+    /// contended, and count the rest in full; `bursts` (or `bursts:ON/PERIOD`, microseconds,
+    /// default 1000/10000): record ON of every PERIOD and run the program at nearly full
+    /// speed in between, its hook calls patched out (x86-64; for long runs: counts and
+    /// transfers are scaled from the recorded windows)
+    #[arg(long, value_name = "N|auto|bursts", default_value = "1", value_parser = parse_sample)]
     sample: Sample,
     /// Memory budget of the recording, for the program's runtime and for lineup each
     /// (bytes, or with K, M, G): past it, places are summarized per code site, and the
@@ -178,16 +182,48 @@ pub struct RecordArgs {
 enum Sample {
     Every(u32),
     Auto,
+    /// Recorded microseconds of every period.
+    Bursts {
+        on_us: u32,
+        period_us: u32,
+    },
 }
+
+/// `--sample bursts` without numbers: 1 ms of every 10 ms.
+const BURSTS_DEFAULT: (u32, u32) = (1000, 10000);
 
 fn parse_sample(s: &str) -> Result<Sample, String> {
     if s.trim().eq_ignore_ascii_case("auto") {
         return Ok(Sample::Auto);
     }
+    if let Some(rest) = s.trim().strip_prefix("bursts") {
+        let (on_us, period_us) = match rest.strip_prefix(':') {
+            None if rest.is_empty() => BURSTS_DEFAULT,
+            Some(spec) => {
+                let parsed = spec.split_once('/').and_then(|(a, b)| {
+                    Some((a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?))
+                });
+                match parsed {
+                    Some((on, period)) if on >= 1 && period > on => (on, period),
+                    _ => {
+                        return Err(format!(
+                            "not a bursts setting: {s} (bursts:ON/PERIOD, microseconds, ON from 1 and below PERIOD)"
+                        ));
+                    }
+                }
+            }
+            None => {
+                return Err(format!(
+                    "not a sampling period: {s} (a whole number from 1, auto, or bursts)"
+                ));
+            }
+        };
+        return Ok(Sample::Bursts { on_us, period_us });
+    }
     match s.trim().parse::<u32>() {
         Ok(n) if n >= 1 => Ok(Sample::Every(n)),
         _ => Err(format!(
-            "not a sampling period: {s} (a whole number from 1, or auto)"
+            "not a sampling period: {s} (a whole number from 1, auto, or bursts)"
         )),
     }
 }
@@ -608,6 +644,10 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
             cmd.env("LINEUP_SAMPLE", "1");
             cmd.env("LINEUP_ADAPTIVE", "1");
         }
+        Sample::Bursts { on_us, period_us } => {
+            cmd.env("LINEUP_SAMPLE", "1");
+            cmd.env("LINEUP_BURSTS", format!("{on_us}/{period_us}"));
+        }
     }
     cmd.env("LINEUP_MEMORY", args.memory.to_string());
     let unit = if args.adjacent_line {
@@ -755,6 +795,21 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     if let Some((estimated, total, period)) = built.adaptive {
         eprintln!(
             "lineup: {shown}: adaptive sampling (--sample auto): {estimated} of {total} accesses were skipped and estimated from bursts of 256 per code site (sites on lines not contended backed off up to 1 in {period}; counts scaled by each burst's period); sites on contended lines were counted in full"
+        );
+    }
+    if matches!(args.sample, Sample::Bursts { .. }) && built.bursts.is_none() {
+        eprintln!(
+            "lineup: {shown}: --sample bursts: the runtime could not rewrite this program's code (it needs x86-64 and membarrier), so every access was recorded"
+        );
+    }
+    if let Some(b) = &built.bursts {
+        eprintln!(
+            "lineup: {shown}: bursts (--sample bursts): recorded {} us of every {} us, {:.1} % of the run in {} windows; in between, the hook calls of {} code sites only counted their executions, which are spread over the places recorded in the windows (see the profile's note)",
+            b.on_us,
+            b.period_us,
+            100.0 * b.recorded_fraction,
+            b.windows,
+            b.patched_sites
         );
     }
     if recorder_rss > args.memory {

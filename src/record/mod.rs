@@ -100,6 +100,20 @@ pub enum RecordError {
     Program { path: String, problem: String },
 }
 
+/// What `--sample bursts` recorded, for the profile's note and standard error.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BurstsSummary {
+    /// Recorded time over run time, of all processes that ran bursts.
+    pub recorded_fraction: f64,
+    pub windows: u64,
+    pub on_us: u32,
+    pub period_us: u32,
+    /// Code sites whose hook calls were patched out between windows.
+    pub patched_sites: usize,
+    /// Mean microseconds one switch between calls and no-ops took.
+    pub switch_us: f64,
+}
+
 /// Steps of post-processing, for a progress display.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
@@ -120,6 +134,8 @@ pub struct Built {
     /// Adaptive sampling: (accesses estimated rather than counted, of all accesses; the
     /// largest period a code site backed off to), when `--sample auto` was on.
     pub adaptive: Option<(u64, u64, u64)>,
+    /// Bursts (`--sample bursts`), of the first process that ran them.
+    pub bursts: Option<BurstsSummary>,
     /// Heap block sizes lineup could not type, with candidate types, by size.
     pub ambiguous_heap: Vec<(u64, Vec<String>)>,
 }
@@ -501,6 +517,8 @@ pub fn build(
     let mut heap_typed = 0u64;
     let mut heap_untyped = 0u64;
     let mut traced_events = 0u64;
+    // Bursts: executions between windows of sites never recorded in one on their thread.
+    let mut bursts_unplaced = 0.0f64;
     let mut dropped = 0u64;
     let mut ambiguous: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     let mut allocations: BTreeMap<String, Vec<crate::profile::AllocationSite>> = BTreeMap::new();
@@ -510,6 +528,12 @@ pub fn build(
         progress(Step::Simulate { process: pi, of: n });
         let facts = &exes[&p.exe];
         let scale = f64::from(p.sample.max(1));
+        // Bursts: a patched site's executions between windows (exact, per thread) spread
+        // over the places its recorded executions went to.
+        let (site_scale, unplaced) = bursts_site_scale(p);
+        bursts_unplaced += unplaced;
+        let scale_of =
+            |thread: u32, pc: u64| scale * site_scale.get(&(thread, pc)).copied().unwrap_or(1.0);
         // The runtime's flushes, merged and sorted by place by the reader.
         let tally = &p.counted;
         // The ordered trace, through the simulation: each place a site.
@@ -531,7 +555,8 @@ pub fn build(
         let mut sites: Vec<(SiteKey, u32)> = site_ids.into_iter().collect();
         sites.sort_unstable();
         traced_events += p.traced.len() as u64;
-        let window = (p.decimation != 0).then_some(p.window_bits);
+        // Decimated or bursty, the trace has gaps: a line's state does not carry over one.
+        let window = (p.decimation != 0 || p.bursts.is_some()).then_some(p.window_bits);
         let event = |i: usize| {
             let e = &p.traced[i];
             sim::Access {
@@ -672,7 +697,7 @@ pub fn build(
         let process_start = total;
         let mut last_thread = None;
         for k in tally {
-            let n = k.count as f64 * scale;
+            let n = k.count as f64 * scale_of(k.thread, k.pc);
             total += n;
             if last_thread != Some(k.thread) {
                 all_threads.insert((p.pid, tid_of(k.thread)));
@@ -700,7 +725,7 @@ pub fn build(
                     element,
                     k.thread,
                 )
-                .writes += k.count as f64 * scale;
+                .writes += k.count as f64 * scale_of(k.thread, k.pc);
             }
             hits.push((k, obj, runs.len() as u32 - 1));
         }
@@ -712,7 +737,8 @@ pub fn build(
                 && let Some(users) = line_users.get_mut(&(k.addr / line, obj.born))
             {
                 let element = k.addr - obj.type_offset(k.addr);
-                element_use(users, element, k.thread).reads += k.count as f64 * scale;
+                element_use(users, element, k.thread).reads +=
+                    k.count as f64 * scale_of(k.thread, k.pc);
             }
         }
         // A side below this many accesses on the line cannot cause more transfers than the
@@ -725,7 +751,7 @@ pub fn build(
         let mut seen_objects: HashMap<*const attribute::Object, u32, FastHash> = HashMap::default();
         let mut next_site = 0usize;
         for (k, obj, run) in hits {
-            let n = k.count as f64 * scale;
+            let n = k.count as f64 * scale_of(k.thread, k.pc);
             let tid = tid_of(k.thread);
             let element = k.addr - obj.type_offset(k.addr);
             let cpu = numbering[run as usize];
@@ -774,7 +800,7 @@ pub fn build(
                 let s = primary.sites[site];
                 // The trace holds a sample of the eligible accesses: scale to all of them.
                 let f = if s.traced > 0 {
-                    k.eligible.max(s.traced) as f64 / s.traced as f64 * scale
+                    k.eligible.max(s.traced) as f64 / s.traced as f64 * scale_of(k.thread, k.pc)
                 } else {
                     0.0
                 };
@@ -943,9 +969,12 @@ pub fn build(
     }
     let sample = processes.iter().map(|p| p.sample.max(1)).max().unwrap_or(1);
     let adaptive = processes.iter().any(|p| p.adaptive);
+    let bursts = bursts_summary(&processes);
     s.insert(
         "sample".into(),
-        if adaptive {
+        if bursts.is_some() {
+            "bursts".to_string()
+        } else if adaptive {
             "auto".to_string()
         } else {
             sample.to_string()
@@ -957,7 +986,9 @@ pub fn build(
     }
     let estimated: u64 = processes.iter().map(|p| p.estimated).sum();
     let max_period = processes.iter().map(|p| p.max_period).max().unwrap_or(0);
-    let mut note = String::from(if adaptive && estimated > 0 {
+    let mut note = String::from(if bursts.is_some() {
+        "counts of every instrumented access per code site and thread, their places as in the recorded windows (bursts, below); transfers"
+    } else if adaptive && estimated > 0 {
         "counts of every instrumented access, some estimated (adaptive sampling, below); transfers"
     } else {
         "exact counts of every instrumented access; transfers"
@@ -974,6 +1005,18 @@ pub fn build(
         note.push_str(&format!(
             "; ADAPTIVE SAMPLING (--sample auto): each code site of each thread counted in bursts of 256 accesses; a site whose burst met only lines not contended (one thread's, or only read since shared; a line handed over and written counts as contended here) doubled its period (up to 1 in {max_period} here), one that met a contended line went back to counting every access; each access counted in a burst at period N stands for N (the burst and the N-1 bursts' worth skipped after it): {estimated} of {} accesses were skipped and are estimated that way",
             total.round() as u64
+        ));
+    }
+    if let Some(b) = &bursts {
+        note.push_str(&format!(
+            "; BURSTS (--sample bursts): recorded {} us of every {} us ({} windows, {:.1} % of the run; a switch took {:.0} us); between windows the hook calls of {} code sites were rewritten into jumps to trampolines that only count each site's executions per thread; those executions are spread over the places the site's recorded executions went to, in proportion, and its simulated transfers scaled alike ({} executions of sites no window saw on their thread count in the total only); calls that cannot be patched (atomics, memory ranges, calls through a PLT) were counted in full, and the ordered trace keeps to the windows",
+            b.on_us,
+            b.period_us,
+            b.windows,
+            100.0 * b.recorded_fraction,
+            b.switch_us,
+            b.patched_sites,
+            bursts_unplaced.round()
         ));
     }
     if partial {
@@ -1143,7 +1186,8 @@ pub fn build(
     profile.derive_function_groups();
 
     let mut sum = BTreeMap::new();
-    sum.insert("accesses".to_string(), total.round());
+    // Executions between windows of sites no window saw on their thread: counted, unplaced.
+    sum.insert("accesses".to_string(), (total + bursts_unplaced).round());
     sum.insert("accesses_attributed".to_string(), attributed.round());
     sum.insert("threads".to_string(), all_threads.len() as f64);
     sum.insert("processes".to_string(), processes.len() as f64);
@@ -1157,6 +1201,16 @@ pub fn build(
     sum.insert("budget_level".to_string(), budget_level as f64);
     sum.insert("summarized_accesses".to_string(), summarized as f64);
     sum.insert("lost_chunks".to_string(), lost as f64);
+    if let Some(b) = &bursts {
+        sum.insert("bursts_recorded_fraction".to_string(), b.recorded_fraction);
+        sum.insert("bursts_windows".to_string(), b.windows as f64);
+        sum.insert("bursts_patched_sites".to_string(), b.patched_sites as f64);
+        sum.insert("bursts_switch_us".to_string(), b.switch_us);
+        sum.insert(
+            "bursts_unplaced_accesses".to_string(),
+            bursts_unplaced.round(),
+        );
+    }
     if adaptive {
         sum.insert("sampled_estimated_accesses".to_string(), estimated as f64);
         sum.insert("sample_max_period".to_string(), max_period as f64);
@@ -1176,7 +1230,70 @@ pub fn build(
         partial,
         budget_level,
         adaptive: adaptive.then_some((estimated, total.round() as u64, max_period)),
+        bursts,
         ambiguous_heap: ambiguous.into_iter().collect(),
+    })
+}
+
+/// Bursts: per (thread, pc) of a patched site, what its recorded counts are multiplied by
+/// (its executions in the windows and between them, over those in the windows); and the
+/// executions of sites never recorded in a window on that thread, which have no place.
+fn bursts_site_scale(p: &Process) -> (HashMap<(u32, u64), f64, FastHash>, f64) {
+    let mut out: HashMap<(u32, u64), f64, FastHash> = HashMap::default();
+    if p.hits.is_empty() {
+        return (out, 0.0);
+    }
+    // Executions in the windows: an update's are counted once as a load and once as a
+    // store, so per kind, the largest.
+    let mut recorded: HashMap<(u32, u64), [u64; 3], FastHash> = HashMap::default();
+    for k in &p.counted {
+        let slot = match k.kind {
+            Kind::Load => 0,
+            Kind::Store => 1,
+            Kind::Rmw => 2,
+        };
+        let e = recorded.entry((k.thread, k.pc)).or_default();
+        e[slot] = e[slot].saturating_add(k.count);
+    }
+    let mut unplaced = 0.0;
+    for &(thread, pc, hits) in &p.hits {
+        let seen = recorded
+            .get(&(thread, pc))
+            .map_or(0, |r| r.iter().copied().max().unwrap_or(0));
+        if seen == 0 {
+            unplaced += hits as f64;
+        } else {
+            *out.entry((thread, pc)).or_insert(1.0) += hits as f64 / seen as f64;
+        }
+    }
+    (out, unplaced)
+}
+
+/// The bursts of all processes that ran them, summed (None: no process did).
+fn bursts_summary(processes: &[trace::Process]) -> Option<BurstsSummary> {
+    let runs: Vec<&trace::Bursts> = processes.iter().filter_map(|p| p.bursts.as_ref()).collect();
+    let first = runs.first()?;
+    let recorded: u64 = runs.iter().map(|b| b.recorded_ns).sum();
+    let run: u64 = runs.iter().map(|b| b.run_ns).sum();
+    Some(BurstsSummary {
+        recorded_fraction: if run == 0 {
+            1.0
+        } else {
+            (recorded as f64 / run as f64).min(1.0)
+        },
+        windows: runs.iter().map(|b| b.windows).sum(),
+        on_us: first.on_us,
+        period_us: first.period_us,
+        patched_sites: runs.iter().map(|b| b.sites.len()).sum(),
+        switch_us: {
+            let switches: u64 = runs.iter().map(|b| 2 * b.windows).sum();
+            let ns: u64 = runs.iter().map(|b| b.switch_ns).sum();
+            if switches == 0 {
+                0.0
+            } else {
+                ns as f64 / switches as f64 / 1e3
+            }
+        },
     })
 }
 
@@ -1599,7 +1716,41 @@ pub fn signal_name(sig: i32) -> String {
 
 #[cfg(test)]
 mod build_helper_tests {
-    use super::{Names, thread_ranks};
+    use super::{Kind, Names, bursts_site_scale, thread_ranks};
+    use crate::record::trace::{Counted, Process};
+
+    /// Bursts: a site's executions between windows go where its recorded ones went. An
+    /// update's recorded executions are one load and one store each, not two executions.
+    #[test]
+    fn executions_between_windows_scale_each_site_by_its_own_recorded_count() {
+        let counted = |thread, addr, kind, pc, count| Counted {
+            thread,
+            addr,
+            size: 8,
+            kind,
+            pc,
+            count,
+            eligible: 0,
+            summary: false,
+        };
+        let p = Process {
+            counted: vec![
+                counted(1, 0x1000, Kind::Load, 0x40, 30),
+                counted(1, 0x1008, Kind::Load, 0x40, 10),
+                counted(1, 0x2000, Kind::Load, 0x44, 5),
+                counted(1, 0x2000, Kind::Store, 0x44, 5),
+                counted(2, 0x1000, Kind::Load, 0x40, 4),
+            ],
+            // Thread 1: 120 more of 0x40, 45 of 0x44; thread 2: 0x44, which no window saw.
+            hits: vec![(1, 0x40, 120), (1, 0x44, 45), (2, 0x44, 9)],
+            ..Process::default()
+        };
+        let (scale, unplaced) = bursts_site_scale(&p);
+        assert_eq!(scale[&(1, 0x40)], 4.0); // (40 + 120) / 40
+        assert_eq!(scale[&(1, 0x44)], 10.0); // (5 + 45) / 5
+        assert!(!scale.contains_key(&(2, 0x40)));
+        assert_eq!(unplaced, 9.0);
+    }
     use std::collections::HashMap;
 
     /// What the ranks are by definition: per object, its threads by accesses (most

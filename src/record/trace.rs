@@ -15,6 +15,8 @@ const CH_TRACE: u32 = 4;
 const CH_ALLOC: u32 = 5;
 const CH_END: u32 = 6;
 const CH_CRASH: u32 = 7;
+const CH_BURSTS: u32 = 8;
+const CH_HITS: u32 = 9;
 /// Runtime format version this reader understands.
 pub const RUNTIME_VERSION: u32 = 1;
 
@@ -89,6 +91,24 @@ pub struct ThreadInfo {
     pub dropped: u64,
 }
 
+/// The recorded windows of `--sample bursts`: the runtime recorded `on_us` out of every
+/// `period_us` microseconds, and between them rewrote the hook calls of `sites` into no-ops.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Bursts {
+    /// Nanoseconds recorded (the calls in place), of the run's `run_ns`.
+    pub recorded_ns: u64,
+    pub run_ns: u64,
+    /// Recorded windows.
+    pub windows: u64,
+    /// Nanoseconds spent switching the sites between calls and no-ops (half of each switch
+    /// counts as recorded).
+    pub switch_ns: u64,
+    pub on_us: u32,
+    pub period_us: u32,
+    /// The patched sites as the hooks report their pc (the call's return address), sorted.
+    pub sites: Vec<u64>,
+}
+
 /// Everything one process wrote.
 #[derive(Clone, Debug, Default)]
 pub struct Process {
@@ -125,6 +145,12 @@ pub struct Process {
     pub estimated: u64,
     /// Adaptive sampling: the largest weight (1 in N) any code site backed off to.
     pub max_period: u64,
+    /// Bursts (`--sample bursts`): what was recorded, and which code sites were patched
+    /// out between the recorded windows.
+    pub bursts: Option<Bursts>,
+    /// Bursts: executions of patched sites between the windows, per (thread, pc), counted
+    /// by the sites' trampolines (no address).
+    pub hits: Vec<(u32, u64, u64)>,
     /// Signal that ended the process, when the runtime caught it.
     pub crash: Option<u32>,
     /// The file stopped inside a chunk.
@@ -333,6 +359,34 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                 }
             }
             CH_CRASH if len >= 4 => p.crash = Some(u32_at(body, 0)),
+            CH_HITS => {
+                need(16)?;
+                for r in body.chunks_exact(16) {
+                    p.hits.push((thread, u64_at(r, 0), u64_at(r, 8)));
+                }
+            }
+            CH_BURSTS => {
+                // Five words, then `count` sites.
+                if count.checked_mul(8).and_then(|n| n.checked_add(40)) != Some(len) {
+                    return Err(bad(format!(
+                        "chunk type {kind}: {count} patched sites do not fill {len} bytes"
+                    )));
+                }
+                let packed = u64_at(body, 32);
+                let mut sites: Vec<u64> =
+                    body[40..].chunks_exact(8).map(|r| u64_at(r, 0)).collect();
+                sites.sort_unstable();
+                sites.dedup();
+                p.bursts = Some(Bursts {
+                    recorded_ns: u64_at(body, 0),
+                    run_ns: u64_at(body, 8),
+                    windows: u64_at(body, 16),
+                    switch_ns: u64_at(body, 24),
+                    on_us: (packed >> 32) as u32,
+                    period_us: packed as u32,
+                    sites,
+                });
+            }
             _ => {} // newer chunk kinds: skip
         }
         if !seen_header {
@@ -522,6 +576,40 @@ mod tests {
         let at = lie.len() - 24 - 24 + 12;
         lie[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         assert_eq!(record_counts(&lie), (0, 1, 0));
+    }
+
+    #[test]
+    fn bursts_and_the_executions_between_windows_are_read() {
+        let mut f = header();
+        let words = |v: &[u64]| v.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+        // Recorded 2 ms of 10, 4 windows, 0.1 ms switching, 1000/5000 us; two sites.
+        let head = [
+            2_000_000,
+            10_000_000,
+            4,
+            100_000,
+            1000 << 32 | 5000,
+            0x4020,
+            0x4010,
+        ];
+        f.extend(chunk(CH_BURSTS, 0, 2, &words(&head)));
+        f.extend(chunk(CH_HITS, 3, 2, &words(&[0x4010, 70, 0x4020, 5])));
+        let p = parse(&f, Path::new("x")).unwrap();
+        let b = p.bursts.unwrap();
+        assert_eq!(
+            (b.recorded_ns, b.run_ns, b.windows, b.switch_ns),
+            (2_000_000, 10_000_000, 4, 100_000)
+        );
+        assert_eq!((b.on_us, b.period_us), (1000, 5000));
+        assert_eq!(b.sites, vec![0x4010, 0x4020]);
+        assert_eq!(p.hits, vec![(3, 0x4010, 70), (3, 0x4020, 5)]);
+        // A site list that does not fill its chunk, and pairs cut short, are errors.
+        let mut bad = header();
+        bad.extend(chunk(CH_BURSTS, 0, 3, &words(&head)));
+        assert!(parse(&bad, Path::new("x")).is_err());
+        let mut bad = header();
+        bad.extend(chunk(CH_HITS, 3, 2, &words(&[0x4010, 70, 0x4020])));
+        assert!(parse(&bad, Path::new("x")).is_err());
     }
 
     #[test]

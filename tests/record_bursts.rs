@@ -1,0 +1,133 @@
+//! `lineup record --sample bursts` (issue 16 item 1, overhead): the runtime records windows
+//! of time and, between them, rewrites the program's hook calls into no-ops while the
+//! program's threads run them. What must hold whatever the timing: the program behaves as
+//! without lineup (output, its own SIGTRAP handler, threads that block every signal), the
+//! rewritten sites are named in the profile, counts are scaled and said to be, and a
+//! malformed setting is refused. The diagnosis through bursts, with the fix applied and
+//! recorded again, is `record_elements::per_thread_elements_recorded_in_bursts_are_named_and_fixed`.
+//! Needs a C compiler; x86-64 only (elsewhere the runtime records in full).
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn lineup(dir: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lineup"));
+    c.env("LINEUP_CACHE_DIR", dir.join("cache"));
+    c.current_dir(dir);
+    c
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn code_rewritten_under_running_threads_leaves_the_program_as_it_was() {
+    let dir = scratch("record-bursts");
+    let src = common::repo().join("tests/data/record/bursts.c");
+    common::run_ok(
+        lineup(&dir)
+            .args(["cc", "-O1", "-pthread"])
+            .arg(&src)
+            .args(["-o", "bursts"]),
+    );
+    let plain = common::run_ok(Command::new(dir.join("bursts")).arg("3000000"));
+    assert_eq!(
+        String::from_utf8_lossy(&plain),
+        format!("sum {} traps 2\n", 4 * 3000000 / 4 * 10)
+    );
+    // Switching every 50 us: thousands of rewrites while four threads run the sites.
+    let out = lineup(&dir)
+        .args([
+            "record",
+            "--sample",
+            "bursts:50/200",
+            "-o",
+            "b.json",
+            "--",
+            "./bursts",
+        ])
+        .arg("3000000")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, plain, "the program's output changed");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bursts (--sample bursts): recorded 50 us of every 200 us"),
+        "{err}"
+    );
+
+    let p: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("b.json")).unwrap()).unwrap();
+    let rec = &p["summary"]["record"];
+    // The workers' loop and main's sum: direct calls of the program, each patched.
+    assert!(
+        rec["bursts_patched_sites"].as_f64().unwrap() >= 2.0,
+        "{rec}"
+    );
+    assert!(rec["bursts_windows"].as_f64().unwrap() >= 1.0, "{rec}");
+    // Counts stay exact: between windows each site's trampoline counts its executions, and
+    // they go where the site's recorded ones went. Four workers each load and store their
+    // volatile slot once per iteration; main adds a few accesses.
+    let accesses = rec["accesses"].as_f64().unwrap();
+    let want = 8.0 * 3000000.0;
+    assert!(
+        (want..want + 1000.0).contains(&accesses),
+        "{accesses} accesses, want {want}: {rec}"
+    );
+    // The same as recording every access: a thread that met the int3 of a site being
+    // rewritten went on through the site's trampoline, and no execution was lost.
+    common::run_ok(lineup(&dir).args(["record", "-o", "e.json", "--", "./bursts", "3000000"]));
+    let exact: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("e.json")).unwrap()).unwrap();
+    assert_eq!(
+        exact["summary"]["record"]["accesses"].as_f64().unwrap(),
+        accesses
+    );
+    let fraction = rec["bursts_recorded_fraction"].as_f64().unwrap();
+    assert!(fraction > 0.0 && fraction <= 1.0, "{rec}");
+    assert_eq!(p["provenance"]["settings"]["sample"], "bursts");
+    let note = p["provenance"]["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("counts of every instrumented access per code site and thread"),
+        "{note}"
+    );
+    assert!(note.contains("BURSTS (--sample bursts)"), "{note}");
+}
+
+#[test]
+fn a_malformed_bursts_setting_is_refused_before_anything_runs() {
+    let dir = scratch("record-bursts-flags");
+    for bad in [
+        "bursts:10/10",
+        "bursts:0/100",
+        "bursts:100",
+        "bursts:a/b",
+        "burstsy",
+    ] {
+        let out = lineup(&dir)
+            .args(["record", "--sample", bad, "-o", "x.json", "--", "/bin/true"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{bad} was taken");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(bad) && err.contains("--sample"),
+            "{bad}: {err}"
+        );
+        assert!(!dir.join("x.json").exists(), "{bad}: a profile was written");
+    }
+}
