@@ -746,10 +746,10 @@ static void thread_exit(void *p) {
  * recorded ones went to (CH_HITS per thread; CH_BURSTS names the sites and the times);
  * the ordered trace holds the recorded windows only.
  *
- * A trampoline (40 bytes, in a block mapped within 2 GiB of the program's code):
- *     mov r11, fs:[tpoff(tls)]; test r11, r11; je 1f; inc qword [r11 + hits[i]]; jmp back
- *  1: lea r11, [rip + back]; push r11; jmp hook      (no state yet: the call, as it was)
- * r11 and the flags are free at a call site: the call they replace clobbers them.
+ * A trampoline (at most 49 bytes, in a block mapped within 2 GiB of the program's code)
+ * counts the execution in the thread's state and jumps back; an atomic site's then calls
+ * the hook's quiet twin, which does the operation and records nothing (tramp_write). r11
+ * and the flags are free at a call site: the call they replace clobbers them.
  *
  * Code that other threads may be executing is rewritten as Linux's text_poke_bp does it:
  * an int3 on the first byte, a core-serializing barrier on every thread of the process
@@ -760,9 +760,9 @@ static void thread_exit(void *p) {
  * program installs is chained behind ours, and the runtime keeps SIGTRAP out of the masks
  * the program sets (pthread_sigmask, sigprocmask, sigaction's sa_mask).
  *
- * Only direct calls into the hooks of section lineup_hooks are patched (not calls through
- * a PLT, nor atomics or ranges): the others count every access in full and only their
- * trace keeps to the windows. A site first met between windows is patched at once. A
+ * Only direct calls into the hooks of sections lineup_hooks and lineup_atomics (1- to
+ * 8-byte atomics) are patched (not calls through a PLT, 16-byte atomics or ranges): the
+ * others count every access in full and only their trace keeps to the windows. A site first met between windows is patched at once. A
  * forked child gets every call back and is recorded in full.
  */
 #if defined(__x86_64__)
@@ -772,7 +772,10 @@ static void thread_exit(void *p) {
 #endif
 #include <ucontext.h>
 #define HOOK_SECTION __attribute__((section("lineup_hooks")))
+#define HOOK_ATOMIC_SECTION __attribute__((section("lineup_atomics")))
 extern char __start_lineup_hooks[], __stop_lineup_hooks[];
+extern char __start_lineup_atomics[], __stop_lineup_atomics[];
+static uintptr_t quiet_twin(uintptr_t hook);
 #define PSITE_BITS 16 /* lookup table: 4x PSITE_CAP */
 /* CH_BURSTS body: recorded ns, run ns, recorded windows, ns spent switching, ON_US << 32
  * | PERIOD_US; then the patched sites as the hooks record them (the call's return
@@ -783,6 +786,7 @@ static volatile int g_armed = 1; /* the calls are in place: a recorded window */
 static uint64_t g_on_us, g_period_us;
 static uint64_t *g_bursts_out;   /* BURSTS_HEAD words, then PSITE_CAP return addresses */
 static uint32_t *g_pdisp;        /* each site's rel32, as compiled */
+static uintptr_t *g_pquiet;      /* an atomic site's quiet twin (0: a plain access) */
 static uint8_t *g_tramps;        /* TRAMP bytes per site */
 static int32_t g_tls_tpoff;      /* &tls - the thread pointer: the same in every thread */
 #define TRAMP 64
@@ -835,28 +839,44 @@ static void put32(uint8_t *p, uint32_t v) {
         p[k] = (uint8_t)(v >> (8 * k));
 }
 
-/* Site i's trampoline, written before any jump to it. */
+/* `lea r11, [rip + back]; push r11; jmp to`: the call the site made, from elsewhere (the
+ * callee sees the site's return address and returns there). 14 bytes at c. */
+static uint8_t *emulate_call(uint8_t *c, uintptr_t back, uintptr_t to) {
+    c[0] = 0x4c, c[1] = 0x8d, c[2] = 0x1d;
+    put32(c + 3, (uint32_t)(back - (uintptr_t)(c + 7)));
+    c[7] = 0x41, c[8] = 0x53;
+    c[9] = 0xe9;
+    put32(c + 10, (uint32_t)(to - (uintptr_t)(c + 14)));
+    return c + 14;
+}
+
+/* Site i's trampoline, written before any jump to it:
+ *     mov r11, fs:[tpoff(tls)]; test r11, r11; je 1f; inc qword [r11 + hits[i]]
+ *     jmp back                            (a plain access: nothing else to do)
+ *     or: the call, to the quiet twin     (an atomic: the operation itself, unrecorded)
+ *  1: the call, to the hook               (no state yet: the hook sets the thread up) */
 static void tramp_write(uint32_t i) {
     uint8_t *c = g_tramps + (size_t)i * TRAMP;
     uintptr_t back = g_bursts_out[BURSTS_HEAD + i];
+    uintptr_t hook = back + (uintptr_t)(intptr_t)(int32_t)g_pdisp[i];
     static const uint8_t head[5] = {0x64, 0x4c, 0x8b, 0x1c, 0x25}; /* mov r11, fs:[d32] */
     for (int k = 0; k < 5; k++)
         c[k] = head[k];
     put32(c + 5, (uint32_t)g_tls_tpoff);
-    c[9] = 0x4d, c[10] = 0x85, c[11] = 0xdb; /* test r11, r11 */
-    c[12] = 0x74, c[13] = 0x0c;              /* je 26: no state yet */
+    c[9] = 0x4d, c[10] = 0x85, c[11] = 0xdb;  /* test r11, r11 */
+    c[12] = 0x74;                             /* je: c[13] below */
     c[14] = 0x49, c[15] = 0xff, c[16] = 0x83; /* inc qword [r11 + d32] */
     put32(c + 17, (uint32_t)(offsetof(struct tstate, hits) + 8 * (size_t)i));
-    c[21] = 0xe9; /* jmp back */
-    put32(c + 22, (uint32_t)(back - (uintptr_t)(c + 26)));
-    /* 26: a thread that has no state yet makes the call itself, as the site would have:
-     * lea r11, [rip + d32] (back); push r11; jmp hook. The hook sets the thread up. */
-    c[26] = 0x4c, c[27] = 0x8d, c[28] = 0x1d;
-    put32(c + 29, (uint32_t)(back - (uintptr_t)(c + 33)));
-    c[33] = 0x41, c[34] = 0x53;
-    c[35] = 0xe9;
-    uintptr_t hook = back + (uintptr_t)(intptr_t)(int32_t)g_pdisp[i];
-    put32(c + 36, (uint32_t)(hook - (uintptr_t)(c + 40)));
+    uint8_t *e;
+    if (g_pquiet[i]) {
+        e = emulate_call(c + 21, back, g_pquiet[i]);
+    } else {
+        c[21] = 0xe9; /* jmp back */
+        put32(c + 22, (uint32_t)(back - (uintptr_t)(c + 26)));
+        e = c + 26;
+    }
+    c[13] = (uint8_t)(e - (c + 14));
+    emulate_call(e, back, hook);
 }
 
 static void site_bytes(uint32_t i, int arm, uint8_t out[5]) {
@@ -911,10 +931,16 @@ static void psite_register(uintptr_t pc) {
                      (uint32_t)c[4] << 24;
         uintptr_t target = pc + (uintptr_t)(intptr_t)(int32_t)d;
         uintptr_t page = at & ~(uintptr_t)4095;
-        if (target >= (uintptr_t)__start_lineup_hooks &&
-            target < (uintptr_t)__stop_lineup_hooks &&
+        uintptr_t quiet = 0;
+        int hook = target >= (uintptr_t)__start_lineup_hooks &&
+                   target < (uintptr_t)__stop_lineup_hooks;
+        if (!hook && target >= (uintptr_t)__start_lineup_atomics &&
+            target < (uintptr_t)__stop_lineup_atomics)
+            hook = (quiet = quiet_twin(target)) != 0;
+        if (hook &&
             mprotect((void *)page, pc - page, PROT_READ | PROT_WRITE | PROT_EXEC) == 0) {
             g_pdisp[n] = d;
+            g_pquiet[n] = quiet;
             g_bursts_out[BURSTS_HEAD + n] = pc;
             tramp_write(n);
             uint32_t i = psite_slot(at);
@@ -1122,8 +1148,9 @@ static void bursts_init(void) {
     g_psites = map(((size_t)1 << PSITE_BITS) * sizeof(uintptr_t));
     g_psite_index = map(((size_t)1 << PSITE_BITS) * sizeof(uint32_t));
     g_pdisp = map(PSITE_CAP * sizeof(uint32_t));
+    g_pquiet = map(PSITE_CAP * sizeof(uintptr_t));
     g_bursts_out = map((BURSTS_HEAD + (size_t)PSITE_CAP) * sizeof(uint64_t));
-    if (!g_psites || !g_psite_index || !g_pdisp || !g_bursts_out)
+    if (!g_psites || !g_psite_index || !g_pdisp || !g_pquiet || !g_bursts_out)
         return;
     struct sigaction sa;
     zero(&sa, sizeof sa);
@@ -1201,6 +1228,7 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 }
 #else
 #define HOOK_SECTION
+#define HOOK_ATOMIC_SECTION
 static void psite_register(uintptr_t pc) { (void)pc; }
 static void hits_emit(struct tstate *t) { (void)t; }
 static void bursts_emit(void) {}
@@ -1879,78 +1907,101 @@ EXPORT void __tsan_mutex_post_divert(void *a, unsigned f) { (void)a, (void)f; }
  * the other. (ThreadSanitizer's memory orders: relaxed 0 ... seq_cst 5.) */
 #define SEQ __ATOMIC_SEQ_CST
 #define MO_SEQ_CST 5
-#define ATOMIC_HOOKS(N, T)                                                                 \
-    EXPORT T __tsan_atomic##N##_load(const volatile T *a, int mo) {                        \
+#define ATOMIC_FNS(N, T, NAME, ATTR, REC)                                                                 \
+    ATTR T NAME(N, load)(const volatile T *a, int mo) {                        \
         (void)mo;                                                                          \
-        rec((uintptr_t)a, sizeof(T), K_LOAD, RA());                                        \
+        REC((uintptr_t)a, sizeof(T), K_LOAD, RA());                                        \
         return __atomic_load_n(a, SEQ);                                                    \
     }                                                                                      \
-    EXPORT void __tsan_atomic##N##_store(volatile T *a, T v, int mo) {                     \
-        rec((uintptr_t)a, sizeof(T), K_STORE, RA());                                       \
+    ATTR void NAME(N, store)(volatile T *a, T v, int mo) {                     \
+        REC((uintptr_t)a, sizeof(T), K_STORE, RA());                                       \
         if (mo == MO_SEQ_CST)                                                              \
             __atomic_store_n(a, v, SEQ);                                                   \
         else /* a plain store, as the program's own relaxed or release store */            \
             __atomic_store_n(a, v, __ATOMIC_RELEASE);                                      \
     }                                                                                      \
-    EXPORT T __tsan_atomic##N##_exchange(volatile T *a, T v, int mo) {                     \
+    ATTR T NAME(N, exchange)(volatile T *a, T v, int mo) {                     \
         (void)mo;                                                                          \
-        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        REC((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
         return __atomic_exchange_n(a, v, SEQ);                                             \
     }                                                                                      \
-    EXPORT T __tsan_atomic##N##_fetch_add(volatile T *a, T v, int mo) {                    \
+    ATTR T NAME(N, fetch_add)(volatile T *a, T v, int mo) {                    \
         (void)mo;                                                                          \
-        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        REC((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
         return __atomic_fetch_add(a, v, SEQ);                                              \
     }                                                                                      \
-    EXPORT T __tsan_atomic##N##_fetch_sub(volatile T *a, T v, int mo) {                    \
+    ATTR T NAME(N, fetch_sub)(volatile T *a, T v, int mo) {                    \
         (void)mo;                                                                          \
-        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        REC((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
         return __atomic_fetch_sub(a, v, SEQ);                                              \
     }                                                                                      \
-    EXPORT T __tsan_atomic##N##_fetch_and(volatile T *a, T v, int mo) {                    \
+    ATTR T NAME(N, fetch_and)(volatile T *a, T v, int mo) {                    \
         (void)mo;                                                                          \
-        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        REC((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
         return __atomic_fetch_and(a, v, SEQ);                                              \
     }                                                                                      \
-    EXPORT T __tsan_atomic##N##_fetch_or(volatile T *a, T v, int mo) {                     \
+    ATTR T NAME(N, fetch_or)(volatile T *a, T v, int mo) {                     \
         (void)mo;                                                                          \
-        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        REC((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
         return __atomic_fetch_or(a, v, SEQ);                                               \
     }                                                                                      \
-    EXPORT T __tsan_atomic##N##_fetch_xor(volatile T *a, T v, int mo) {                    \
+    ATTR T NAME(N, fetch_xor)(volatile T *a, T v, int mo) {                    \
         (void)mo;                                                                          \
-        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        REC((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
         return __atomic_fetch_xor(a, v, SEQ);                                              \
     }                                                                                      \
-    EXPORT T __tsan_atomic##N##_fetch_nand(volatile T *a, T v, int mo) {                   \
+    ATTR T NAME(N, fetch_nand)(volatile T *a, T v, int mo) {                   \
         (void)mo;                                                                          \
-        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        REC((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
         return __atomic_fetch_nand(a, v, SEQ);                                             \
     }                                                                                      \
-    EXPORT int __tsan_atomic##N##_compare_exchange_strong(volatile T *a, T *c, T v, int mo, \
+    ATTR int NAME(N, compare_exchange_strong)(volatile T *a, T *c, T v, int mo, \
                                                            int fmo) {                      \
         (void)mo, (void)fmo;                                                               \
-        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        REC((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
         return __atomic_compare_exchange_n(a, c, v, 0, SEQ, SEQ);                          \
     }                                                                                      \
-    EXPORT int __tsan_atomic##N##_compare_exchange_weak(volatile T *a, T *c, T v, int mo,  \
+    ATTR int NAME(N, compare_exchange_weak)(volatile T *a, T *c, T v, int mo,  \
                                                          int fmo) {                        \
         (void)mo, (void)fmo;                                                               \
-        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        REC((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
         return __atomic_compare_exchange_n(a, c, v, 1, SEQ, SEQ);                          \
     }                                                                                      \
-    EXPORT T __tsan_atomic##N##_compare_exchange_val(volatile T *a, T c, T v, int mo,      \
+    ATTR T NAME(N, compare_exchange_val)(volatile T *a, T c, T v, int mo,      \
                                                       int fmo) {                           \
         (void)mo, (void)fmo;                                                               \
-        rec((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
+        REC((uintptr_t)a, sizeof(T), K_RMW, RA());                                         \
         __atomic_compare_exchange_n(a, &c, v, 0, SEQ, SEQ);                                \
         return c;                                                                          \
     }
 
+/* The hooks, and for each a quiet twin that does the same atomic operation and records
+ * nothing: between bursts' windows a patched atomic site's trampoline calls the twin. */
+#define HOOK_NAME(N, op) __tsan_atomic##N##_##op
+#define QUIET_NAME(N, op) lineup_quiet_atomic##N##_##op
+#define NO_REC(a, size, kind, pc) ((void)0)
+#define ATOMIC_HOOKS(N, T)                                                                 \
+    ATOMIC_FNS(N, T, HOOK_NAME, EXPORT HOOK_ATOMIC_SECTION, rec)                           \
+    ATOMIC_FNS(N, T, QUIET_NAME, static __attribute__((used, noinline)), NO_REC)
 ATOMIC_HOOKS(8, uint8_t)
 ATOMIC_HOOKS(16, uint16_t)
 ATOMIC_HOOKS(32, uint32_t)
 ATOMIC_HOOKS(64, uint64_t)
+
+#define TWIN(N, op) {(const void *)HOOK_NAME(N, op), (const void *)QUIET_NAME(N, op)},
+#define TWINS(N)                                                                           \
+    TWIN(N, load) TWIN(N, store) TWIN(N, exchange) TWIN(N, fetch_add) TWIN(N, fetch_sub)   \
+    TWIN(N, fetch_and) TWIN(N, fetch_or) TWIN(N, fetch_xor) TWIN(N, fetch_nand)            \
+    TWIN(N, compare_exchange_strong) TWIN(N, compare_exchange_weak)                        \
+    TWIN(N, compare_exchange_val)
+static const void *const g_atomic_twins[][2] = {TWINS(8) TWINS(16) TWINS(32) TWINS(64)};
+
+static uintptr_t quiet_twin(uintptr_t hook) {
+    for (size_t i = 0; i < sizeof g_atomic_twins / sizeof g_atomic_twins[0]; i++)
+        if ((uintptr_t)g_atomic_twins[i][0] == hook)
+            return (uintptr_t)g_atomic_twins[i][1];
+    return 0;
+}
 
 #if defined(__x86_64__) && defined(__SIZEOF_INT128__)
 /* 16-byte atomics with cmpxchg16b (compiled with -mcx16), without libatomic. */

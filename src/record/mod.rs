@@ -1009,7 +1009,7 @@ pub fn build(
     }
     if let Some(b) = &bursts {
         note.push_str(&format!(
-            "; BURSTS (--sample bursts): recorded {} us of every {} us ({} windows, {:.1} % of the run; a switch took {:.0} us); between windows the hook calls of {} code sites were rewritten into jumps to trampolines that only count each site's executions per thread; those executions are spread over the places the site's recorded executions went to, in proportion, and its simulated transfers scaled alike ({} executions of sites no window saw on their thread count in the total only); calls that cannot be patched (atomics, memory ranges, calls through a PLT) were counted in full, and the ordered trace keeps to the windows",
+            "; BURSTS (--sample bursts): recorded {} us of every {} us ({} windows, {:.1} % of the run; a switch took {:.0} us); between windows the hook calls of {} code sites were rewritten into jumps to trampolines that only count each site's executions per thread; those executions are spread over the places the site's recorded executions went to, in proportion, and its simulated transfers scaled alike ({} executions of sites no window saw on their thread count in the total only); calls that cannot be patched (16-byte atomics, memory ranges, calls through a PLT) were counted in full, and the ordered trace keeps to the windows",
             b.on_us,
             b.period_us,
             b.windows,
