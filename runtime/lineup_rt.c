@@ -729,15 +729,14 @@ static void thread_exit(void *p) {
     munmap(t, state_bytes());
 }
 
-/* Writes everything of every thread still running, then the end (or crash) chunk. Other
- * threads are first disabled (their next access is skipped), so their buffers hold still. */
 /* ---------------------------------------------------------------------------------- */
-/* Bursts (LINEUP_BURSTS=ON_US/PERIOD_US, `lineup record --sample bursts`): the hooks'   */
+/* Bursts (LINEUP_BURSTS=ON_US/PERIOD_US[/WARMUP_US], `lineup record`'s default): hooks */
 /* call sites patched out of the program between recorded windows                       */
 /*
  * A hook that returns at once still costs its call, and the registers the compiler saved
  * around it: 2-10x on loops of plain loads and stores, whatever the runtime does. So for
- * long runs the runtime records in windows of time, ON_US out of every PERIOD_US, and in
+ * long runs the runtime records in windows of time, ON_US out of every PERIOD_US after a
+ * first window of WARMUP_US (a shorter run is recorded in full), and in
  * between rewrites every hook call it has seen (`call __tsan_read4`: 5 bytes, E8 rel32)
  * into a jump (E9 rel32) to a trampoline of its own, which only adds one to the thread's
  * count of that site and jumps back: the program runs its instrumented code at nearly
@@ -756,14 +755,16 @@ static void thread_exit(void *p) {
  * (membarrier SYNC_CORE), the other four bytes, a barrier, the first byte, a barrier. A
  * thread meeting the int3 meanwhile gets SIGTRAP, whose handler sends it on through the
  * site's trampoline, which counts the execution and returns past the 5 bytes: nothing is
- * lost. So SIGTRAP must reach the handler: a SIGTRAP handler the
- * program installs is chained behind ours, and the runtime keeps SIGTRAP out of the masks
- * the program sets (pthread_sigmask, sigprocmask, sigaction's sa_mask).
+ * lost. So SIGTRAP must reach the handler: a SIGTRAP handler the program installs with
+ * sigaction is chained behind ours, and the runtime keeps SIGTRAP out of the masks the
+ * program sets (pthread_sigmask, sigprocmask, sigaction's sa_mask). Not covered: signal()
+ * (glibc calls its sigaction internally) and raw rt_sigaction/rt_sigprocmask syscalls.
  *
  * Only direct calls into the hooks of sections lineup_hooks and lineup_atomics (1- to
  * 8-byte atomics) are patched (not calls through a PLT, 16-byte atomics or ranges): the
- * others count every access in full and only their trace keeps to the windows. A site first met between windows is patched at once. A
- * forked child gets every call back and is recorded in full.
+ * others count every access in full and only their trace keeps to the windows. A site
+ * first met between windows is patched at once. A forked child gets every call back and
+ * is recorded in full.
  */
 #if defined(__x86_64__)
 #include <linux/membarrier.h>
@@ -778,12 +779,12 @@ extern char __start_lineup_atomics[], __stop_lineup_atomics[];
 static uintptr_t quiet_twin(uintptr_t hook);
 #define PSITE_BITS 16 /* lookup table: 4x PSITE_CAP */
 /* CH_BURSTS body: recorded ns, run ns, recorded windows, ns spent switching, ON_US << 32
- * | PERIOD_US; then the patched sites as the hooks record them (the call's return
- * address). */
-#define BURSTS_HEAD 5
+ * | PERIOD_US, WARMUP_US; then the patched sites as the hooks record them (the call's
+ * return address). */
+#define BURSTS_HEAD 6
 static int g_bursts;             /* on: the patcher thread runs */
 static volatile int g_armed = 1; /* the calls are in place: a recorded window */
-static uint64_t g_on_us, g_period_us;
+static uint64_t g_on_us, g_period_us, g_warmup_us;
 static uint64_t *g_bursts_out;   /* BURSTS_HEAD words, then PSITE_CAP return addresses */
 static uint32_t *g_pdisp;        /* each site's rel32, as compiled */
 static uintptr_t *g_pquiet;      /* an atomic site's quiet twin (0: a plain access) */
@@ -892,8 +893,8 @@ static void site_bytes(uint32_t i, int arm, uint8_t out[5]) {
         out[k + 1] = (uint8_t)(d >> (8 * k));
 }
 
-/* Sites [from, to) of the list to their armed (calls) or disarmed (no-ops) bytes. Called
- * with the patch lock held. */
+/* Sites [from, to) of the list to their armed (calls) or disarmed (jumps to their
+ * trampolines) bytes. Called with the patch lock held. */
 static void patch_sites(uint32_t from, uint32_t to, int arm) {
     static const uint8_t int3[1] = {0xcc};
     uint8_t b[5];
@@ -969,15 +970,18 @@ static void *patcher(void *arg) {
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, 0);
     prctl(PR_SET_NAME, "lineup-bursts");
+    /* The first window lasts the warm-up: a run shorter than it is recorded in full. */
+    uint64_t on = g_warmup_us > g_on_us ? g_warmup_us : g_on_us;
     for (;;) {
-        sleep_ns(g_on_us * 1000);
+        sleep_ns(on * 1000);
+        on = g_on_us;
         plock();
         if (g_finished) {
             punlock();
             break;
         }
-        /* A switch takes tens of microseconds, through which threads meet int3s and skip
-         * calls: half of it counts as recorded, on either side. */
+        /* A switch takes tens of microseconds, through which a thread may run a site either
+         * way: half of it counts as recorded, on either side. */
         uint64_t t0 = now_ns();
         patch_sites(0, g_npsites, 0);
         g_armed = 0;
@@ -1049,7 +1053,8 @@ static void hits_emit(struct tstate *t) {
         emit(CH_HITS, t->index, k, pairs, k * 2 * sizeof(uint64_t));
 }
 
-/* The recorded windows' CH_BURSTS chunk (called by the final flush, patch lock taken). */
+/* The recorded windows' CH_BURSTS chunk (called by the final flush; takes the patch lock,
+ * or after a while goes on without it). */
 static void bursts_emit(void) {
     if (!g_bursts)
         return;
@@ -1063,6 +1068,7 @@ static void bursts_emit(void) {
     g_bursts_out[2] = g_windows + (g_armed ? 1 : 0);
     g_bursts_out[3] = g_switch_ns;
     g_bursts_out[4] = g_on_us << 32 | g_period_us;
+    g_bursts_out[5] = g_warmup_us;
     emit(CH_BURSTS, 0, g_npsites, g_bursts_out,
          (BURSTS_HEAD + (size_t)g_npsites) * sizeof(uint64_t));
     punlock();
@@ -1111,12 +1117,15 @@ static void bursts_init(void) {
     const char *s = getenv("LINEUP_BURSTS");
     if (!s || !*s)
         return;
-    uint64_t on = 0, period = 0;
+    uint64_t on = 0, period = 0, warmup = 0;
     for (; *s >= '0' && *s <= '9'; s++)
         on = on * 10 + (uint64_t)(*s - '0');
     if (*s == '/')
         for (s++; *s >= '0' && *s <= '9'; s++)
             period = period * 10 + (uint64_t)(*s - '0');
+    if (*s == '/')
+        for (s++; *s >= '0' && *s <= '9'; s++)
+            warmup = warmup * 10 + (uint64_t)(*s - '0');
     if (!on || period <= on || period > 0xffffffffu)
         return;
     if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0))
@@ -1163,6 +1172,7 @@ static void bursts_init(void) {
         zero(&g_prog_trap, sizeof g_prog_trap);
     g_on_us = on;
     g_period_us = period;
+    g_warmup_us = warmup;
     g_run_start_ns = g_armed_since_ns = now_ns();
     g_bursts = 1;
     pthread_atfork(bursts_prepare, bursts_parent, bursts_child);
@@ -1256,6 +1266,8 @@ static const int g_bursts = 0;
 static const int g_armed = 1;
 #endif
 
+/* Writes everything of every thread still running, then the end (or crash) chunk. Other
+ * threads are first disabled (their next access is skipped), so their buffers hold still. */
 static void final_flush(int crash_signal) {
     if (g_finished || !g_enabled)
         return;

@@ -201,7 +201,7 @@ fn record_raw_corpus_reads_or_fails_cleanly() {
     );
 }
 
-/// The bursts seed (`tests/data/record/bursts.c` recorded with `--sample bursts:10/40`,
+/// The bursts seed (`tests/data/record/bursts.c` recorded with `--sample bursts:10/40/0`,
 /// kept with `--keep-raw`): the patched sites and each thread's executions between windows
 /// read back.
 #[test]

@@ -49,7 +49,7 @@ fn code_rewritten_under_running_threads_leaves_the_program_as_it_was() {
         .args([
             "record",
             "--sample",
-            "bursts:50/200",
+            "bursts:50/200/0",
             "-o",
             "b.json",
             "--",
@@ -66,7 +66,7 @@ fn code_rewritten_under_running_threads_leaves_the_program_as_it_was() {
     assert_eq!(out.stdout, plain, "the program's output changed");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("bursts (--sample bursts): recorded 50 us of every 200 us"),
+        err.contains("bursts (--sample bursts, the default): after the first 50 us, recorded 50 us of every 200 us"),
         "{err}"
     );
 
@@ -118,6 +118,7 @@ fn a_malformed_bursts_setting_is_refused_before_anything_runs() {
         "bursts:0/100",
         "bursts:100",
         "bursts:a/b",
+        "bursts:1/2/3/4",
         "burstsy",
     ] {
         let out = lineup(&dir)
@@ -132,4 +133,38 @@ fn a_malformed_bursts_setting_is_refused_before_anything_runs() {
         );
         assert!(!dir.join("x.json").exists(), "{bad}: a profile was written");
     }
+}
+
+/// Left out, `--sample` is bursts after a warm-up of a second: a run shorter than that is
+/// recorded in full, and the profile says exact counts, not bursts.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn by_default_a_short_run_is_recorded_in_full() {
+    let dir = scratch("record-bursts-default");
+    let src = common::repo().join("tests/data/record/bursts.c");
+    common::run_ok(
+        lineup(&dir)
+            .args(["cc", "-O1", "-pthread"])
+            .arg(&src)
+            .args(["-o", "bursts"]),
+    );
+    let out = lineup(&dir)
+        .args(["record", "-o", "d.json", "--", "./bursts", "20000"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("bursts"));
+    let p: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("d.json")).unwrap()).unwrap();
+    assert_eq!(p["provenance"]["settings"]["sample"], "1");
+    let note = p["provenance"]["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("exact counts of every instrumented access"),
+        "{note}"
+    );
+    assert!(p["summary"]["record"].get("bursts_windows").is_none());
 }

@@ -272,7 +272,7 @@ fn per_thread_elements_recorded_in_bursts_are_named_and_fixed() {
         "tests/data/record/elements.c",
         "counter",
         "-O2",
-        &["--sample", "bursts:200/2000"],
+        &["--sample", "bursts:200/2000/0"],
         &["3000000"],
     );
     let l = false_sharing_line(&o.diag);

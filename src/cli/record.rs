@@ -133,14 +133,17 @@ pub struct RecordArgs {
     /// hands the allocator's result back untyped are found without it
     #[arg(long = "alloc-wrapper", value_name = "FUNCTION")]
     alloc_wrappers: Vec<String>,
-    /// Count one burst of 1024 accesses in N per thread (scaled back up); `auto`: per code
-    /// site, back off exponentially on sites whose accesses meet only lines that are not
-    /// contended, and count the rest in full; `bursts` (or `bursts:ON/PERIOD`, microseconds,
-    /// default 1000/10000): record ON of every PERIOD and run the program at nearly full
-    /// speed in between, its hook calls patched out (x86-64; for long runs: counts and
-    /// transfers are scaled from the recorded windows)
-    #[arg(long, value_name = "N|auto|bursts", default_value = "1", value_parser = parse_sample)]
-    sample: Sample,
+    /// What to record [default: bursts]. `bursts` (`bursts:ON/PERIOD/WARMUP`, microseconds,
+    /// default 1000/10000/1000000): every access during the first WARMUP (so a short run is
+    /// recorded in full), then ON of every PERIOD, the program running at nearly full speed
+    /// in between with its hook calls rewritten into jumps that only count each code site's
+    /// executions: counts stay exact per code site and thread, their places and the
+    /// simulated transfers come from the recorded windows (x86-64; elsewhere every access
+    /// is recorded). `1`: every access, the whole run. N: one burst of 1024 accesses in N
+    /// per thread, scaled back up. `auto`: per code site, back off exponentially on sites
+    /// whose accesses meet only lines that are not contended, and count the rest in full
+    #[arg(long, value_name = "1|N|auto|bursts", value_parser = parse_sample)]
+    sample: Option<Sample>,
     /// Memory budget of the recording, for the program's runtime and for lineup each
     /// (bytes, or with K, M, G): past it, places are summarized per code site, and the
     /// profile and standard error say so
@@ -182,43 +185,56 @@ pub struct RecordArgs {
 enum Sample {
     Every(u32),
     Auto,
-    /// Recorded microseconds of every period.
+    /// The first `warmup_us` recorded, then `on_us` of every `period_us`.
     Bursts {
         on_us: u32,
         period_us: u32,
+        warmup_us: u32,
     },
 }
 
-/// `--sample bursts` without numbers: 1 ms of every 10 ms.
-const BURSTS_DEFAULT: (u32, u32) = (1000, 10000);
+/// `--sample bursts` without numbers, and `--sample` left out: the first second in full,
+/// then 1 ms of every 10 ms.
+const BURSTS_DEFAULT: Sample = Sample::Bursts {
+    on_us: 1000,
+    period_us: 10000,
+    warmup_us: 1_000_000,
+};
 
 fn parse_sample(s: &str) -> Result<Sample, String> {
     if s.trim().eq_ignore_ascii_case("auto") {
         return Ok(Sample::Auto);
     }
     if let Some(rest) = s.trim().strip_prefix("bursts") {
-        let (on_us, period_us) = match rest.strip_prefix(':') {
-            None if rest.is_empty() => BURSTS_DEFAULT,
-            Some(spec) => {
-                let parsed = spec.split_once('/').and_then(|(a, b)| {
-                    Some((a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?))
-                });
-                match parsed {
-                    Some((on, period)) if on >= 1 && period > on => (on, period),
-                    _ => {
-                        return Err(format!(
-                            "not a bursts setting: {s} (bursts:ON/PERIOD, microseconds, ON from 1 and below PERIOD)"
-                        ));
-                    }
-                }
-            }
-            None => {
-                return Err(format!(
-                    "not a sampling period: {s} (a whole number from 1, auto, or bursts)"
-                ));
-            }
+        if rest.is_empty() {
+            return Ok(BURSTS_DEFAULT);
+        }
+        let Some(spec) = rest.strip_prefix(':') else {
+            return Err(format!(
+                "not a sampling period: {s} (a whole number from 1, auto, or bursts)"
+            ));
         };
-        return Ok(Sample::Bursts { on_us, period_us });
+        let numbers: Vec<Option<u32>> = spec.split('/').map(|n| n.trim().parse().ok()).collect();
+        let Sample::Bursts { warmup_us, .. } = BURSTS_DEFAULT else {
+            unreachable!()
+        };
+        return match numbers[..] {
+            [Some(on), Some(period)] if on >= 1 && period > on => Ok(Sample::Bursts {
+                on_us: on,
+                period_us: period,
+                warmup_us,
+            }),
+            [Some(on), Some(period), Some(warmup)] if on >= 1 && period > on => {
+                Ok(Sample::Bursts {
+                    on_us: on,
+                    period_us: period,
+                    warmup_us: warmup,
+                })
+            }
+            _ => Err(format!(
+                "not a bursts setting: {s} (bursts:ON/PERIOD[/WARMUP], microseconds, ON from 1 and below PERIOD)"
+            )),
+        };
     }
     match s.trim().parse::<u32>() {
         Ok(n) if n >= 1 => Ok(Sample::Every(n)),
@@ -636,7 +652,7 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
         cmd.arg0(&args.command[0]);
     }
     cmd.env("LINEUP_OUT", &dir.0);
-    match args.sample {
+    match args.sample.unwrap_or(BURSTS_DEFAULT) {
         Sample::Every(n) => {
             cmd.env("LINEUP_SAMPLE", n.to_string());
         }
@@ -644,9 +660,13 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
             cmd.env("LINEUP_SAMPLE", "1");
             cmd.env("LINEUP_ADAPTIVE", "1");
         }
-        Sample::Bursts { on_us, period_us } => {
+        Sample::Bursts {
+            on_us,
+            period_us,
+            warmup_us,
+        } => {
             cmd.env("LINEUP_SAMPLE", "1");
-            cmd.env("LINEUP_BURSTS", format!("{on_us}/{period_us}"));
+            cmd.env("LINEUP_BURSTS", format!("{on_us}/{period_us}/{warmup_us}"));
         }
     }
     cmd.env("LINEUP_MEMORY", args.memory.to_string());
@@ -797,14 +817,15 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
             "lineup: {shown}: adaptive sampling (--sample auto): {estimated} of {total} accesses were skipped and estimated from bursts of 256 per code site (sites on lines not contended backed off up to 1 in {period}; counts scaled by each burst's period); sites on contended lines were counted in full"
         );
     }
-    if matches!(args.sample, Sample::Bursts { .. }) && built.bursts.is_none() {
+    if matches!(args.sample, Some(Sample::Bursts { .. })) && !built.bursts_ran {
         eprintln!(
             "lineup: {shown}: --sample bursts: the runtime could not rewrite this program's code (it needs x86-64 and membarrier), so every access was recorded"
         );
     }
     if let Some(b) = &built.bursts {
         eprintln!(
-            "lineup: {shown}: bursts (--sample bursts): recorded {} us of every {} us, {:.1} % of the run in {} windows; in between, the hook calls of {} code sites only counted their executions, which are spread over the places recorded in the windows (see the profile's note)",
+            "lineup: {shown}: bursts (--sample bursts, the default): after the first {}, recorded {} us of every {} us, {:.1} % of the run in {} windows; in between, the hook calls of {} code sites only counted their executions, which are spread over the places recorded in the windows (see the profile's note)",
+            lineup::record::duration_text(b.warmup_us.max(u64::from(b.on_us))),
             b.on_us,
             b.period_us,
             100.0 * b.recorded_fraction,

@@ -108,9 +108,11 @@ pub struct BurstsSummary {
     pub windows: u64,
     pub on_us: u32,
     pub period_us: u32,
+    /// Recorded in full before the first switch.
+    pub warmup_us: u64,
     /// Code sites whose hook calls were patched out between windows.
     pub patched_sites: usize,
-    /// Mean microseconds one switch between calls and no-ops took.
+    /// Mean microseconds one switch of every site (calls to trampoline jumps, or back) took.
     pub switch_us: f64,
 }
 
@@ -134,8 +136,10 @@ pub struct Built {
     /// Adaptive sampling: (accesses estimated rather than counted, of all accesses; the
     /// largest period a code site backed off to), when `--sample auto` was on.
     pub adaptive: Option<(u64, u64, u64)>,
-    /// Bursts (`--sample bursts`), of the first process that ran them.
+    /// Bursts, summed over the processes that left windows out.
     pub bursts: Option<BurstsSummary>,
+    /// Some process's runtime ran bursts (even if the run ended within the warm-up).
+    pub bursts_ran: bool,
     /// Heap block sizes lineup could not type, with candidate types, by size.
     pub ambiguous_heap: Vec<(u64, Vec<String>)>,
 }
@@ -1009,7 +1013,8 @@ pub fn build(
     }
     if let Some(b) = &bursts {
         note.push_str(&format!(
-            "; BURSTS (--sample bursts): recorded {} us of every {} us ({} windows, {:.1} % of the run; a switch took {:.0} us); between windows the hook calls of {} code sites were rewritten into jumps to trampolines that only count each site's executions per thread; those executions are spread over the places the site's recorded executions went to, in proportion, and its simulated transfers scaled alike ({} executions of sites no window saw on their thread count in the total only); calls that cannot be patched (16-byte atomics, memory ranges, calls through a PLT) were counted in full, and the ordered trace keeps to the windows",
+            "; BURSTS (--sample bursts): recorded the first {} in full, then {} us of every {} us ({} windows, {:.1} % of the run; a switch took {:.0} us); between windows the hook calls of {} code sites were rewritten into jumps to trampolines that only count each site's executions per thread; those executions are spread over the places the site's recorded executions went to, in proportion, and its simulated transfers scaled alike ({} executions of sites no window saw on their thread count in the total only); calls that cannot be patched (16-byte atomics, memory ranges, calls through a PLT) were counted in full, and the ordered trace keeps to the windows",
+            duration_text(b.warmup_us.max(u64::from(b.on_us))),
             b.on_us,
             b.period_us,
             b.windows,
@@ -1231,6 +1236,7 @@ pub fn build(
         budget_level,
         adaptive: adaptive.then_some((estimated, total.round() as u64, max_period)),
         bursts,
+        bursts_ran: processes.iter().any(|p| p.bursts.is_some()),
         ambiguous_heap: ambiguous.into_iter().collect(),
     })
 }
@@ -1269,9 +1275,24 @@ fn bursts_site_scale(p: &Process) -> (HashMap<(u32, u64), f64, FastHash>, f64) {
     (out, unplaced)
 }
 
-/// The bursts of all processes that ran them, summed (None: no process did).
+/// Microseconds as a person writes them: `50 us`, `2.5 ms`, `1 s`.
+pub fn duration_text(us: u64) -> String {
+    let (v, unit) = match us {
+        0..1000 => return format!("{us} us"),
+        1000..1_000_000 => (us as f64 / 1e3, "ms"),
+        _ => (us as f64 / 1e6, "s"),
+    };
+    format!("{} {unit}", (v * 10.0).round() / 10.0)
+}
+
+/// The bursts of all processes that left windows out, summed (None: none did; a run
+/// shorter than the warm-up was recorded in full).
 fn bursts_summary(processes: &[trace::Process]) -> Option<BurstsSummary> {
-    let runs: Vec<&trace::Bursts> = processes.iter().filter_map(|p| p.bursts.as_ref()).collect();
+    let runs: Vec<&trace::Bursts> = processes
+        .iter()
+        .filter_map(|p| p.bursts.as_ref())
+        .filter(|b| b.recorded_ns < b.run_ns)
+        .collect();
     let first = runs.first()?;
     let recorded: u64 = runs.iter().map(|b| b.recorded_ns).sum();
     let run: u64 = runs.iter().map(|b| b.run_ns).sum();
@@ -1284,6 +1305,7 @@ fn bursts_summary(processes: &[trace::Process]) -> Option<BurstsSummary> {
         windows: runs.iter().map(|b| b.windows).sum(),
         on_us: first.on_us,
         period_us: first.period_us,
+        warmup_us: first.warmup_us,
         patched_sites: runs.iter().map(|b| b.sites.len()).sum(),
         switch_us: {
             let switches: u64 = runs.iter().map(|b| 2 * b.windows).sum();
@@ -1718,6 +1740,13 @@ pub fn signal_name(sig: i32) -> String {
 mod build_helper_tests {
     use super::{Kind, Names, bursts_site_scale, thread_ranks};
     use crate::record::trace::{Counted, Process};
+
+    #[test]
+    fn durations_read_as_written() {
+        assert_eq!(super::duration_text(50), "50 us");
+        assert_eq!(super::duration_text(2500), "2.5 ms");
+        assert_eq!(super::duration_text(1_000_000), "1 s");
+    }
 
     /// Bursts: a site's executions between windows go where its recorded ones went. An
     /// update's recorded executions are one load and one store each, not two executions.

@@ -91,8 +91,9 @@ pub struct ThreadInfo {
     pub dropped: u64,
 }
 
-/// The recorded windows of `--sample bursts`: the runtime recorded `on_us` out of every
-/// `period_us` microseconds, and between them rewrote the hook calls of `sites` into no-ops.
+/// The recorded windows of bursts: the runtime recorded the first `warmup_us` and then
+/// `on_us` out of every `period_us` microseconds, and between windows rewrote the hook calls
+/// of `sites` into jumps to trampolines that count their executions (CH_HITS).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Bursts {
     /// Nanoseconds recorded (the calls in place), of the run's `run_ns`.
@@ -105,6 +106,8 @@ pub struct Bursts {
     pub switch_ns: u64,
     pub on_us: u32,
     pub period_us: u32,
+    /// The first window's length (the run is recorded in full until then).
+    pub warmup_us: u64,
     /// The patched sites as the hooks report their pc (the call's return address), sorted.
     pub sites: Vec<u64>,
 }
@@ -366,15 +369,15 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                 }
             }
             CH_BURSTS => {
-                // Five words, then `count` sites.
-                if count.checked_mul(8).and_then(|n| n.checked_add(40)) != Some(len) {
+                // Six words, then `count` sites.
+                if count.checked_mul(8).and_then(|n| n.checked_add(48)) != Some(len) {
                     return Err(bad(format!(
                         "chunk type {kind}: {count} patched sites do not fill {len} bytes"
                     )));
                 }
                 let packed = u64_at(body, 32);
                 let mut sites: Vec<u64> =
-                    body[40..].chunks_exact(8).map(|r| u64_at(r, 0)).collect();
+                    body[48..].chunks_exact(8).map(|r| u64_at(r, 0)).collect();
                 sites.sort_unstable();
                 sites.dedup();
                 p.bursts = Some(Bursts {
@@ -384,6 +387,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                     switch_ns: u64_at(body, 24),
                     on_us: (packed >> 32) as u32,
                     period_us: packed as u32,
+                    warmup_us: u64_at(body, 40),
                     sites,
                 });
             }
@@ -589,6 +593,7 @@ mod tests {
             4,
             100_000,
             1000 << 32 | 5000,
+            300_000,
             0x4020,
             0x4010,
         ];
@@ -600,7 +605,7 @@ mod tests {
             (b.recorded_ns, b.run_ns, b.windows, b.switch_ns),
             (2_000_000, 10_000_000, 4, 100_000)
         );
-        assert_eq!((b.on_us, b.period_us), (1000, 5000));
+        assert_eq!((b.on_us, b.period_us, b.warmup_us), (1000, 5000, 300_000));
         assert_eq!(b.sites, vec![0x4010, 0x4020]);
         assert_eq!(p.hits, vec![(3, 0x4010, 70), (3, 0x4020, 5)]);
         // A site list that does not fill its chunk, and pairs cut short, are errors.
