@@ -822,7 +822,10 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
             "lineup: {shown}: --sample bursts: the runtime could not rewrite this program's code (it needs x86-64 and membarrier), so every access was recorded"
         );
     }
-    if let Some(b) = &built.bursts {
+    // Said on stderr when asked for (bursts by default are the profile note's business).
+    if let Some(b) = &built.bursts
+        && (args.verbose || args.sample.is_some())
+    {
         eprintln!(
             "lineup: {shown}: bursts (--sample bursts, the default): after the first {}, recorded {} us of every {} us, {:.1} % of the run in {} windows; in between, the hook calls of {} code sites only counted their executions, which are spread over the places recorded in the windows (see the profile's note)",
             lineup::record::duration_text(b.warmup_us.max(u64::from(b.on_us))),
