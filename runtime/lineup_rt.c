@@ -745,9 +745,10 @@ static void thread_exit(void *p) {
  * recorded ones went to (CH_HITS per thread; CH_BURSTS names the sites and the times);
  * the ordered trace holds the recorded windows only.
  *
- * A trampoline (at most 49 bytes, in a block mapped within 2 GiB of the program's code)
+ * A trampoline (at most 69 bytes, in a block mapped within 2 GiB of the program's code)
  * counts the execution in the thread's state and jumps back; an atomic site's then calls
- * the hook's quiet twin, which does the operation and records nothing (tramp_write). r11
+ * the hook's quiet twin, which does the operation and records nothing; one execution in
+ * 1024 per thread goes to the hook, so that its place is known (tramp_write). r11
  * and the flags are free at a call site: the call they replace clobbers them.
  *
  * Code that other threads may be executing is rewritten as Linux's text_poke_bp does it:
@@ -790,7 +791,7 @@ static uint32_t *g_pdisp;        /* each site's rel32, as compiled */
 static uintptr_t *g_pquiet;      /* an atomic site's quiet twin (0: a plain access) */
 static uint8_t *g_tramps;        /* TRAMP bytes per site */
 static int32_t g_tls_tpoff;      /* &tls - the thread pointer: the same in every thread */
-#define TRAMP 64
+#define TRAMP 128
 static uintptr_t *g_psites;      /* lookup by call address, open addressing: 0 is empty */
 static uint32_t *g_psite_index;  /* the site's index, beside each g_psites entry */
 static volatile uint32_t g_npsites;
@@ -851,32 +852,50 @@ static uint8_t *emulate_call(uint8_t *c, uintptr_t back, uintptr_t to) {
     return c + 14;
 }
 
+/* Between windows, one execution in TRAMP_SAMPLE of each site and thread (the first, and
+ * every TRAMP_SAMPLE-th after) still goes to the hook, which records its place: a thread
+ * that runs only between windows has its places too. Such an execution is in hits[i] and
+ * in the hook's count; lineup takes it out of hits (ceil(hits / TRAMP_SAMPLE) of them). */
+#define TRAMP_SAMPLE 1024
+
 /* Site i's trampoline, written before any jump to it:
- *     mov r11, fs:[tpoff(tls)]; test r11, r11; je 1f; inc qword [r11 + hits[i]]
+ *     mov r11, fs:[tpoff(tls)]; test r11, r11; je 2f
+ *     test qword [r11 + hits[i]], TRAMP_SAMPLE - 1; je 1f    (a sampled execution)
+ *     inc qword [r11 + hits[i]]
  *     jmp back                            (a plain access: nothing else to do)
  *     or: the call, to the quiet twin     (an atomic: the operation itself, unrecorded)
- *  1: the call, to the hook               (no state yet: the hook sets the thread up) */
+ *  1: inc qword [r11 + hits[i]]
+ *  2: the call, to the hook               (no state yet, or sampled: the hook records it) */
 static void tramp_write(uint32_t i) {
     uint8_t *c = g_tramps + (size_t)i * TRAMP;
     uintptr_t back = g_bursts_out[BURSTS_HEAD + i];
     uintptr_t hook = back + (uintptr_t)(intptr_t)(int32_t)g_pdisp[i];
+    uint32_t hits = (uint32_t)(offsetof(struct tstate, hits) + 8 * (size_t)i);
     static const uint8_t head[5] = {0x64, 0x4c, 0x8b, 0x1c, 0x25}; /* mov r11, fs:[d32] */
     for (int k = 0; k < 5; k++)
         c[k] = head[k];
     put32(c + 5, (uint32_t)g_tls_tpoff);
     c[9] = 0x4d, c[10] = 0x85, c[11] = 0xdb;  /* test r11, r11 */
-    c[12] = 0x74;                             /* je: c[13] below */
-    c[14] = 0x49, c[15] = 0xff, c[16] = 0x83; /* inc qword [r11 + d32] */
-    put32(c + 17, (uint32_t)(offsetof(struct tstate, hits) + 8 * (size_t)i));
+    c[12] = 0x74;                             /* je 2f: c[13] below */
+    c[14] = 0x49, c[15] = 0xf7, c[16] = 0x83; /* test qword [r11 + d32], imm32 */
+    put32(c + 17, hits);
+    put32(c + 21, TRAMP_SAMPLE - 1);
+    c[25] = 0x74;                             /* je 1f: c[26] below */
+    c[27] = 0x49, c[28] = 0xff, c[29] = 0x83; /* inc qword [r11 + d32] */
+    put32(c + 30, hits);
     uint8_t *e;
     if (g_pquiet[i]) {
-        e = emulate_call(c + 21, back, g_pquiet[i]);
+        e = emulate_call(c + 34, back, g_pquiet[i]);
     } else {
-        c[21] = 0xe9; /* jmp back */
-        put32(c + 22, (uint32_t)(back - (uintptr_t)(c + 26)));
-        e = c + 26;
+        c[34] = 0xe9; /* jmp back */
+        put32(c + 35, (uint32_t)(back - (uintptr_t)(c + 39)));
+        e = c + 39;
     }
-    c[13] = (uint8_t)(e - (c + 14));
+    c[26] = (uint8_t)(e - (c + 27)); /* 1: */
+    e[0] = 0x49, e[1] = 0xff, e[2] = 0x83;
+    put32(e + 3, hits);
+    e += 7;
+    c[13] = (uint8_t)(e - (c + 14)); /* 2: */
     emulate_call(e, back, hook);
 }
 

@@ -99,6 +99,41 @@ fn code_rewritten_under_running_threads_leaves_the_program_as_it_was() {
         exact["summary"]["record"]["accesses"].as_f64().unwrap(),
         accesses
     );
+    // Each worker's slot has its own executions, wherever they ran: mostly between
+    // windows (100 us of every 100 ms), where one execution in 1024 per site and thread
+    // still goes to the hook and names the place.
+    common::run_ok(lineup(&dir).args([
+        "record",
+        "--sample",
+        "bursts:100/100000/0",
+        "-o",
+        "s.json",
+        "--",
+        "./bursts",
+        "3000000",
+    ]));
+    let sparse: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
+    let slots = sparse["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type_name"] == "slots")
+        .expect("struct slots recorded");
+    for slot in 0..4 {
+        let field = format!("v[{slot}]");
+        let stores: f64 = slots["accesses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["field"] == field.as_str() && a["code"]["symbol"] == "worker")
+            .map(|a| a["counts"]["stores"].as_f64().unwrap_or(0.0))
+            .sum();
+        assert!(
+            (stores - 3000000.0).abs() < 0.5,
+            "{field}: {stores} stores by its worker"
+        );
+    }
     let fraction = rec["bursts_recorded_fraction"].as_f64().unwrap();
     assert!(fraction > 0.0 && fraction <= 1.0, "{rec}");
     assert_eq!(p["provenance"]["settings"]["sample"], "bursts");
@@ -135,7 +170,7 @@ fn a_malformed_bursts_setting_is_refused_before_anything_runs() {
     }
 }
 
-/// Left out, `--sample` is bursts after a warm-up of a second: a run shorter than that is
+/// Left out, `--sample` is bursts after a warm-up of a quarter second: a run shorter than that is
 /// recorded in full, and the profile says exact counts, not bursts.
 #[cfg(target_arch = "x86_64")]
 #[test]

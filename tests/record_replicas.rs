@@ -184,9 +184,10 @@ fn streamcluster_past_the_budget_keeps_work_mem_and_summarizes_the_handed_over_p
     let profile = prog.with_extension("json");
     // 20000 points x 4 rounds: about 38 MB of per-place counts written at full resolution,
     // against levels at 1 MiB and 4 MiB of a 64 MiB budget (a full table of one thread is
-    // 768 KiB: the levels must be well apart from it).
+    // 768 KiB: the levels must be well apart from it). Every access (`--sample 1`): in
+    // bursts, the counts written between windows would not reach the budget.
     ok(lineup()
-        .args(["record", "--memory", "64M", "-o"])
+        .args(["record", "--sample", "1", "--memory", "64M", "-o"])
         .arg(&profile)
         .arg("--")
         .arg(&prog)

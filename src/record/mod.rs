@@ -1241,6 +1241,11 @@ pub fn build(
     })
 }
 
+/// Bursts: between windows the runtime's trampolines send the first execution of every
+/// TRAMP_SAMPLE of each site and thread to the hook (runtime/lineup_rt.c), which records its
+/// place; those executions are in the hook's counts and in the trampoline's.
+const TRAMP_SAMPLE: u64 = 1024;
+
 /// Bursts: per (thread, pc) of a patched site, what its recorded counts are multiplied by
 /// (its executions in the windows and between them, over those in the windows); and the
 /// executions of sites never recorded in a window on that thread, which have no place.
@@ -1263,6 +1268,9 @@ fn bursts_site_scale(p: &Process) -> (HashMap<(u32, u64), f64, FastHash>, f64) {
     }
     let mut unplaced = 0.0;
     for &(thread, pc, hits) in &p.hits {
+        // The runtime's trampolines send one execution in TRAMP_SAMPLE (the first of
+        // each run of that many) to the hook, which counted it with its place too.
+        let hits = hits - hits.div_ceil(TRAMP_SAMPLE);
         let seen = recorded
             .get(&(thread, pc))
             .map_or(0, |r| r.iter().copied().max().unwrap_or(0));
@@ -1770,8 +1778,10 @@ mod build_helper_tests {
                 counted(1, 0x2000, Kind::Store, 0x44, 5),
                 counted(2, 0x1000, Kind::Load, 0x40, 4),
             ],
-            // Thread 1: 120 more of 0x40, 45 of 0x44; thread 2: 0x44, which no window saw.
-            hits: vec![(1, 0x40, 120), (1, 0x44, 45), (2, 0x44, 9)],
+            // Thread 1: 120 more of 0x40, 45 of 0x44; thread 2: 0x44, which no window saw;
+            // each with the one execution its trampoline sent to the hook (counted above,
+            // and in the trampoline's count).
+            hits: vec![(1, 0x40, 121), (1, 0x44, 46), (2, 0x44, 10)],
             ..Process::default()
         };
         let (scale, unplaced) = bursts_site_scale(&p);
