@@ -7,7 +7,7 @@ optimization level: plain, `-fsanitize=thread` (the compiler's race detector, wh
 instruments the same accesses and does far more per access), and `lineup cc`. The
 recorded time is the whole `lineup record` command: the program under lineup's runtime
 plus post-processing (attribution, simulation, writing the profile): as by default
-(bursts: every access for the first second, then 1 ms of every 10 ms, the hook calls
+(bursts: every access for the first 100 ms, then 1 ms of every 20 ms, the hook calls
 rewritten into counting jumps in between), with `--sample 1` (every access, the whole
 run) and with `--sample auto`. Runs are interleaved; medians. Inputs make each program
 run at least a second uninstrumented (wall time).

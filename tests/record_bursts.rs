@@ -170,7 +170,7 @@ fn a_malformed_bursts_setting_is_refused_before_anything_runs() {
     }
 }
 
-/// Left out, `--sample` is bursts after a warm-up of a quarter second: a run shorter than that is
+/// Left out, `--sample` is bursts after a warm-up of 100 ms: a run shorter than that is
 /// recorded in full, and the profile says exact counts, not bursts.
 #[cfg(target_arch = "x86_64")]
 #[test]

@@ -134,7 +134,7 @@ pub struct RecordArgs {
     #[arg(long = "alloc-wrapper", value_name = "FUNCTION")]
     alloc_wrappers: Vec<String>,
     /// What to record [default: bursts]. `bursts` (`bursts:ON/PERIOD/WARMUP`, microseconds,
-    /// default 1000/10000/250000): every access during the first WARMUP (so a short run is
+    /// default 1000/20000/100000): every access during the first WARMUP (so a short run is
     /// recorded in full), then ON of every PERIOD, the program running at nearly full speed
     /// in between with its hook calls rewritten into jumps that only count each code site's
     /// executions: counts stay exact per code site and thread, their places and the
@@ -193,12 +193,12 @@ enum Sample {
     },
 }
 
-/// `--sample bursts` without numbers, and `--sample` left out: the first quarter second in
-/// full, then 1 ms of every 10 ms.
+/// `--sample bursts` without numbers, and `--sample` left out: the first 100 ms in full,
+/// then 1 ms of every 20 ms.
 const BURSTS_DEFAULT: Sample = Sample::Bursts {
     on_us: 1000,
-    period_us: 10000,
-    warmup_us: 250_000,
+    period_us: 20000,
+    warmup_us: 100_000,
 };
 
 fn parse_sample(s: &str) -> Result<Sample, String> {
