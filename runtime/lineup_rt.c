@@ -27,6 +27,7 @@
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -1261,22 +1262,6 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 static void psite_register(uintptr_t pc) { (void)pc; }
 static void hits_emit(struct tstate *t) { (void)t; }
 static void bursts_emit(void) {}
-static int text_range_cb(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    (void)data;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-            continue;
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (!g_text_hi || lo < g_text_lo)
-            g_text_lo = lo;
-        if (hi > g_text_hi)
-            g_text_hi = hi;
-    }
-    return 1; /* the first object is the program */
-}
-
 static void bursts_init(void) {}
 static void bursts_child(void) {}
 static void bursts_prepare(void) {}

@@ -28,17 +28,22 @@ fn lineup(dir: &std::path::Path) -> Command {
     c
 }
 
-#[cfg(target_arch = "x86_64")]
-#[test]
-fn code_rewritten_under_running_threads_leaves_the_program_as_it_was() {
-    let dir = scratch("record-bursts");
+/// `tests/data/record/bursts.c` built with `lineup cc` into `dir/bursts`.
+fn build_bursts(dir: &std::path::Path) {
     let src = common::repo().join("tests/data/record/bursts.c");
     common::run_ok(
-        lineup(&dir)
+        lineup(dir)
             .args(["cc", "-O1", "-pthread"])
             .arg(&src)
             .args(["-o", "bursts"]),
     );
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn code_rewritten_under_running_threads_leaves_the_program_as_it_was() {
+    let dir = scratch("record-bursts");
+    build_bursts(&dir);
     let plain = common::run_ok(Command::new(dir.join("bursts")).arg("3000000"));
     assert_eq!(
         String::from_utf8_lossy(&plain),
@@ -176,13 +181,7 @@ fn a_malformed_bursts_setting_is_refused_before_anything_runs() {
 #[test]
 fn by_default_a_short_run_is_recorded_in_full() {
     let dir = scratch("record-bursts-default");
-    let src = common::repo().join("tests/data/record/bursts.c");
-    common::run_ok(
-        lineup(&dir)
-            .args(["cc", "-O1", "-pthread"])
-            .arg(&src)
-            .args(["-o", "bursts"]),
-    );
+    build_bursts(&dir);
     let out = lineup(&dir)
         .args(["record", "-o", "d.json", "--", "./bursts", "20000"])
         .output()
