@@ -732,7 +732,7 @@ static void thread_exit(void *p) {
 
 /* ---------------------------------------------------------------------------------- */
 /* Bursts (LINEUP_BURSTS=ON_US/PERIOD_US[/WARMUP_US], `lineup record`'s default): hooks */
-/* call sites patched out of the program between recorded windows                       */
+/* call sites rewritten into counting jumps between recorded windows                    */
 /*
  * A hook that returns at once still costs its call, and the registers the compiler saved
  * around it: 2-10x on loops of plain loads and stores, whatever the runtime does. So for
@@ -1673,8 +1673,9 @@ static __attribute__((noinline)) void trace_tick(struct tstate *t, uint64_t key,
     if (UNLIKELY(t->slow & SLOW_BUSY))
         return; /* a signal handler's access while the buffer is being written */
     uint64_t tsc = now_tsc();
-    /* Between bursts' windows only sites that could not be patched out run: their counts
-     * stay whole, and the trace keeps to the windows, where every site is traced. */
+    /* Between bursts' windows the hooks see only sites that could not be patched and the
+     * sampled executions of patched ones: counted, not traced. The trace keeps to the
+     * windows, where every site is traced. */
     if (((tsc >> g_window_bits) & g_decim) != 0 || !g_armed) {
         /* Known closed: look at the clock again only every 64 eligible accesses. */
         t->win_closed = 64;

@@ -110,7 +110,7 @@ pub struct BurstsSummary {
     pub period_us: u32,
     /// Recorded in full before the first switch.
     pub warmup_us: u64,
-    /// Code sites whose hook calls were patched out between windows.
+    /// Code sites whose hook calls became counting jumps between windows.
     pub patched_sites: usize,
     /// Mean microseconds one switch of every site (calls to trampoline jumps, or back) took.
     pub switch_us: f64,

@@ -101,8 +101,8 @@ pub struct Bursts {
     pub run_ns: u64,
     /// Recorded windows.
     pub windows: u64,
-    /// Nanoseconds spent switching the sites between calls and no-ops (half of each switch
-    /// counts as recorded).
+    /// Nanoseconds spent switching the sites between calls and trampoline jumps (half of
+    /// each switch counts as recorded).
     pub switch_ns: u64,
     pub on_us: u32,
     pub period_us: u32,
