@@ -83,7 +83,13 @@ fn a_streaming_program_stays_within_the_memory_budget() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     let err = text(&o.stderr);
-    assert!(err.contains("memory budget"), "{err}");
+    // Which step of the budget, in bytes: 1/64 of 48 MiB is 768 KiB, 1/16 is 3 MiB.
+    assert!(err.contains("of the 48 MiB memory budget"), "{err}");
+    assert!(
+        err.contains("past 768 KiB of counts and trace written, the first step")
+            || err.contains("past 3 MiB of counts and trace written, the second step"),
+        "{err}"
+    );
     let p: Value = serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
     let rec = &p["summary"]["record"];
     // Summarized, not lost: the 16M longs are stored once and loaded 3 times, plus a few

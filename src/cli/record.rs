@@ -244,6 +244,15 @@ fn parse_sample(s: &str) -> Result<Sample, String> {
     }
 }
 
+/// Bytes as MiB, or KiB below one MiB.
+fn size_text(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes >> 10)
+    }
+}
+
 fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
@@ -797,14 +806,25 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     }
     output.write_streamed(|w| built.profile.write_json(w))?;
     if built.budget_level > 0 {
+        // The runtime steps at 1/64 and 1/16 of the budget (runtime/lineup_rt.c,
+        // budget_level): say which step, in bytes, not just "the budget".
+        let (step, share, what) = if built.budget_level >= 2 {
+            (
+                "second",
+                16,
+                "every place was summarized per code site and the ordered trace stopped from then on",
+            )
+        } else {
+            (
+                "first",
+                64,
+                "places on lines not contended (one thread's, handed over to one thread, or only read since shared) were summarized per code site",
+            )
+        };
         eprintln!(
-            "lineup: {shown}: the recording reached its memory budget ({} MiB, --memory): {}; {}, see the profile's note",
+            "lineup: {shown}: past {} of counts and trace written, the {step} step of the {} MiB memory budget (--memory; 1/{share} of it): {what}; {}, see the profile's note",
+            size_text(args.memory / share),
             args.memory >> 20,
-            if built.budget_level >= 2 {
-                "every place summarized per code site and the ordered trace stopped from then on"
-            } else {
-                "places on lines not contended (one thread's, handed over to one thread, or only read since shared) were summarized per code site"
-            },
             if built.adaptive.is_some() {
                 "counts are as sampled"
             } else {
