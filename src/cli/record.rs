@@ -109,7 +109,8 @@ fn compile(cxx: bool, user: &[OsString]) -> Result<i32> {
                   lineup record --heap-type queue --sample 16 -o q.json -- ./server --port 8080\n  \
                   lineup record --alloc-wrapper xmalloc -o p.json -- ./prog input.dat\n  \
                   lineup record --sample auto -o long.json -- ./solver big.input\n  \
-                  lineup record --sample bursts -o long.json -- ./solver big.input\n  \
+                  lineup record --sample bursts:500/5000/0 -o long.json -- ./solver big.input\n  \
+                  lineup record --sample 1 -o every-access.json -- ./prog\n  \
                   lineup record --adjacent-line --cacheline-size 64 -- ./prog\n  \
                   lineup record --memory 256M -o big.json -- ./stream input.dat\n  \
                   lineup record --keep-raw raw -o a.json -- ./prog && lineup record --from-raw raw -o b.json"
