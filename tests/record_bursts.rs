@@ -183,7 +183,7 @@ fn by_default_a_short_run_is_recorded_in_full() {
     let dir = scratch("record-bursts-default");
     build_bursts(&dir);
     let out = lineup(&dir)
-        .args(["record", "-o", "d.json", "--", "./bursts", "20000"])
+        .args(["record", "-o", "d.json", "--", "./bursts", "2000"])
         .output()
         .unwrap();
     assert!(
