@@ -1203,34 +1203,30 @@ static void bursts_init(void) {
 /* The program's signal masks and handlers, less SIGTRAP while sites may be rewritten.
  * (Struct copies go through copy(): a plain assignment may become a call of memcpy, which
  * the runtime intercepts and would record.) */
-#define WITHOUT_TRAP(set, tmp)                                                             \
-    sigset_t tmp;                                                                          \
-    if (g_bursts && (set) && sigismember((set), SIGTRAP)) {                                \
-        copy(&tmp, (set), sizeof tmp);                                                     \
-        sigdelset(&tmp, SIGTRAP);                                                          \
-        (set) = &tmp;                                                                      \
-    }
+static const sigset_t *mask_without_trap(int how, const sigset_t *set, sigset_t *tmp) {
+    if (!g_bursts || how == SIG_UNBLOCK || !set || !sigismember(set, SIGTRAP))
+        return set;
+    copy(tmp, set, sizeof *tmp);
+    sigdelset(tmp, SIGTRAP);
+    return tmp;
+}
+
+typedef int (*mask_fn)(int, const sigset_t *, sigset_t *);
 
 EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
-    static int (*real)(int, const sigset_t *, sigset_t *);
+    static mask_fn real;
     if (!real)
-        real = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "pthread_sigmask");
-    if (how != SIG_UNBLOCK) {
-        WITHOUT_TRAP(set, tmp)
-        return real(how, set, old);
-    }
-    return real(how, set, old);
+        real = (mask_fn)dlsym(RTLD_NEXT, "pthread_sigmask");
+    sigset_t tmp;
+    return real(how, mask_without_trap(how, set, &tmp), old);
 }
 
 EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
-    static int (*real)(int, const sigset_t *, sigset_t *);
+    static mask_fn real;
     if (!real)
-        real = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "sigprocmask");
-    if (how != SIG_UNBLOCK) {
-        WITHOUT_TRAP(set, tmp)
-        return real(how, set, old);
-    }
-    return real(how, set, old);
+        real = (mask_fn)dlsym(RTLD_NEXT, "sigprocmask");
+    sigset_t tmp;
+    return real(how, mask_without_trap(how, set, &tmp), old);
 }
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {

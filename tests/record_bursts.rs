@@ -28,6 +28,13 @@ fn lineup(dir: &std::path::Path) -> Command {
     c
 }
 
+/// The profile `name` in `dir`, parsed.
+fn read_profile(dir: &std::path::Path, name: &str) -> Value {
+    let path = dir.join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// `tests/data/record/bursts.c` built with `lineup cc` into `dir/bursts`.
 fn build_bursts(dir: &std::path::Path) {
     let src = common::repo().join("tests/data/record/bursts.c");
@@ -75,8 +82,7 @@ fn code_rewritten_under_running_threads_leaves_the_program_as_it_was() {
         "{err}"
     );
 
-    let p: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("b.json")).unwrap()).unwrap();
+    let p: Value = read_profile(&dir, "b.json");
     let rec = &p["summary"]["record"];
     // The workers' load, update and atomic add, and main's sum: direct calls of the
     // program, each patched (the atomic's through its quiet twin).
@@ -98,8 +104,7 @@ fn code_rewritten_under_running_threads_leaves_the_program_as_it_was() {
     // The same as recording every access: a thread that met the int3 of a site being
     // rewritten went on through the site's trampoline, and no execution was lost.
     common::run_ok(lineup(&dir).args(["record", "-o", "e.json", "--", "./bursts", "3000000"]));
-    let exact: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("e.json")).unwrap()).unwrap();
+    let exact: Value = read_profile(&dir, "e.json");
     assert_eq!(
         exact["summary"]["record"]["accesses"].as_f64().unwrap(),
         accesses
@@ -117,8 +122,7 @@ fn code_rewritten_under_running_threads_leaves_the_program_as_it_was() {
         "./bursts",
         "3000000",
     ]));
-    let sparse: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
+    let sparse: Value = read_profile(&dir, "s.json");
     let slots = sparse["types"]
         .as_array()
         .unwrap()
@@ -192,8 +196,7 @@ fn by_default_a_short_run_is_recorded_in_full() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("bursts"));
-    let p: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("d.json")).unwrap()).unwrap();
+    let p: Value = read_profile(&dir, "d.json");
     assert_eq!(p["provenance"]["settings"]["sample"], "1");
     let note = p["provenance"]["note"].as_str().unwrap();
     assert!(
