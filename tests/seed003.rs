@@ -7,7 +7,8 @@
 //! - on the seed's machine lineup's layout of `cpupri_vec` costs no more than patch 1's
 //!   separation of count and mask, which costs less than the kernel's layout;
 //! - the C replica (`cpupri.c`), recorded with `lineup cc`/`lineup record`, shows the same two
-//!   vectors (levels 0 and 99) as its contended lines;
+//!   vectors (levels 0 and 99) as its contended lines (its threads taking turns, so that the
+//!   recording is the same in every run, however loaded the machine);
 //! - measured A/B of the replica, kernel layout against patch 1, in the seed's configuration
 //!   (CONFIG_CPUMASK_OFFSTACK=y: `mask` is a pointer beside the written `count`): patch 1 is
 //!   significantly faster, as in the seed.
@@ -164,8 +165,15 @@ fn the_recorded_replica_contends_on_levels_0_and_99() {
         "-o",
         "rec",
     ]));
+    // Turns: the two threads alternate, half a round each, so every level-0 and level-99
+    // update moves the line to the other thread and each find scans as far as it does in
+    // every other run. Run freely, the threads of a loaded 2-core machine may not overlap at
+    // all, and what the recording saw (how often the finds scanned the middle levels, and
+    // with it whether their line held 1% of the run) changed from run to run. Every access
+    // recorded (`--sample 1`) and 29000 traced, under the trace's budget: the profile has
+    // exact counts and transfers, whatever the load.
     run(lineup_in(&dir).args([
-        "record", "-o", "p.json", "--", "./rec", "baseline", "2", "100000",
+        "record", "--sample", "1", "-o", "p.json", "--", "./rec", "baseline", "2", "400", "turns",
     ]));
     let out = run(lineup_in(&dir).args([
         "diagnose",
@@ -217,16 +225,15 @@ fn the_recorded_replica_contends_on_levels_0_and_99() {
         assert!(m["counts"]["loads"].as_f64().unwrap_or(0.0) > 0.0, "{m}");
         assert!(l["cost"].as_f64().unwrap() > 0.0, "{l}");
     }
-    // A level no CPU runs at is only read (cpupri_find's scan of the counts): read-shared,
-    // or too rare to matter beside the busy levels (then it may not be listed): never
+    // A level no CPU runs at is only read (cpupri_find's scan of the counts, two full scans
+    // in every round of turns: 2.7% of the run's accesses on the line): read-shared, never
     // contention, and no cost.
-    for mid in lines.iter().filter(|l| holds(l, "pri_to_cpu[50]")) {
-        assert!(
-            matches!(mid["verdict"].as_str(), Some("read_shared" | "not_shared")),
-            "{mid}"
-        );
-        assert_eq!(mid["cost"].as_f64(), Some(0.0), "{mid}");
-    }
+    let mid = lines
+        .iter()
+        .find(|l| holds(l, "pri_to_cpu[50]"))
+        .unwrap_or_else(|| panic!("pri_to_cpu[50] is read: {out}"));
+    assert_eq!(mid["verdict"], "read_shared", "{mid}");
+    assert_eq!(mid["cost"].as_f64(), Some(0.0), "{mid}");
 }
 
 // ---------------------------------------------------------------------------------------

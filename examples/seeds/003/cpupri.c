@@ -31,12 +31,20 @@
  *             (pretend) NUMA node, each on its own line; a CPU sets its bit in its node's half,
  *             cpupri_find reads its own node's half first
  *
- * Usage: cpupri [baseline|patched|aligned|split] [THREADS] [ROUNDS]
+ * Usage: cpupri [baseline|patched|aligned|split] [THREADS] [ROUNDS] [turns]
  *        (defaults: baseline, 2 threads, 2000000 rounds per thread)
  * Prints "LAYOUT THREADS threads: ops/s: N ops/cpu-s: M found: F": set+find operations per
  * second of wall time and per second of the threads' CPU time (the steadier figure on a
  * machine shared with other work: time spent waiting for a line counts, time spent
  * preempted does not).
+ *
+ * `turns`: the threads take turns, in thread order, one half-round each (set 99 and find,
+ * then set 0 and find), handing over through a pipe per thread. What one thread does
+ * between two of its turns, every other thread has done once, whatever the machine's load:
+ * the order of all accesses, and so what a recording sees (who reads and writes which
+ * level, how far each find scans, every line moving between the threads), is the same in
+ * every run. For recording (tests/seed003.rs); it measures the hand-over, not contention.
+ * With 2 threads F is then exactly ROUNDS.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -115,6 +123,8 @@ static _Alignas(LINE) struct cpupri_split cp_split;
 static int nr_threads = 2;
 static unsigned long rounds = 2000000UL;
 static pthread_barrier_t start_line;
+static int turns;                   /* take turns (above) */
+static int (*turn_pipe)[2];         /* per thread: a byte in it is the thread's turn */
 
 /* kernel primitives */
 static inline void atomic_inc(atomic_t *v) { __atomic_fetch_add(&v->counter, 1, __ATOMIC_RELAXED); }
@@ -255,6 +265,34 @@ static int ran_together(int self, const unsigned long *before)
 				 __ATOMIC_RELAXED);                                          \
 	}
 
+/* Turns: wait for this thread's, and hand the next to the next thread. The byte goes
+ * through the kernel: no access of the program's own between turns. */
+static void turn_wait(int self)
+{
+	char c;
+
+	while (read(turn_pipe[self][0], &c, 1) != 1)
+		;
+}
+
+static void turn_pass(int self)
+{
+	while (write(turn_pipe[(self + 1) % nr_threads][1], "", 1) != 1)
+		;
+}
+
+#define TURNS(name, cp)                                                                      \
+	for (unsigned long r = 0; r < rounds; r++) {                                         \
+		turn_wait(w->cpu);                                                           \
+		set_##name(cp, w->cpu, CPUPRI_TASK);                                         \
+		w->found += find_##name(cp, w->cpu, CPUPRI_TASK, &allowed) >= 0;             \
+		turn_pass(w->cpu);                                                           \
+		turn_wait(w->cpu);                                                           \
+		set_##name(cp, w->cpu, CPUPRI_NORMAL);                                       \
+		w->found += find_##name(cp, w->cpu, CPUPRI_TASK, &allowed) >= 0;             \
+		turn_pass(w->cpu);                                                           \
+	}
+
 static void *cpu_thread(void *arg)
 {
 	struct worker *w = arg;
@@ -277,11 +315,20 @@ static void *cpu_thread(void *arg)
 	}
 	pthread_barrier_wait(&start_line);
 	t0 = seconds(CLOCK_THREAD_CPUTIME_ID);
-	switch (layout) {
-	case BASELINE: LOOP(baseline, &cp_baseline); break;
-	case PATCHED:  LOOP(patched, &cp_patched); break;
-	case ALIGNED:  LOOP(aligned, &cp_aligned); break;
-	case SPLIT:    LOOP(split, &cp_split); break;
+	if (turns) {
+		switch (layout) {
+		case BASELINE: TURNS(baseline, &cp_baseline); break;
+		case PATCHED:  TURNS(patched, &cp_patched); break;
+		case ALIGNED:  TURNS(aligned, &cp_aligned); break;
+		case SPLIT:    TURNS(split, &cp_split); break;
+		}
+	} else {
+		switch (layout) {
+		case BASELINE: LOOP(baseline, &cp_baseline); break;
+		case PATCHED:  LOOP(patched, &cp_patched); break;
+		case ALIGNED:  LOOP(aligned, &cp_aligned); break;
+		case SPLIT:    LOOP(split, &cp_split); break;
+		}
 	}
 	w->cpu_seconds = seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
 	free(before);
@@ -301,7 +348,7 @@ int main(int argc, char **argv)
 		for (i = 0; i < 4 && strcmp(argv[1], layout_names[i]); i++)
 			;
 		if (i == 4) {
-			fprintf(stderr, "usage: %s [baseline|patched|aligned|split] [THREADS] [ROUNDS]\n", argv[0]);
+			fprintf(stderr, "usage: %s [baseline|patched|aligned|split] [THREADS] [ROUNDS] [turns]\n", argv[0]);
 			return 2;
 		}
 		layout = i;
@@ -310,12 +357,33 @@ int main(int argc, char **argv)
 		nr_threads = atoi(argv[2]);
 	if (argc > 3)
 		rounds = strtoul(argv[3], NULL, 10);
+	if (argc > 4) {
+		if (strcmp(argv[4], "turns")) {
+			fprintf(stderr, "usage: %s [baseline|patched|aligned|split] [THREADS] [ROUNDS] [turns]\n", argv[0]);
+			return 2;
+		}
+		turns = 1;
+	}
 	if (nr_threads < 1 || nr_threads > NR_CPUS) {
 		fprintf(stderr, "THREADS must be 1..%d\n", NR_CPUS);
 		return 2;
 	}
 
-	rounds = (rounds + BLOCK - 1) / BLOCK * BLOCK;
+	if (!turns)
+		rounds = (rounds + BLOCK - 1) / BLOCK * BLOCK;
+	if (turns) {
+		turn_pipe = calloc(nr_threads, sizeof(*turn_pipe));
+		for (int t = 0; t < nr_threads; t++)
+			if (pipe(turn_pipe[t])) {
+				perror("pipe");
+				return 1;
+			}
+		/* the first turn is thread 0's */
+		if (write(turn_pipe[0][1], "", 1) != 1) {
+			perror("write");
+			return 1;
+		}
+	}
 
 	/* cpupri_init(): the masks, every CPU invalid, then every CPU at CPUPRI_NORMAL */
 #ifdef CPUMASK_OFFSTACK
