@@ -38,6 +38,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -87,6 +88,7 @@ enum {
     CH_CRASH = 7,
     CH_BURSTS = 8,
     CH_HITS = 9,
+    CH_NOTE = 10, /* something the runtime did differently, and why: struct rt_note */
 };
 struct chunk_head {
     uint32_t magic, type, thread, count;
@@ -98,6 +100,22 @@ struct rt_header {
     uint32_t sample, window_bits;
     uint64_t budget;
     char exe[512];
+};
+struct rt_note {
+    uint32_t code, thread; /* NOTE_*; the thread it concerns (~0: the process) */
+    uint64_t tsc;
+};
+/* CH_NOTE codes (src/record/trace.rs reads them): why bursts stopped or never started,
+ * and what a thread was not recorded for. */
+enum {
+    NOTE_TRAP = 1,     /* SIGTRAP's disposition set by the program past the runtime */
+    NOTE_MASK = 2,     /* SIGTRAP blocked by the program past the runtime */
+    NOTE_TEXT = 3,     /* the program changed its code's protection */
+    NOTE_SECCOMP = 4,  /* the program installed a seccomp filter */
+    NOTE_STRICT = 5,   /* a thread entered seccomp strict mode: not recorded after */
+    NOTE_NOPATCH = 6,  /* the code could not be made writable (W^X policy?) */
+    NOTE_NOSYNC = 7,   /* membarrier SYNC_CORE refused */
+    NOTE_NOTHREAD = 8, /* the runtime's thread could not be started */
 };
 struct rt_thread {
     uint32_t index, tid;
@@ -329,21 +347,72 @@ static size_t slen(const char *s) {
     return n;
 }
 
-/* The output file is opened by its path for every chunk and closed again: the runtime keeps
- * no descriptor of its own between chunks, so a program that closes every descriptor,
+/* The output file is opened for every chunk and closed again: the runtime keeps no
+ * descriptor of its own between chunks, so a program that closes every descriptor,
  * dup2s onto any number, or counts its open files finds nothing of lineup's. One chunk,
- * one writev: O_APPEND keeps chunks of different threads whole. */
-static char g_path[4096];
+ * one writev: O_APPEND keeps chunks of different threads whole.
+ *
+ * lineup may be root, and the program may outlive it (a daemonised child), so the file is
+ * never reached by a path another user could redirect: the directory is opened without
+ * following a symlink and must be the very one seen at the start (device and inode),
+ * owned by us and writable by nobody else; the file is opened relative to it, without
+ * following a symlink, and must be the one the runtime created. Once lineup has removed
+ * the directory, nothing is written anywhere. */
+static char g_dir[4096];
+static char g_name[32];          /* rt.<pid>.bin */
+static uint64_t g_dir_dev, g_dir_ino, g_file_dev, g_file_ino;
+static volatile int g_file_state; /* FILE_*: the file of this process */
+enum { FILE_NONE, FILE_LATER, FILE_CREATING, FILE_OPEN };
+static volatile int g_keep_fd = -1; /* under a seccomp filter: a descriptor kept, in case
+                                       open is denied */
 static volatile uint64_t g_lost; /* chunks that could not be written */
+static uint64_t g_ns_start;
+static uint32_t g_pid; /* the process the runtime's state belongs to (not a vfork child) */
+static void header_fill(struct rt_header *h);
 
-static void emit(uint32_t type, uint32_t thread, uint32_t count, const void *data, size_t bytes) {
-    if (!g_path[0])
-        return;
-    int fd = open(g_path, O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (fd < 0) {
-        __atomic_add_fetch(&g_lost, 1, __ATOMIC_RELAXED);
-        return;
+static int owned_by_us(const struct stat *st) {
+    return (st->st_uid == geteuid() || st->st_uid == getuid()) && !(st->st_mode & 022);
+}
+
+static int open_dir(void) {
+    int d = open(g_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (d < 0)
+        return -1;
+    struct stat st;
+    if (fstat(d, &st) != 0 || !owned_by_us(&st) ||
+        (g_dir_ino && ((uint64_t)st.st_dev != g_dir_dev || (uint64_t)st.st_ino != g_dir_ino))) {
+        close(d);
+        return -1;
     }
+    g_dir_dev = st.st_dev;
+    g_dir_ino = st.st_ino;
+    return d;
+}
+
+/* The process's file, created (exclusively) or reopened; -1 if it is not ours any more. */
+static int open_file(int create) {
+    int d = open_dir();
+    if (d < 0)
+        return -1;
+    int fd = openat(d, g_name,
+                    O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0),
+                    0600);
+    close(d);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || !owned_by_us(&st) ||
+        (!create && ((uint64_t)st.st_dev != g_file_dev || (uint64_t)st.st_ino != g_file_ino))) {
+        close(fd);
+        return -1;
+    }
+    g_file_dev = st.st_dev;
+    g_file_ino = st.st_ino;
+    return fd;
+}
+
+static int write_chunk(int fd, uint32_t type, uint32_t thread, uint32_t count, const void *data,
+                       size_t bytes) {
     struct chunk_head h = {CHUNK_MAGIC, type, thread, count, bytes};
     struct iovec v[2] = {{&h, sizeof h}, {(void *)data, bytes}};
     size_t want = sizeof h + bytes, done = 0;
@@ -352,8 +421,7 @@ static void emit(uint32_t type, uint32_t thread, uint32_t count, const void *dat
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            __atomic_add_fetch(&g_lost, 1, __ATOMIC_RELAXED);
-            break;
+            return 0;
         }
         done += (size_t)r;
         if (done >= want)
@@ -369,7 +437,57 @@ static void emit(uint32_t type, uint32_t thread, uint32_t count, const void *dat
             v[1].iov_len = 0;
         }
     }
-    close(fd);
+    return 1;
+}
+
+/* The kept descriptor, if it is still our file (the program may have closed it, or put
+ * something else on its number). */
+static int kept_fd(void) {
+    int fd = g_keep_fd;
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || (uint64_t)st.st_dev != g_file_dev ||
+        (uint64_t)st.st_ino != g_file_ino)
+        return -1;
+    return fd;
+}
+
+static void emit(uint32_t type, uint32_t thread, uint32_t count, const void *data, size_t bytes) {
+    if (!g_dir[0] || g_file_state == FILE_NONE)
+        return;
+    if (g_file_state != FILE_OPEN) {
+        /* A forked child's file is made at its first chunk: a child that execs at once (or
+         * records nothing) leaves none. */
+        int want = FILE_LATER;
+        if (__atomic_compare_exchange_n(&g_file_state, &want, FILE_CREATING, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            int fd = open_file(1);
+            struct rt_header h;
+            header_fill(&h);
+            if (fd < 0 || !write_chunk(fd, CH_HEADER, 0, 1, &h, sizeof h)) {
+                if (fd >= 0)
+                    close(fd);
+                g_file_state = FILE_NONE;
+                return;
+            }
+            close(fd);
+            g_file_state = FILE_OPEN;
+        }
+        for (int i = 0; g_file_state == FILE_CREATING && i < 100000; i++)
+            sched_yield();
+        if (g_file_state != FILE_OPEN)
+            return;
+    }
+    int fd = open_file(0), kept = 0;
+    if (fd < 0 && errno != ENOENT && (fd = kept_fd()) >= 0)
+        kept = 1; /* open denied (a seccomp filter): the descriptor kept for this */
+    if (fd < 0) {
+        __atomic_add_fetch(&g_lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    if (!write_chunk(fd, type, thread, count, data, bytes))
+        __atomic_add_fetch(&g_lost, 1, __ATOMIC_RELAXED);
+    if (!kept)
+        close(fd);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -440,7 +558,34 @@ static void stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
 /* ---------------------------------------------------------------------------------- */
 /* Threads                                                                              */
 
+/* The thread's stack: a thread pthread made or was given (pthread_attr_setstack: a stack
+ * in .bss or on the heap, as fibers and pools do) has its bounds in its descriptor, and
+ * only they are the stack (the mapping around it may hold every global, or the heap); the
+ * main thread's is the [stack] mapping, grown down to the rlimit. Neither reads
+ * /proc/self/maps for a thread that is not the main one. */
+static void thread_stack(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
+    if ((pid_t)syscall(SYS_gettid) != getpid()) {
+        pthread_attr_t a;
+        void *addr = 0;
+        size_t size = 0;
+        if (pthread_getattr_np(pthread_self(), &a) == 0) {
+            int ok = pthread_attr_getstack(&a, &addr, &size) == 0;
+            pthread_attr_destroy(&a);
+            if (ok && sp - (uintptr_t)addr < size) {
+                *lo = (uintptr_t)addr;
+                *hi = (uintptr_t)addr + size;
+                return;
+            }
+        }
+        *lo = *hi = 0; /* not on the stack it says (a fiber's): nothing is taken for one */
+        return;
+    }
+    stack_bounds(sp, lo, hi);
+}
+
 static void thread_exit(void *p);
+static void seccomp_enter(long mode);
+static void note_emit(uint32_t code, uint32_t thread);
 
 static void read_name(struct tstate *t, char name[16]) {
     zero(name, 16);
@@ -697,7 +842,7 @@ static struct tstate *thread_init(void) {
     t->burst_left = BURST;
     uintptr_t lo, hi;
     int here;
-    stack_bounds((uintptr_t)&here, &lo, &hi);
+    thread_stack((uintptr_t)&here, &lo, &hi);
     t->stk_lo = lo;
     t->stk_size = hi - lo;
     lock();
@@ -769,7 +914,10 @@ static void thread_exit(void *p) {
  * is recorded in full.
  */
 #if defined(__x86_64__)
+#include <linux/futex.h>
 #include <linux/membarrier.h>
+#include <linux/seccomp.h>
+#include <stdarg.h>
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
@@ -780,43 +928,97 @@ extern char __start_lineup_hooks[], __stop_lineup_hooks[];
 extern char __start_lineup_atomics[], __stop_lineup_atomics[];
 static uintptr_t quiet_twin(uintptr_t hook);
 #define PSITE_BITS 16 /* lookup table: 4x PSITE_CAP */
+/* Entries of the lookup table, patched sites and calls found not patchable together: past
+ * it no site is looked at again (the table stays three quarters empty at most). */
+#define PSITE_ENTRIES (3u << (PSITE_BITS - 2))
+#define PSITE_NOT ~0u /* a call met and found not patchable: never looked at again */
 /* CH_BURSTS body: recorded ns, run ns, recorded windows, ns spent switching, ON_US << 32
  * | PERIOD_US, WARMUP_US; then the patched sites as the hooks record them (the call's
  * return address). */
 #define BURSTS_HEAD 6
-static int g_bursts;             /* on: the patcher thread runs */
-static volatile int g_armed = 1; /* the calls are in place: a recorded window */
+static int g_bursts;               /* on: the patcher thread was started */
+static volatile int g_patch_ok;    /* sites may still be rewritten (0: stopped for good) */
+static volatile int g_armed = 1;   /* the calls are in place: a recorded window */
 static uint64_t g_on_us, g_period_us, g_warmup_us;
-static uint64_t *g_bursts_out;   /* BURSTS_HEAD words, then PSITE_CAP return addresses */
-static uint32_t *g_pdisp;        /* each site's rel32, as compiled */
-static uintptr_t *g_pquiet;      /* an atomic site's quiet twin (0: a plain access) */
-static uint8_t *g_tramps;        /* TRAMP bytes per site */
-static int32_t g_tls_tpoff;      /* &tls - the thread pointer: the same in every thread */
+static uint64_t *g_bursts_out;     /* BURSTS_HEAD words, then PSITE_CAP return addresses */
+static uint32_t *g_pdisp;          /* each site's rel32, as compiled */
+static uint8_t *g_tramps;          /* TRAMP bytes per site: read-execute once written */
+/* What a site's trampoline jumps to, read through memory: the trampolines are written once
+ * at the start, the same code for every site, and never writable again. */
+struct tdata {
+    uintptr_t back, hook, quiet;
+};
+static struct tdata *g_tdata;
+static int32_t g_tls_tpoff;        /* &tls - the thread pointer: the same in every thread */
 #define TRAMP 128
-static uintptr_t *g_psites;      /* lookup by call address, open addressing: 0 is empty */
-static uint32_t *g_psite_index;  /* the site's index, beside each g_psites entry */
-static volatile uint32_t g_npsites;
+static uintptr_t *g_psites;        /* lookup by call address, open addressing: 0 is empty */
+static uint32_t *g_psite_index;    /* the site's index (PSITE_NOT), beside each entry */
+static volatile uint32_t g_npsites, g_pentries;
 static volatile int g_plock;
 static uint64_t g_run_start_ns, g_armed_since_ns;
 static volatile uint64_t g_armed_ns, g_windows, g_switch_ns;
-static pthread_t g_patcher;
 static struct sigaction g_prog_trap; /* the program's SIGTRAP disposition, chained */
 static uintptr_t g_text_lo, g_text_hi; /* the program's executable segments */
+#define TEXT_SEGS 4
+static uintptr_t g_seg_lo[TEXT_SEGS], g_seg_hi[TEXT_SEGS];
+static int g_seg_prot[TEXT_SEGS], g_nsegs;
+static volatile int g_wake;          /* futex: set to stop the patcher's sleep */
+static volatile int g_patcher_tid;   /* the patcher's tid; the kernel clears it at its exit */
+static long (*real_syscall)(long, ...);
+static int (*real_mprotect)(void *, size_t, int);
+static int (*real_prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 static void on_crash(int sig);
+static void final_flush(int crash_signal);
 
+/* System calls the runtime's own thread makes, and calls made with every signal blocked:
+ * straight to the kernel, so that nothing touches glibc's thread state (the patcher has
+ * none: it is not a pthread) or errno. Returns -errno on failure. */
+static long rsys(long n, long a, long b, long c, long d, long e) {
+    long r;
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+                     : "rcx", "r11", "memory");
+    return r;
+}
+
+/* The kernel's signal set is one word here. */
+static uint64_t block_all(void) {
+    uint64_t all = ~(uint64_t)0, old = 0;
+    rsys(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&old, 8, 0);
+    return old;
+}
+static void restore_mask(uint64_t old) {
+    rsys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0);
+}
+
+/* The patch lock. Only ever held with every signal blocked (by the patcher, which blocks
+ * them all its life, or by a caller of plock_blocked), so no signal handler can run on a
+ * thread that holds it, and a holder always gets to release it. */
 static void plock(void) {
     while (__atomic_exchange_n(&g_plock, 1, __ATOMIC_ACQUIRE))
-        sched_yield();
+        rsys(SYS_sched_yield, 0, 0, 0, 0, 0);
 }
 static void punlock(void) { __atomic_store_n(&g_plock, 0, __ATOMIC_RELEASE); }
+static uint64_t plock_blocked(void) {
+    uint64_t old = block_all();
+    plock();
+    return old;
+}
+static void punlock_restore(uint64_t old) {
+    punlock();
+    restore_mask(old);
+}
 
 static uint32_t psite_slot(uintptr_t at) {
     return (uint32_t)((at * 0x9e3779b97f4a7c15ull) >> (64 - PSITE_BITS));
 }
 
-/* The site at `at`: its index + 1, 0 if none. Lock-free (the SIGTRAP handler asks): an
- * entry is written once, then published. */
-static uint32_t psite_find(uintptr_t at) {
+/* The entry of the call at `at`: its index (PSITE_NOT: not patchable) + 1, 0 if none.
+ * Lock-free (the SIGTRAP handler asks): an entry is written once, then published. */
+static uint32_t psite_entry(uintptr_t at) {
     if (!g_psites)
         return 0;
     for (uint32_t i = psite_slot(at);; i = (i + 1) & ((1u << PSITE_BITS) - 1)) {
@@ -827,9 +1029,35 @@ static uint32_t psite_find(uintptr_t at) {
             return 0;
     }
 }
+/* The patched site at `at`: its index + 1, 0 if none. */
+static uint32_t psite_find(uintptr_t at) {
+    uint32_t e = psite_entry(at);
+    return e == PSITE_NOT + 1 ? 0 : e;
+}
 
-static void sync_cores(void) {
-    syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+static void psite_add(uintptr_t at, uint32_t index) {
+    uint32_t i = psite_slot(at);
+    while (g_psites[i])
+        i = (i + 1) & ((1u << PSITE_BITS) - 1);
+    g_psite_index[i] = index;
+    __atomic_store_n(&g_psites[i], at, __ATOMIC_RELEASE);
+    g_pentries++;
+}
+
+static int sync_cores(void) {
+    return rsys(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0, 0, 0) == 0;
+}
+
+/* The program's code is writable only while sites are rewritten, and read-execute (as
+ * its segments say) the rest of the time. */
+static int text_writable(int on) {
+    for (int s = 0; s < g_nsegs; s++) {
+        int prot = on ? PROT_READ | PROT_WRITE | PROT_EXEC : g_seg_prot[s];
+        if (rsys(SYS_mprotect, (long)g_seg_lo[s], (long)(g_seg_hi[s] - g_seg_lo[s]), prot, 0,
+                 0) != 0)
+            return 0;
+    }
+    return 1;
 }
 
 static void poke(uintptr_t at, int from, int to, const uint8_t *bytes) {
@@ -842,62 +1070,60 @@ static void put32(uint8_t *p, uint32_t v) {
         p[k] = (uint8_t)(v >> (8 * k));
 }
 
-/* `lea r11, [rip + back]; push r11; jmp to`: the call the site made, from elsewhere (the
- * callee sees the site's return address and returns there). 14 bytes at c. */
-static uint8_t *emulate_call(uint8_t *c, uintptr_t back, uintptr_t to) {
-    c[0] = 0x4c, c[1] = 0x8d, c[2] = 0x1d;
-    put32(c + 3, (uint32_t)(back - (uintptr_t)(c + 7)));
-    c[7] = 0x41, c[8] = 0x53;
-    c[9] = 0xe9;
-    put32(c + 10, (uint32_t)(to - (uintptr_t)(c + 14)));
-    return c + 14;
-}
-
 /* Between windows, one execution in TRAMP_SAMPLE of each site and thread (the first, and
  * every TRAMP_SAMPLE-th after) still goes to the hook, which records its place: a thread
  * that runs only between windows has its places too. Such an execution is in hits[i] and
  * in the hook's count; lineup takes it out of hits (ceil(hits / TRAMP_SAMPLE) of them). */
 #define TRAMP_SAMPLE 1024
 
-/* Site i's trampoline, written before any jump to it:
- *     mov r11, fs:[tpoff(tls)]; test r11, r11; je 2f
- *     test qword [r11 + hits[i]], TRAMP_SAMPLE - 1; je 1f    (a sampled execution)
- *     inc qword [r11 + hits[i]]
- *     jmp back                            (a plain access: nothing else to do)
- *     or: the call, to the quiet twin     (an atomic: the operation itself, unrecorded)
- *  1: inc qword [r11 + hits[i]]
- *  2: the call, to the hook               (no state yet, or sampled: the hook records it) */
+/* Site i's trampoline, the same code for every site but for the counter's offset; what it
+ * jumps to is read from g_tdata[i] (d below):
+ *   0: mov r11, fs:[tpoff(tls)]; test r11, r11; je 69f          (no state yet)
+ *  14: test qword [r11 + hits[i]], TRAMP_SAMPLE - 1; je 62f      (a sampled execution)
+ *  27: inc qword [r11 + hits[i]]
+ *  34: cmp qword [rip + d.quiet], 0; jne 50f
+ *  44: jmp [rip + d.back]                    (a plain access: nothing else to do)
+ *  50: push qword [rip + d.back]; jmp [rip + d.quiet]   (an atomic: the operation itself,
+ *                                                        unrecorded, returning to the site)
+ *  62: inc qword [r11 + hits[i]]
+ *  69: push qword [rip + d.back]; jmp [rip + d.hook]    (the call the site made)
+ * r11 and the flags are free at a call site: the call they replace clobbers them. */
 static void tramp_write(uint32_t i) {
     uint8_t *c = g_tramps + (size_t)i * TRAMP;
-    uintptr_t back = g_bursts_out[BURSTS_HEAD + i];
-    uintptr_t hook = back + (uintptr_t)(intptr_t)(int32_t)g_pdisp[i];
+    struct tdata *d = &g_tdata[i];
     uint32_t hits = (uint32_t)(offsetof(struct tstate, hits) + 8 * (size_t)i);
+    uintptr_t back = (uintptr_t)&d->back, hook = (uintptr_t)&d->hook,
+              quiet = (uintptr_t)&d->quiet;
+#define REL(at, end, to) put32(c + (at), (uint32_t)((to) - (uintptr_t)(c + (end))))
     static const uint8_t head[5] = {0x64, 0x4c, 0x8b, 0x1c, 0x25}; /* mov r11, fs:[d32] */
     for (int k = 0; k < 5; k++)
         c[k] = head[k];
     put32(c + 5, (uint32_t)g_tls_tpoff);
     c[9] = 0x4d, c[10] = 0x85, c[11] = 0xdb;  /* test r11, r11 */
-    c[12] = 0x74;                             /* je 2f: c[13] below */
+    c[12] = 0x74, c[13] = 69 - 14;            /* je 69 */
     c[14] = 0x49, c[15] = 0xf7, c[16] = 0x83; /* test qword [r11 + d32], imm32 */
     put32(c + 17, hits);
     put32(c + 21, TRAMP_SAMPLE - 1);
-    c[25] = 0x74;                             /* je 1f: c[26] below */
+    c[25] = 0x74, c[26] = 62 - 27;            /* je 62 */
     c[27] = 0x49, c[28] = 0xff, c[29] = 0x83; /* inc qword [r11 + d32] */
     put32(c + 30, hits);
-    uint8_t *e;
-    if (g_pquiet[i]) {
-        e = emulate_call(c + 34, back, g_pquiet[i]);
-    } else {
-        c[34] = 0xe9; /* jmp back */
-        put32(c + 35, (uint32_t)(back - (uintptr_t)(c + 39)));
-        e = c + 39;
-    }
-    c[26] = (uint8_t)(e - (c + 27)); /* 1: */
-    e[0] = 0x49, e[1] = 0xff, e[2] = 0x83;
-    put32(e + 3, hits);
-    e += 7;
-    c[13] = (uint8_t)(e - (c + 14)); /* 2: */
-    emulate_call(e, back, hook);
+    c[34] = 0x48, c[35] = 0x83, c[36] = 0x3d; /* cmp qword [rip + d32], imm8 */
+    REL(37, 42, quiet);
+    c[41] = 0;
+    c[42] = 0x75, c[43] = 50 - 44;            /* jne 50 */
+    c[44] = 0xff, c[45] = 0x25;               /* jmp [rip + d32] */
+    REL(46, 50, back);
+    c[50] = 0xff, c[51] = 0x35;               /* push qword [rip + d32] */
+    REL(52, 56, back);
+    c[56] = 0xff, c[57] = 0x25;
+    REL(58, 62, quiet);
+    c[62] = 0x49, c[63] = 0xff, c[64] = 0x83;
+    put32(c + 65, hits);
+    c[69] = 0xff, c[70] = 0x35;
+    REL(71, 75, back);
+    c[75] = 0xff, c[76] = 0x25;
+    REL(77, 81, hook);
+#undef REL
 }
 
 static void site_bytes(uint32_t i, int arm, uint8_t out[5]) {
@@ -914,12 +1140,17 @@ static void site_bytes(uint32_t i, int arm, uint8_t out[5]) {
 }
 
 /* Sites [from, to) of the list to their armed (calls) or disarmed (jumps to their
- * trampolines) bytes. Called with the patch lock held. */
-static void patch_sites(uint32_t from, uint32_t to, int arm) {
+ * trampolines) bytes, as text_poke_bp does it. Called with the patch lock held and SIGTRAP
+ * the runtime's. 0 (nothing written) when the code cannot be made writable. */
+static int patch_sites(uint32_t from, uint32_t to, int arm) {
     static const uint8_t int3[1] = {0xcc};
     uint8_t b[5];
     if (from >= to)
-        return;
+        return 1;
+    if (!text_writable(1)) {
+        text_writable(0);
+        return 0;
+    }
     for (uint32_t i = from; i < to; i++)
         poke(g_bursts_out[BURSTS_HEAD + i] - 5, 0, 1, int3);
     sync_cores();
@@ -933,92 +1164,207 @@ static void patch_sites(uint32_t from, uint32_t to, int arm) {
         poke(g_bursts_out[BURSTS_HEAD + i] - 5, 0, 1, b);
     }
     sync_cores();
+    text_writable(0);
+    return 1;
+}
+
+
+static void stopped_at(void) {
+    uint64_t now = now_ns();
+    if (!g_armed) {
+        g_armed_since_ns = now;
+        g_armed = 1;
+    }
+}
+
+/* No site is rewritten from now on: every call goes back in place (recording every access,
+ * as --sample 1 does) and the runtime's thread is ended and waited for. With the patch
+ * lock held and every signal blocked. Returns whether the calls are back in place. */
+static int stop_locked(uint32_t code) {
+    if (!g_patch_ok)
+        return 1;
+    int back = g_armed || patch_sites(0, g_npsites, 1);
+    if (back)
+        stopped_at();
+    g_patch_ok = 0;
+    note_emit(code, 0);
+    return back;
+}
+
+static void wait_patcher_gone(void) {
+    for (int i = 0; i < 1000; i++) {
+        int tid = __atomic_load_n(&g_patcher_tid, __ATOMIC_ACQUIRE);
+        if (!tid)
+            return;
+        struct timespec ts = {0, 1000000};
+        rsys(SYS_futex, (long)&g_patcher_tid, FUTEX_WAIT, tid, (long)&ts, 0);
+    }
+}
+
+/* Called from the program's threads before it does something that would make rewriting
+ * its code unsafe (takes SIGTRAP, blocks it, re-protects its code, installs a seccomp
+ * filter): the calls go back in place first, and the runtime's thread ends. */
+static void bursts_stop(uint32_t code) {
+    if (!g_bursts || !g_patch_ok)
+        return;
+    uint64_t old = plock_blocked();
+    stop_locked(code);
+    punlock();
+    __atomic_store_n(&g_wake, 1, __ATOMIC_RELEASE);
+    rsys(SYS_futex, (long)&g_wake, FUTEX_WAKE_PRIVATE, 1, 0, 0);
+    wait_patcher_gone();
+    restore_mask(old);
 }
 
 /* A hook's first call from `pc` (its return address) on some thread: remember the call if
- * it is a direct one into the hooks, make its page writable and write its trampoline;
- * between windows, patch it out at once. */
+ * it is a direct one into the hooks and write its trampoline data; between windows, patch
+ * it out at once. Never waits on anything a signal handler could hold: the lock is taken
+ * with every signal blocked. */
 static void psite_register(uintptr_t pc) {
     uintptr_t at = pc - 5;
-    if (at < g_text_lo || pc > g_text_hi)
+    if (!g_patch_ok || at < g_text_lo || pc > g_text_hi)
         return; /* not the program's code (a library's, or a pc passed in) */
-    if (psite_find(at))
+    if (g_pentries >= PSITE_ENTRIES || g_npsites >= PSITE_CAP || psite_entry(at))
         return;
-    plock();
+    uint64_t old = plock_blocked();
     const uint8_t *c = (const uint8_t *)at;
     uint32_t n = g_npsites;
-    if (!psite_find(at) && n < PSITE_CAP && c[0] == 0xe8) {
-        uint32_t d = (uint32_t)c[1] | (uint32_t)c[2] << 8 | (uint32_t)c[3] << 16 |
-                     (uint32_t)c[4] << 24;
-        uintptr_t target = pc + (uintptr_t)(intptr_t)(int32_t)d;
-        uintptr_t page = at & ~(uintptr_t)4095;
-        uintptr_t quiet = 0;
-        int hook = target >= (uintptr_t)__start_lineup_hooks &&
+    if (g_patch_ok && !psite_entry(at) && g_pentries < PSITE_ENTRIES && n < PSITE_CAP) {
+        uint32_t d = 0;
+        uintptr_t target = 0, quiet = 0;
+        int hook = 0;
+        if (c[0] == 0xe8) {
+            d = (uint32_t)c[1] | (uint32_t)c[2] << 8 | (uint32_t)c[3] << 16 |
+                (uint32_t)c[4] << 24;
+            target = pc + (uintptr_t)(intptr_t)(int32_t)d;
+            hook = target >= (uintptr_t)__start_lineup_hooks &&
                    target < (uintptr_t)__stop_lineup_hooks;
-        if (!hook && target >= (uintptr_t)__start_lineup_atomics &&
-            target < (uintptr_t)__stop_lineup_atomics)
-            hook = (quiet = quiet_twin(target)) != 0;
-        if (hook &&
-            mprotect((void *)page, pc - page, PROT_READ | PROT_WRITE | PROT_EXEC) == 0) {
+            if (!hook && target >= (uintptr_t)__start_lineup_atomics &&
+                target < (uintptr_t)__stop_lineup_atomics)
+                hook = (quiet = quiet_twin(target)) != 0;
+        }
+        if (hook) {
             g_pdisp[n] = d;
-            g_pquiet[n] = quiet;
+            g_tdata[n].back = pc;
+            g_tdata[n].hook = target;
+            g_tdata[n].quiet = quiet;
             g_bursts_out[BURSTS_HEAD + n] = pc;
-            tramp_write(n);
-            uint32_t i = psite_slot(at);
-            while (g_psites[i])
-                i = (i + 1) & ((1u << PSITE_BITS) - 1);
-            g_psite_index[i] = n;
-            __atomic_store_n(&g_psites[i], at, __ATOMIC_RELEASE);
+            psite_add(at, n);
             __atomic_store_n(&g_npsites, n + 1, __ATOMIC_RELEASE);
-            if (!g_armed)
-                patch_sites(n, n + 1, 0);
+            if (!g_armed && !patch_sites(n, n + 1, 0))
+                stop_locked(NOTE_NOPATCH);
+        } else {
+            psite_add(at, PSITE_NOT);
         }
     }
-    punlock();
+    punlock_restore(old);
 }
 
-static void sleep_ns(uint64_t ns) {
+/* The patcher's sleep: ends early when bursts_stop wakes it. */
+static void patcher_sleep(uint64_t ns) {
     struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-        ;
+    if (!__atomic_load_n(&g_wake, __ATOMIC_ACQUIRE))
+        rsys(SYS_futex, (long)&g_wake, FUTEX_WAIT_PRIVATE, 0, (long)&ts, 0);
 }
 
-static void *patcher(void *arg) {
+/* Threads of the process, from /proc/self/stat (field 20); 0 if it cannot be read. */
+static long threads_alive(void) {
+    char buf[1024];
+    long fd = rsys(SYS_open, (long)"/proc/self/stat", O_RDONLY | O_CLOEXEC, 0, 0, 0);
+    if (fd < 0)
+        return 0;
+    long n = rsys(SYS_read, fd, (long)buf, sizeof buf - 1, 0, 0);
+    rsys(SYS_close, fd, 0, 0, 0, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    long i = n;
+    while (i > 0 && buf[i - 1] != ')')
+        i--;
+    /* After "pid (comm)": field 3 is the first; num_threads is field 20. */
+    int field = 2;
+    long v = 0;
+    for (; i < n; i++) {
+        if (buf[i] == ' ') {
+            if (++field > 20)
+                break;
+            v = 0;
+        } else if (field == 20 && buf[i] >= '0' && buf[i] <= '9') {
+            v = v * 10 + (buf[i] - '0');
+        }
+    }
+    return field > 20 || (field == 20 && v) ? v : 0;
+}
+
+/* The program's last thread ended without ending the process (SYS_exit in seccomp strict
+ * mode; glibc's pthread_exit cannot, the patcher not being one of its threads): flush what
+ * the ended threads left, and end as the kernel would have ended it, with the status of
+ * the main thread. */
+static void patcher_alone(void) {
+    if (threads_alive() != 1)
+        return;
+    final_flush(0);
+    for (;;)
+        rsys(SYS_exit, 0, 0, 0, 0, 0);
+}
+
+static int trap_is_ours(void);
+
+/* The runtime's own thread: not a pthread (raw clone, its own small TLS block, every
+ * signal blocked), so glibc never counts it among the program's threads: the program ends
+ * when its last thread does, whether by exit, pthread_exit or a bare SYS_exit. */
+static int patcher(void *arg) {
     (void)arg;
-    tls = &g_off;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, 0);
-    prctl(PR_SET_NAME, "lineup-bursts");
+    rsys(SYS_prctl, PR_SET_NAME, (long)"lineup-bursts", 0, 0, 0);
     /* The first window lasts the warm-up: a run shorter than it is recorded in full. */
     uint64_t on = g_warmup_us > g_on_us ? g_warmup_us : g_on_us;
     for (;;) {
-        sleep_ns(on * 1000);
+        patcher_sleep(on * 1000);
         on = g_on_us;
+        patcher_alone();
         plock();
-        if (g_finished) {
+        if (g_finished || !g_patch_ok) {
+            punlock();
+            break;
+        }
+        if (!trap_is_ours()) {
+            /* Taken past every wrapper (a raw syscall): the calls are in place now, so
+             * nothing is rewritten any more, and SIGTRAP stays the program's. */
+            stop_locked(NOTE_TRAP);
             punlock();
             break;
         }
         /* A switch takes tens of microseconds, through which a thread may run a site either
          * way: half of it counts as recorded, on either side. */
         uint64_t t0 = now_ns();
-        patch_sites(0, g_npsites, 0);
+        if (!patch_sites(0, g_npsites, 0)) {
+            stop_locked(NOTE_NOPATCH);
+            punlock();
+            break;
+        }
         g_armed = 0;
         uint64_t t1 = now_ns();
         g_armed_ns += t0 + (t1 - t0) / 2 - g_armed_since_ns;
         g_switch_ns += t1 - t0;
         g_windows++;
         punlock();
-        sleep_ns((g_period_us - g_on_us) * 1000);
+        patcher_sleep((g_period_us - g_on_us) * 1000);
+        patcher_alone();
         plock();
-        if (g_finished) {
+        if (g_finished || !g_patch_ok) {
             punlock();
             break;
         }
         t0 = now_ns();
+        if (!trap_is_ours() || !patch_sites(0, g_npsites, 1)) {
+            /* The program took SIGTRAP past the wrappers while the jumps were in: they stay
+             * (the trampolines count every execution; one in TRAMP_SAMPLE is recorded). */
+            g_patch_ok = 0;
+            note_emit(trap_is_ours() ? NOTE_NOPATCH : NOTE_TRAP, 0);
+            punlock();
+            break;
+        }
         g_armed = 1;
-        patch_sites(0, g_npsites, 1);
         t1 = now_ns();
         g_armed_since_ns = t0 + (t1 - t0) / 2;
         g_switch_ns += t1 - t0;
@@ -1034,8 +1380,13 @@ static void on_trap(int sig, siginfo_t *si, void *ctx) {
     ucontext_t *uc = ctx;
     uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
     uint32_t found = psite_find(ip - 1);
-    if (found) {
+    if (found && *(volatile uint8_t *)(ip - 1) == 0xcc) {
         uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(g_tramps + (size_t)(found - 1) * TRAMP);
+        return;
+    }
+    if (found) {
+        /* Rewritten back meanwhile: run the site's bytes as they are now. */
+        uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(ip - 1);
         return;
     }
     if (g_prog_trap.sa_flags & SA_SIGINFO) {
@@ -1050,6 +1401,20 @@ static void on_trap(int sig, siginfo_t *si, void *ctx) {
         return;
     }
     on_crash(sig);
+}
+
+/* Kernel's struct sigaction on x86-64. */
+struct ksigaction {
+    void *handler;
+    unsigned long flags;
+    void *restorer;
+    uint64_t mask;
+};
+static int trap_is_ours(void) {
+    struct ksigaction k;
+    if (rsys(SYS_rt_sigaction, SIGTRAP, 0, (long)&k, 8, 0) != 0)
+        return 0;
+    return k.handler == (void *)on_trap;
 }
 
 /* A thread's executions of patched sites between windows: CH_HITS, (pc, count) pairs. */
@@ -1080,7 +1445,7 @@ static void bursts_emit(void) {
         return;
     int spins = 1000; /* a crash in the patcher itself must not hang the flush */
     while (__atomic_exchange_n(&g_plock, 1, __ATOMIC_ACQUIRE) && --spins)
-        sched_yield();
+        rsys(SYS_sched_yield, 0, 0, 0, 0, 0);
     uint64_t now = now_ns();
     uint64_t armed = g_armed_ns + (g_armed ? now - g_armed_since_ns : 0);
     g_bursts_out[0] = armed;
@@ -1094,27 +1459,36 @@ static void bursts_emit(void) {
     punlock();
 }
 
-/* After fork: only the forking thread lives on; every call back in place (no other thread
- * runs: plain stores do), and the child recorded in full. */
+/* After fork: only the forking thread lives on (the patcher is not copied); every call
+ * back in place (no other thread runs: plain stores do), and the child recorded in full. */
+static uint64_t g_fork_mask;
 static void bursts_child(void) {
     g_plock = 0;
-    if (!g_bursts)
-        return;
-    uint8_t b[5];
-    for (uint32_t i = 0; i < g_npsites; i++) {
-        site_bytes(i, 1, b);
-        poke(g_bursts_out[BURSTS_HEAD + i] - 5, 0, 5, b);
+    if (g_bursts) {
+        if (!g_armed && text_writable(1)) {
+            uint8_t b[5];
+            for (uint32_t i = 0; i < g_npsites; i++) {
+                site_bytes(i, 1, b);
+                poke(g_bursts_out[BURSTS_HEAD + i] - 5, 0, 5, b);
+            }
+            text_writable(0);
+        }
+        g_armed = 1;
+        g_bursts = 0;
+        g_patch_ok = 0;
+        g_patcher_tid = 0;
     }
-    g_armed = 1;
-    g_bursts = 0;
+    restore_mask(g_fork_mask);
 }
 static void bursts_prepare(void) {
-    if (g_bursts)
-        plock();
+    if (g_bursts) {
+        uint64_t old = plock_blocked();
+        g_fork_mask = old;
+    }
 }
 static void bursts_parent(void) {
     if (g_bursts)
-        punlock();
+        punlock_restore(g_fork_mask);
 }
 
 static int text_range_cb(struct dl_phdr_info *info, size_t size, void *data) {
@@ -1129,11 +1503,25 @@ static int text_range_cb(struct dl_phdr_info *info, size_t size, void *data) {
             g_text_lo = lo;
         if (hi > g_text_hi)
             g_text_hi = hi;
+        if (g_nsegs < TEXT_SEGS) {
+            g_seg_lo[g_nsegs] = lo & ~(uintptr_t)4095;
+            g_seg_hi[g_nsegs] = (hi + 4095) & ~(uintptr_t)4095;
+            g_seg_prot[g_nsegs] = PROT_EXEC | (ph->p_flags & PF_R ? PROT_READ : 0) |
+                                  (ph->p_flags & PF_W ? PROT_WRITE : 0);
+        }
+        g_nsegs++;
     }
     return 1; /* the first object is the program */
 }
 
+/* Records why bursts never started, once the output exists. */
+static uint32_t g_bursts_unavailable;
+
 static void bursts_init(void) {
+    real_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+    real_mprotect = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "mprotect");
+    real_prctl = (int (*)(int, unsigned long, unsigned long, unsigned long, unsigned long))dlsym(
+        RTLD_NEXT, "prctl");
     const char *s = getenv("LINEUP_BURSTS");
     if (!s || !*s)
         return;
@@ -1148,38 +1536,56 @@ static void bursts_init(void) {
             warmup = warmup * 10 + (uint64_t)(*s - '0');
     if (!on || period <= on || period > 0xffffffffu)
         return;
-    if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0))
-        return; /* no way to rewrite running code safely: record in full */
-    dl_iterate_phdr(text_range_cb, 0);
-    if (!g_text_hi)
+    if (!real_syscall || !real_mprotect || !real_prctl) {
+        g_bursts_unavailable = NOTE_NOTHREAD;
         return;
-    /* The trampolines: within a rel32 jump of every site and back. */
+    }
+    if (rsys(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0, 0, 0)) {
+        g_bursts_unavailable = NOTE_NOSYNC; /* no way to rewrite running code safely */
+        return;
+    }
+    dl_iterate_phdr(text_range_cb, 0);
+    if (!g_text_hi || g_nsegs > TEXT_SEGS)
+        return;
+    /* The code must be writable for a moment at each switch (a W^X policy may refuse). */
+    if (!text_writable(1)) {
+        text_writable(0);
+        g_bursts_unavailable = NOTE_NOPATCH;
+        return;
+    }
+    text_writable(0);
+    /* The trampolines, within a rel32 jump of every site and back, and their data beside. */
     size_t tsize = (size_t)PSITE_CAP * TRAMP;
+    size_t dsize = ((size_t)PSITE_CAP * sizeof(struct tdata) + 4095) & ~(size_t)4095;
     for (uintptr_t k = 1; k < 96 && !g_tramps; k++) {
         uintptr_t hint = (g_text_hi + (k << 24)) & ~(((uintptr_t)1 << 24) - 1);
-        if (hint + tsize - g_text_lo >= ((uintptr_t)1 << 31))
+        if (hint + tsize + dsize - g_text_lo >= ((uintptr_t)1 << 31))
             break;
-        void *p = mmap((void *)hint, tsize, PROT_READ | PROT_WRITE | PROT_EXEC,
+        void *p = mmap((void *)hint, tsize + dsize, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
         if (p == MAP_FAILED)
             continue;
         if ((uintptr_t)p != hint) {
-            munmap(p, tsize);
+            munmap(p, tsize + dsize);
             continue;
         }
         g_tramps = p;
     }
     if (!g_tramps)
         return;
+    g_tdata = (struct tdata *)(g_tramps + tsize);
     uintptr_t tp;
     __asm__("mov %%fs:0, %0" : "=r"(tp));
     g_tls_tpoff = (int32_t)((intptr_t)&tls - (intptr_t)tp);
+    for (uint32_t i = 0; i < PSITE_CAP; i++)
+        tramp_write(i);
+    if (rsys(SYS_mprotect, (long)g_tramps, (long)tsize, PROT_READ | PROT_EXEC, 0, 0) != 0)
+        return;
     g_psites = map(((size_t)1 << PSITE_BITS) * sizeof(uintptr_t));
     g_psite_index = map(((size_t)1 << PSITE_BITS) * sizeof(uint32_t));
     g_pdisp = map(PSITE_CAP * sizeof(uint32_t));
-    g_pquiet = map(PSITE_CAP * sizeof(uintptr_t));
     g_bursts_out = map((BURSTS_HEAD + (size_t)PSITE_CAP) * sizeof(uint64_t));
-    if (!g_psites || !g_psite_index || !g_pdisp || !g_pquiet || !g_bursts_out)
+    if (!g_psites || !g_psite_index || !g_pdisp || !g_bursts_out)
         return;
     struct sigaction sa;
     zero(&sa, sizeof sa);
@@ -1194,17 +1600,40 @@ static void bursts_init(void) {
     g_period_us = period;
     g_warmup_us = warmup;
     g_run_start_ns = g_armed_since_ns = now_ns();
+    /* The patcher's stack and thread-pointer block: the block below the thread pointer is
+     * large and zero, so that whatever glibc code it runs finds its TLS reads harmless. */
+    size_t stack = 256u << 10, tlsb = 1u << 20;
+    char *mem = map(stack + tlsb + 4096);
+    if (!mem) {
+        g_bursts_unavailable = NOTE_NOTHREAD;
+        return;
+    }
+    uintptr_t *tcb = (uintptr_t *)(mem + stack + tlsb);
+    tcb[0] = (uintptr_t)tcb; /* tcbhead_t: tcb, dtv, self, ..., stack guard at 0x28 */
+    tcb[2] = (uintptr_t)tcb;
+    __asm__("mov %%fs:0x28, %0" : "=r"(tcb[5]));
+    g_patch_ok = 1;
     g_bursts = 1;
     pthread_atfork(bursts_prepare, bursts_parent, bursts_child);
-    if (pthread_create(&g_patcher, 0, patcher, 0))
+    uint64_t old = block_all(); /* the patcher starts with every signal blocked */
+    int tid = clone(patcher, mem + stack,
+                    CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+                        CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID |
+                        CLONE_CHILD_CLEARTID,
+                    0, &g_patcher_tid, tcb, &g_patcher_tid);
+    restore_mask(old);
+    if (tid <= 0) {
+        g_patch_ok = 0;
         g_bursts = 0;
+        g_bursts_unavailable = NOTE_NOTHREAD;
+    }
 }
 
 /* The program's signal masks and handlers, less SIGTRAP while sites may be rewritten.
  * (Struct copies go through copy(): a plain assignment may become a call of memcpy, which
  * the runtime intercepts and would record.) */
 static const sigset_t *mask_without_trap(int how, const sigset_t *set, sigset_t *tmp) {
-    if (!g_bursts || how == SIG_UNBLOCK || !set || !sigismember(set, SIGTRAP))
+    if (!g_patch_ok || how == SIG_UNBLOCK || !set || !sigismember(set, SIGTRAP))
         return set;
     copy(tmp, set, sizeof *tmp);
     sigdelset(tmp, SIGTRAP);
@@ -1244,7 +1673,7 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
             copy(&g_prog_trap, act, sizeof g_prog_trap);
         return 0;
     }
-    if (act && sigismember(&act->sa_mask, SIGTRAP)) {
+    if (g_patch_ok && act && sigismember(&act->sa_mask, SIGTRAP)) {
         struct sigaction a;
         copy(&a, act, sizeof a);
         sigdelset(&a.sa_mask, SIGTRAP);
@@ -1252,9 +1681,98 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
     }
     return real(sig, act, old);
 }
+
+/* signal() and its variants reach the kernel through glibc's own sigaction, not through
+ * the one above: the same dispositions, set here through ours. */
+static sighandler_t set_handler(int sig, sighandler_t h, int flags, int mask_self) {
+    struct sigaction a, o;
+    zero(&a, sizeof a);
+    a.sa_handler = h;
+    a.sa_flags = flags;
+    sigemptyset(&a.sa_mask);
+    if (mask_self && sig > 0 && sig < NSIG)
+        sigaddset(&a.sa_mask, sig);
+    if (sigaction(sig, &a, &o) < 0)
+        return SIG_ERR;
+    return o.sa_handler;
+}
+EXPORT sighandler_t signal(int sig, sighandler_t h) {
+    /* BSD semantics, glibc's default: the signal blocked in its handler, calls restarted. */
+    return set_handler(sig, h, SA_RESTART, 1);
+}
+EXPORT sighandler_t bsd_signal(int sig, sighandler_t h) { return set_handler(sig, h, SA_RESTART, 1); }
+EXPORT sighandler_t sysv_signal(int sig, sighandler_t h) {
+    return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, 0);
+}
+
+static int touches_code(uintptr_t a, size_t n) {
+    uintptr_t e = a + n;
+    uintptr_t tlo = (uintptr_t)g_tramps, thi = tlo + (size_t)PSITE_CAP * TRAMP;
+    return (a < (g_text_hi + 4095) && e > (g_text_lo & ~(uintptr_t)4095)) || (a < thi && e > tlo);
+}
+
+/* What the program asks of the kernel past the wrappers above, through syscall(3): a
+ * SIGTRAP disposition or mask, a new protection of its code, a seccomp filter. Bursts stop
+ * first (every call back in place), then the call is made as asked. */
+static void before_syscall(long n, long a, long b, long c) {
+    if (n == SYS_rt_sigaction && a == SIGTRAP && b)
+        bursts_stop(NOTE_TRAP);
+    else if (n == SYS_rt_sigprocmask && b && a != SIG_UNBLOCK &&
+             (*(const uint64_t *)b & (1ull << (SIGTRAP - 1))))
+        bursts_stop(NOTE_MASK);
+    else if ((n == SYS_mprotect || n == SYS_pkey_mprotect) && touches_code((uintptr_t)a, (size_t)b))
+        bursts_stop(NOTE_TEXT);
+    else if ((n == SYS_seccomp && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER)) ||
+             (n == SYS_prctl && a == PR_SET_SECCOMP))
+        bursts_stop(NOTE_SECCOMP);
+    (void)c;
+}
+
+EXPORT long syscall(long n, ...) {
+    va_list ap;
+    va_start(ap, n);
+    long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+    long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+    va_end(ap);
+    if (g_bursts)
+        before_syscall(n, a, b, c);
+    if (n == SYS_seccomp && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))
+        seccomp_enter(a == SECCOMP_SET_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_FILTER);
+    else if (n == SYS_prctl && a == PR_SET_SECCOMP)
+        seccomp_enter(b);
+    if (!real_syscall)
+        real_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+    return real_syscall(n, a, b, c, d, e, f);
+}
+
+EXPORT int mprotect(void *addr, size_t len, int prot) {
+    if (g_bursts && touches_code((uintptr_t)addr, len))
+        bursts_stop(NOTE_TEXT);
+    if (!real_mprotect)
+        real_mprotect = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "mprotect");
+    return real_mprotect(addr, len, prot);
+}
+
+EXPORT int prctl(int option, ...) {
+    va_list ap;
+    va_start(ap, option);
+    unsigned long a = va_arg(ap, unsigned long), b = va_arg(ap, unsigned long);
+    unsigned long c = va_arg(ap, unsigned long), d = va_arg(ap, unsigned long);
+    va_end(ap);
+    if (option == PR_SET_SECCOMP) {
+        if (g_bursts)
+            bursts_stop(NOTE_SECCOMP);
+        seccomp_enter((long)a);
+    }
+    if (!real_prctl)
+        real_prctl = (int (*)(int, unsigned long, unsigned long, unsigned long,
+                              unsigned long))dlsym(RTLD_NEXT, "prctl");
+    return real_prctl(option, a, b, c, d);
+}
 #else
 #define HOOK_SECTION
 #define HOOK_ATOMIC_SECTION
+static const uint32_t g_bursts_unavailable = 0;
 static void psite_register(uintptr_t pc) { (void)pc; }
 static void hits_emit(struct tstate *t) { (void)t; }
 static void bursts_emit(void) {}
@@ -1268,12 +1786,12 @@ static const int g_armed = 1;
 
 /* Writes everything of every thread still running, then the end (or crash) chunk. Other
  * threads are first disabled (their next access is skipped), so their buffers hold still. */
-static void final_flush(int crash_signal) {
-    if (g_finished || !g_enabled)
-        return;
+static void final_flush_spins(int crash_signal, int spins) {
+    if (g_finished || !g_enabled || (uint32_t)getpid() != g_pid)
+        return; /* a vfork child shares the parent's state: it is the parent's to write */
     struct tstate *self = tls;
     tls = &g_off;
-    if (!try_lock(crash_signal ? 1000 : 1 << 30))
+    if (!try_lock(spins))
         return;
     if (g_finished) {
         unlock();
@@ -1307,6 +1825,9 @@ static void final_flush(int crash_signal) {
     unlock();
     (void)self;
 }
+static void final_flush(int crash_signal) {
+    final_flush_spins(crash_signal, crash_signal ? 1000 : 1 << 30);
+}
 
 /* ---------------------------------------------------------------------------------- */
 /* Crashes, exit, fork                                                                  */
@@ -1336,60 +1857,139 @@ static void on_crash(int sig) {
 
 static void on_exit_flush(void) { final_flush(0); }
 
+/* _exit (a forked child's way out, skipping atexit): the child's recording is written
+ * first. It may be called from a signal handler that interrupted the runtime: the lock is
+ * tried a while, never waited for. */
+typedef void (*exit_fn)(int);
+static void exit_flush(void) {
+    int saved = errno;
+    final_flush_spins(0, 1000);
+    errno = saved;
+}
+EXPORT void _exit(int status) {
+    exit_flush();
+    static exit_fn real;
+    if (!real)
+        real = (exit_fn)dlsym(RTLD_NEXT, "_exit");
+    if (real)
+        real(status);
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+EXPORT void _Exit(int status) { _exit(status); }
+
 static int exe_bias_cb(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     *(uint64_t *)data = info->dlpi_addr;
     return 1; /* the first object is the program */
 }
 
-static void write_header(void) {
-    struct rt_header h;
-    zero(&h, sizeof h);
-    h.version = LINEUP_RT_VERSION;
-    h.pid = (uint32_t)getpid();
-    h.ppid = (uint32_t)getppid();
+static void header_fill(struct rt_header *h) {
+    zero(h, sizeof *h);
+    h->version = LINEUP_RT_VERSION;
+    h->pid = (uint32_t)getpid();
+    h->ppid = (uint32_t)getppid();
     uint64_t bias = 0;
     dl_iterate_phdr(exe_bias_cb, &bias);
-    h.exe_bias = bias;
-    h.tsc_start = g_tsc_start;
-    h.ns_start = now_ns();
-    h.sample = g_sample;
-    h.flags = (g_adaptive ? 1 : 0) | (g_bursts ? 2 : 0); /* bit 0: adaptive; 1: bursts */
-    h.window_bits = g_window_bits;
-    h.budget = g_budget;
-    ssize_t n = readlink("/proc/self/exe", h.exe, sizeof h.exe - 1);
+    h->exe_bias = bias;
+    h->tsc_start = g_tsc_start;
+    h->ns_start = g_ns_start;
+    h->sample = g_sample;
+    h->flags = (g_adaptive ? 1 : 0) | (g_bursts ? 2 : 0); /* bit 0: adaptive; 1: bursts */
+    h->window_bits = g_window_bits;
+    h->budget = g_budget;
+    ssize_t n = readlink("/proc/self/exe", h->exe, sizeof h->exe - 1);
     if (n < 0)
-        h.exe[0] = 0;
+        h->exe[0] = 0;
+}
+
+static void write_header(void) {
+    struct rt_header h;
+    header_fill(&h);
     emit(CH_HEADER, 0, 1, &h, sizeof h);
 }
 
-/* Names and creates $LINEUP_OUT/rt.<pid>.bin; g_path stays empty when that fails. */
-static void open_output(void) {
-    g_path[0] = 0;
+static void note_emit(uint32_t code, uint32_t thread) {
+    struct rt_note n = {code, thread, now_tsc()};
+    emit(CH_NOTE, thread, 1, &n, sizeof n);
+}
+
+/* The program enters seccomp mode (prctl or seccomp through their wrappers; bursts have
+ * already stopped). Strict mode allows read, write and exit only: the thread's recording
+ * is written now, and its later accesses are not recorded (a note says so). A filter may
+ * deny the runtime's open: a descriptor of the file is kept, on a high number, for chunks
+ * that cannot open it; what still cannot be written is counted, and lineup says so. */
+static void seccomp_enter(long mode) {
+    struct tstate *t = tls;
+    if (!g_enabled || g_finished || (uint32_t)getpid() != g_pid)
+        return;
+    if (mode == 1) {
+        uint32_t index = ~0u;
+        tls = &g_off;
+        if (t && t != &g_off) {
+            lock();
+            if (!t->dead) {
+                t->dead = 1;
+                flush_thread(t, 1);
+                index = t->index;
+            }
+            unlock();
+        }
+        note_emit(NOTE_STRICT, index);
+        tls = &g_off; /* for good: its hooks return at once, and make no system call */
+        return;
+    }
+    if (g_keep_fd < 0 && g_file_state == FILE_OPEN) {
+        int fd = open_file(0);
+        if (fd >= 0) {
+            int high = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+            close(fd);
+            g_keep_fd = high;
+        }
+    }
+}
+
+/* Names $LINEUP_OUT/rt.<pid>.bin (rt.<pid>.<k>.bin for a program exec'd by a recorded one,
+ * which keeps the pid) and, unless `later`, creates it; g_dir stays empty when it cannot. */
+static void open_output(int later) {
     const char *dir = getenv("LINEUP_OUT");
-    if (!dir || !*dir)
-        return;
-    char path[sizeof g_path];
-    size_t n = slen(dir);
-    if (n > sizeof path - 64)
-        return;
-    copy(path, dir, n);
-    copy(path + n, "/rt.", 4);
-    n += 4;
-    char digits[12];
-    int k = 0;
-    uint32_t v = (uint32_t)getpid();
-    do
-        digits[k++] = (char)('0' + v % 10), v /= 10;
-    while (v);
-    while (k)
-        path[n++] = digits[--k];
-    copy(path + n, ".bin", 5);
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return;
-    close(fd);
-    copy(g_path, path, n + 5);
+    g_file_state = FILE_NONE;
+    if (!g_dir[0]) {
+        if (!dir || !*dir || slen(dir) >= sizeof g_dir)
+            return;
+        copy(g_dir, dir, slen(dir) + 1);
+    }
+    for (uint32_t k = 0; k < 10; k++) {
+        size_t n = 0;
+        char digits[12];
+        int d = 0;
+        uint32_t v = (uint32_t)getpid();
+        copy(g_name, "rt.", 3);
+        n = 3;
+        do
+            digits[d++] = (char)('0' + v % 10), v /= 10;
+        while (v);
+        while (d)
+            g_name[n++] = digits[--d];
+        if (k) {
+            g_name[n++] = '.';
+            g_name[n++] = (char)('0' + k);
+        }
+        copy(g_name + n, ".bin", 5);
+        if (later) {
+            g_file_state = FILE_LATER;
+            return;
+        }
+        int fd = open_file(1);
+        if (fd >= 0) {
+            close(fd);
+            g_file_state = FILE_OPEN;
+            return;
+        }
+        if (errno != EEXIST)
+            break;
+    }
+    g_dir[0] = 0;
 }
 
 static void fork_child(void) {
@@ -1405,14 +2005,16 @@ static void fork_child(void) {
     g_level = 0;
     g_lost = 0;
     g_estimated = g_max_period = 0;
-    open_output();
-    if (!g_path[0]) {
+    g_keep_fd = -1;
+    g_tsc_start = now_tsc();
+    g_ns_start = now_ns();
+    g_pid = (uint32_t)getpid();
+    open_output(1);
+    if (!g_dir[0]) {
         g_enabled = 0;
         tls = &g_off;
         return;
     }
-    g_tsc_start = now_tsc();
-    write_header();
     struct tstate *keep = 0;
     for (struct tstate *t = g_threads; t; t = t->next)
         if (t == self)
@@ -1456,8 +2058,10 @@ static void global_init(void) {
         return;
     g_inited = 1;
     g_tsc_start = now_tsc();
-    open_output();
-    if (!g_path[0])
+    g_ns_start = now_ns();
+    g_pid = (uint32_t)getpid();
+    open_output(0);
+    if (!g_dir[0])
         return;
     g_sample = (uint32_t)env_u64("LINEUP_SAMPLE", 1);
     g_adaptive = g_sample == 1 && env_u64("LINEUP_ADAPTIVE", 0) != 0;
@@ -1471,7 +2075,7 @@ static void global_init(void) {
         g_block_shift = 6;
     g_lines = map(((size_t)1 << LINE_TABLE_BITS) * sizeof(uint32_t));
     if (!g_lines) {
-        g_path[0] = 0;
+        g_dir[0] = 0;
         return;
     }
     pthread_key_create(&g_key, thread_exit);
@@ -1496,6 +2100,8 @@ static void global_init(void) {
     }
     bursts_init();
     write_header();
+    if (g_bursts_unavailable)
+        note_emit(g_bursts_unavailable, ~0u);
     g_enabled = 1;
 }
 
