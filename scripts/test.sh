@@ -3,7 +3,7 @@
 # on a fresh Debian 12 machine, then run the whole suite. Tests whose tool is missing fail
 # loudly rather than skip, so this script is the one place that provides them.
 #
-#   bash scripts/test.sh                 # install what is missing, cargo test --release
+#   bash scripts/test.sh                 # install what is missing, cargo test --release --no-fail-fast
 #   bash scripts/test.sh --test replay   # extra arguments go to cargo test
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,4 +44,5 @@ if ! command -v cargo >/dev/null 2>&1; then
     export PATH="$HOME/.cargo/bin:$PATH"
 fi
 
-exec cargo test --release "$@"
+# --no-fail-fast: a failing test binary does not hide the results of the ones after it.
+exec cargo test --release --no-fail-fast "$@"

@@ -571,8 +571,9 @@ fn truncations_and_deletions_never_panic() {
         "tests/data/c2c/lkml_c2c_display_peer_pid_tid.txt",
         "tests/data/c2c/lkml_ovl_creds_edited_to_fit.txt",
         "tests/data/c2c/lkml_memcg_rstat_loads_only.txt",
-        "../shared/corpus/c2c/root_domain.c2c.txt",
-        "../shared/corpus/c2c/false_sharing_doc_lruvec.c2c.txt",
+        "tests/data/c2c/lkml_seed003_root_domain.txt",
+        "tests/data/c2c/lkml_seed003_cpupri_vec.txt",
+        "tests/data/c2c/kernel_doc_false_sharing_lruvec.txt",
     ] {
         let text = data(path);
         let lines: Vec<&str> = text.lines().collect();
@@ -1001,13 +1002,14 @@ fn random_damage_never_panics() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Real texts: `../shared/corpus/c2c/` (read there, never copied) and the reports written
-// from public mails and issues in `tests/data/c2c/` (each file names its source). Counts are
-// the posted percentages of the posted line totals, rounded as the importer documents.
+// Real texts in `tests/data/c2c/`, each naming its source in its `#` header: the project's
+// corpus texts copied unchanged (a clone has no `../shared`), and the reports written from
+// public mails and issues. Counts are the posted percentages of the posted line totals,
+// rounded as the importer documents.
 // ---------------------------------------------------------------------------------------
 
 fn corpus(name: &str) -> Vec<Profile> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/c2c/");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/c2c/");
     let text = std::fs::read_to_string(format!("{path}{name}"))
         .unwrap_or_else(|e| panic!("{path}{name}: {e}"));
     import_c2c(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
@@ -1028,7 +1030,7 @@ fn totals(l: &LineProfile) -> (f64, f64, f64) {
 #[test]
 fn corpus_root_domain_trimmed_two_line_headers() {
     // Seed 003 series, patch 2/4: two trimmed Pareto blocks of one run; one report.
-    let ps = corpus("root_domain.c2c.txt");
+    let ps = corpus("lkml_seed003_root_domain.txt");
     assert_eq!(ps.len(), 1);
     let p = &ps[0];
     assert_eq!(
@@ -1056,7 +1058,7 @@ fn corpus_root_domain_trimmed_two_line_headers() {
 
 #[test]
 fn corpus_cpupri_vec_and_its_bitmap() {
-    let ps = corpus("cpupri_vec.c2c.txt");
+    let ps = corpus("lkml_seed003_cpupri_vec.txt");
     let p = &ps[0];
     let last = line_at(p, 0xff14d42c400e3ec0);
     assert_eq!(totals(last), (149.0, 43.0, 41.0));
@@ -1078,7 +1080,7 @@ fn corpus_cpupri_vec_and_its_bitmap() {
 fn corpus_false_sharing_doc_totals_without_title() {
     // The kernel's false-sharing.rst: Trace Event lines without their title, `#` rules,
     // no column headers, 5 percentages.
-    let p = &corpus("false_sharing_doc_lruvec.c2c.txt")[0];
+    let p = &corpus("kernel_doc_false_sharing_lruvec.txt")[0];
     let te = &p.summary["trace_events"];
     assert_eq!(te["total_records"], 1658231.0);
     assert_eq!(te["load_local_hitm"], 92117.0);

@@ -237,13 +237,14 @@ fn the_recorded_replica_contends_on_levels_0_and_99() {
 }
 
 // ---------------------------------------------------------------------------------------
-// The series' real tables (../shared/corpus/c2c/), diagnosed against the layout its mails
-// show: the C replica of root_domain from patch 2/4's pahole, and examples/seeds/003/cpupri.c
-// built as the seed's kernel was (CONFIG_CPUMASK_OFFSTACK=y).
+// The series' real tables (tests/data/c2c/lkml_seed003_*.txt, copied from the project's
+// corpus with their sources), diagnosed against the layout its mails show: the C replica of
+// root_domain from patch 2/4's pahole, and examples/seeds/003/cpupri.c built as the seed's
+// kernel was (CONFIG_CPUMASK_OFFSTACK=y).
 // ---------------------------------------------------------------------------------------
 
 fn corpus(name: &str) -> String {
-    format!("{}/../shared/corpus/c2c/{name}", env!("CARGO_MANIFEST_DIR"))
+    format!("{}/tests/data/c2c/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 fn cc_object(dir: &Path, src: &Path, defines: &[&str]) -> PathBuf {
@@ -280,7 +281,7 @@ fn the_real_root_domain_tables_name_the_mails_members() {
         "--dwarf",
         obj.to_str().unwrap(),
         "--c2c",
-        &corpus("root_domain.c2c.txt"),
+        &corpus("lkml_seed003_root_domain.txt"),
         "--json",
     ]);
     let lines = v["lines"].as_array().unwrap();
@@ -320,7 +321,7 @@ fn the_real_cpupri_table_is_false_sharing_of_count_and_mask() {
     // `mask` points to, not the struct.
     let dir = scratch("real-cpupri");
     let obj = cc_object(&dir, &replica(), &["-DCPUMASK_OFFSTACK"]);
-    let text = std::fs::read_to_string(corpus("cpupri_vec.c2c.txt")).unwrap();
+    let text = std::fs::read_to_string(corpus("lkml_seed003_cpupri_vec.txt")).unwrap();
     let mut p = lineup::profile::import_c2c(&text).unwrap().remove(0);
     p.lines.retain(|l| l.address == 0xff14d42c400e3ec0);
     assert_eq!(p.lines.len(), 1);

@@ -3,7 +3,7 @@
  * with CONFIG_CPUMASK_OFFSTACK=y (cpumask_var_t is a pointer), 1816 bytes, cpupri at 184, pd at
  * 1808. Member types are reduced to their sizes and alignments (dl_bw 24, cpudl 24, irq_work 32,
  * cpupri_vec 16); tests/seed003.rs compiles it with `cc -g` and diagnoses the series' real c2c
- * tables (../shared/corpus/c2c/root_domain.c2c.txt) against it. */
+ * tables (lkml_seed003_root_domain.txt) against it. */
 typedef struct { int counter; } atomic_t;
 typedef struct { int raw_lock; } raw_spinlock_t;
 typedef unsigned long *cpumask_var_t;
