@@ -44,7 +44,7 @@
  * the order of all accesses, and so what a recording sees (who reads and writes which
  * level, how far each find scans, every line moving between the threads), is the same in
  * every run. For recording (tests/seed003.rs); it measures the hand-over, not contention.
- * With 2 threads F is then exactly ROUNDS.
+ * With 2 threads F is then exactly 2 x ROUNDS (each thread finds the other once a round).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
