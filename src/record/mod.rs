@@ -142,6 +142,9 @@ pub struct Built {
     pub bursts_ran: bool,
     /// Heap block sizes lineup could not type, with candidate types, by size.
     pub ambiguous_heap: Vec<(u64, Vec<String>)>,
+    /// What the runtime did differently from its settings (bursts stopped, a thread not
+    /// recorded, chunks lost), a sentence each: for standard error, and in the note.
+    pub warnings: Vec<String>,
 }
 
 /// The key the runtime aggregates by.
@@ -1053,10 +1056,11 @@ pub fn build(
             }
         ));
     }
-    if lost > 0 {
-        note.push_str(&format!(
-            "; {lost} chunks of the recording could not be written (disk full? descriptors exhausted?)"
-        ));
+    let warnings = runtime_warnings(&processes, lost);
+    for w in &warnings {
+        note.push_str("; ");
+        note.push_str(&w.to_uppercase()[..1]);
+        note.push_str(&w[1..]);
     }
     profile.provenance.note = Some(note);
 
@@ -1238,6 +1242,7 @@ pub fn build(
         bursts,
         bursts_ran: processes.iter().any(|p| p.bursts.is_some()),
         ambiguous_heap: ambiguous.into_iter().collect(),
+        warnings,
     })
 }
 
@@ -1496,6 +1501,42 @@ pub fn scalar_array_advice(tp: &crate::profile::TypeProfile, cls: u64) -> Option
          (aligned_alloc({cls}, n * size) or posix_memalign) {at}; `lineup diagnose --alloc {selector}` names the elements that share lines",
         tp.type_name
     ))
+}
+
+/// What the runtime did differently from its settings, from its notes and loss counts: a
+/// sentence each, said on standard error and in the profile's note.
+fn runtime_warnings(processes: &[trace::Process], lost: u64) -> Vec<String> {
+    use trace::RuntimeNote;
+    let mut out = Vec::new();
+    for p in processes {
+        for n in &p.notes {
+            out.push(match n {
+                RuntimeNote::BurstsOff(why) => format!(
+                    "process {}: recording every access without rewriting code (bursts off): {}",
+                    p.pid,
+                    why.reason()
+                ),
+                RuntimeNote::StrictSeccomp(thread) => format!(
+                    "process {}: {} entered seccomp strict mode: recorded until then, not after",
+                    p.pid,
+                    match thread {
+                        Some(t) => format!("thread {t}"),
+                        None => "a thread".to_string(),
+                    }
+                ),
+                RuntimeNote::Other(code) => {
+                    format!("process {}: runtime note {code} (a newer runtime?)", p.pid)
+                }
+            });
+        }
+    }
+    if lost > 0 {
+        out.push(format!(
+            "{lost} chunks of the recording could not be written (disk full? descriptors exhausted? a seccomp filter?): their accesses are missing from the counts"
+        ));
+    }
+    out.dedup();
+    out
 }
 
 #[cfg(test)]

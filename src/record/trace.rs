@@ -16,6 +16,7 @@ const CH_ALLOC: u32 = 5;
 const CH_END: u32 = 6;
 const CH_CRASH: u32 = 7;
 const CH_BURSTS: u32 = 8;
+const CH_NOTE: u32 = 10;
 const CH_HITS: u32 = 9;
 /// Runtime format version this reader understands.
 pub const RUNTIME_VERSION: u32 = 1;
@@ -158,12 +159,90 @@ pub struct Process {
     pub crash: Option<u32>,
     /// The file stopped inside a chunk.
     pub truncated: bool,
+    /// What the runtime did differently, and why (in the order written).
+    pub notes: Vec<RuntimeNote>,
+}
+
+/// Something the runtime did differently from its settings, and why (CH_NOTE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuntimeNote {
+    /// Bursts stopped (every call back in place, the rest recorded in full) or never
+    /// started, for this reason.
+    BurstsOff(BurstsOff),
+    /// A thread (by index; None: one the runtime had no state for) entered seccomp strict
+    /// mode: its recording was written then, its later accesses are not recorded.
+    StrictSeccomp(Option<u32>),
+    /// A code this lineup does not know (a newer runtime).
+    Other(u32),
+}
+
+/// Why bursts stopped, or never started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BurstsOff {
+    /// The program set SIGTRAP's disposition past the runtime's wrappers.
+    TrapTaken,
+    /// The program blocked SIGTRAP past the runtime's wrappers.
+    TrapBlocked,
+    /// The program changed the protection of its code (W^X hardening).
+    TextReprotected,
+    /// The program installed a seccomp filter.
+    SeccompFilter,
+    /// The program's code could not be made writable (a W^X policy).
+    TextNotWritable,
+    /// membarrier(SYNC_CORE) is refused: running code cannot be rewritten safely.
+    NoMembarrier,
+    /// The runtime's thread could not be started.
+    NoThread,
+}
+
+impl RuntimeNote {
+    fn from_code(code: u32, thread: u32) -> RuntimeNote {
+        use BurstsOff::*;
+        match code {
+            1 => RuntimeNote::BurstsOff(TrapTaken),
+            2 => RuntimeNote::BurstsOff(TrapBlocked),
+            3 => RuntimeNote::BurstsOff(TextReprotected),
+            4 => RuntimeNote::BurstsOff(SeccompFilter),
+            5 => RuntimeNote::StrictSeccomp((thread != u32::MAX).then_some(thread)),
+            6 => RuntimeNote::BurstsOff(TextNotWritable),
+            7 => RuntimeNote::BurstsOff(NoMembarrier),
+            8 => RuntimeNote::BurstsOff(NoThread),
+            other => RuntimeNote::Other(other),
+        }
+    }
+}
+
+impl BurstsOff {
+    /// Why, in words, for the profile's note and standard error.
+    pub fn reason(self) -> &'static str {
+        match self {
+            BurstsOff::TrapTaken => "the program set SIGTRAP's disposition itself",
+            BurstsOff::TrapBlocked => "the program blocked SIGTRAP with a raw system call",
+            BurstsOff::TextReprotected => "the program changed the protection of its own code",
+            BurstsOff::SeccompFilter => "the program entered seccomp mode (a filter, or strict)",
+            BurstsOff::TextNotWritable => "the program's code cannot be made writable (a W^X policy)",
+            BurstsOff::NoMembarrier => "membarrier(SYNC_CORE) is not available",
+            BurstsOff::NoThread => "the runtime could not start its thread",
+        }
+    }
 }
 
 impl Process {
     /// Everything was written: the end chunk is there, nothing is cut off.
     pub fn complete(&self) -> bool {
-        self.end.is_some() && !self.truncated && self.crash.is_none()
+        (self.end.is_some() || self.ended_in_strict_seccomp())
+            && !self.truncated
+            && self.crash.is_none()
+    }
+    /// No end chunk, because the process's last thread was in seccomp strict mode (it can
+    /// only write, read and exit): its recording was written when it entered, and the
+    /// rest of the process flushed as its threads ended.
+    pub fn ended_in_strict_seccomp(&self) -> bool {
+        self.end.is_none()
+            && self
+                .notes
+                .iter()
+                .any(|n| matches!(n, RuntimeNote::StrictSeccomp(_)))
     }
     pub fn thread_name(&self, index: u32) -> Option<&str> {
         self.threads
@@ -362,6 +441,9 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                 }
             }
             CH_CRASH if len >= 4 => p.crash = Some(u32_at(body, 0)),
+            CH_NOTE if len >= 8 => p
+                .notes
+                .push(RuntimeNote::from_code(u32_at(body, 0), u32_at(body, 4))),
             CH_HITS => {
                 need(16)?;
                 for r in body.chunks_exact(16) {
