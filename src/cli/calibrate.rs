@@ -212,9 +212,7 @@ pub fn run(args: Args) -> Result<()> {
     let cache = if args.no_cache || partial {
         None
     } else {
-        let dir = lineup::record::cc::cache_dir();
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| anyhow!("{}: cannot create the cache: {e}", dir.display()))?;
+        let dir = lineup::record::cc::checked_cache_dir().map_err(|e| anyhow!(e))?;
         let path = host::calibration_path(&dir, &key);
         let staged = super::output::Output::check("cache", &path)?;
         Some(staged)

@@ -210,10 +210,16 @@ impl ModelArgs {
     pub fn machine(&self) -> Result<MachineModel> {
         if self.machine == "host" {
             let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+            // The calibration comes from lineup's cache when there is one that only this
+            // user can have written; with none, from a path under /dev/null, which holds
+            // nothing (generic latencies).
+            let cache = lineup::record::cc::existing_cache_dir().map_err(|e| anyhow::anyhow!(e))?;
             return Ok(lineup::readers::host::host_machine(
                 std::path::Path::new("/sys"),
                 &cpuinfo,
-                &lineup::record::cc::cache_dir(),
+                cache
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new("/dev/null")),
             ));
         }
         if let Some(m) = machine::preset(&self.machine) {

@@ -192,18 +192,251 @@ pub fn arguments(
 }
 
 /// Where compiled runtimes are kept: `$LINEUP_CACHE_DIR`, `$XDG_CACHE_HOME/lineup`,
-/// `~/.cache/lineup`, or the temporary directory.
-pub fn cache_dir() -> PathBuf {
+/// `$HOME/.cache/lineup`, else `.cache/lineup` in the home directory of the user's passwd
+/// entry (`env -i`, systemd units and containers often have no HOME). Never a shared
+/// directory: a runtime found in the temporary directory, where any local user can put one,
+/// would be linked into the program (and run as whoever runs it). Err (one line) when none
+/// of these names a directory.
+pub fn cache_dir() -> Result<PathBuf, String> {
     if let Some(d) = std::env::var_os("LINEUP_CACHE_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
+        return Ok(PathBuf::from(d));
     }
     if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d).join("lineup");
+        return Ok(PathBuf::from(d).join("lineup"));
     }
     if let Some(h) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(h).join(".cache/lineup");
+        return Ok(PathBuf::from(h).join(".cache/lineup"));
     }
-    std::env::temp_dir().join("lineup-cache")
+    let uid = euid();
+    match passwd(uid) {
+        Some((_, home)) if home.is_absolute() => Ok(home.join(".cache/lineup")),
+        _ => Err(format!(
+            "lineup's cache: no LINEUP_CACHE_DIR, XDG_CACHE_HOME or HOME, and no home directory for {} in the user database: set LINEUP_CACHE_DIR to a directory of your own",
+            who(uid)
+        )),
+    }
+}
+
+/// [`cache_dir`], created when missing (mode 0700) and checked: a directory of this user's
+/// that no one else can write ([`trusted`]).
+pub fn checked_cache_dir() -> Result<PathBuf, String> {
+    let dir = cache_dir()?;
+    private_dir(&dir)?;
+    Ok(dir)
+}
+
+/// [`cache_dir`] when it exists, checked as [`checked_cache_dir`] does, for readers of the
+/// cache (`--machine host`'s calibration): None when there is no cache, Err when there is
+/// one that someone else could have written.
+pub fn existing_cache_dir() -> Result<Option<PathBuf>, String> {
+    let Ok(dir) = cache_dir() else {
+        return Ok(None);
+    };
+    match std::fs::metadata(&dir) {
+        Ok(meta) if meta.is_dir() => {
+            trusted(&dir, &meta, "lineup's cache directory")?;
+            Ok(Some(dir))
+        }
+        Ok(_) => Err(format!(
+            "{}: lineup's cache is not a directory: set LINEUP_CACHE_DIR to a directory of your own",
+            dir.display()
+        )),
+        Err(_) => Ok(None),
+    }
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The user name and home directory of `uid` from the user database (getpwuid_r).
+fn passwd(uid: u32) -> Option<(String, PathBuf)> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf: Vec<libc::c_char> = vec![0; 1024];
+    loop {
+        // SAFETY: passwd is plain data (integers and pointers) for which all-zero is valid.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the call, buf for buf.len() bytes; on success
+        // pwd's strings point into buf, which outlives their use below.
+        let rc =
+            unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 2, 0);
+            continue;
+        }
+        if rc != 0 || found.is_null() {
+            return None;
+        }
+        let text = |p: *const libc::c_char| {
+            if p.is_null() {
+                &[][..]
+            } else {
+                // SAFETY: getpwuid_r filled p with a NUL-terminated string inside buf.
+                unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes()
+            }
+        };
+        let name = String::from_utf8_lossy(text(pwd.pw_name)).into_owned();
+        let home = PathBuf::from(std::ffi::OsStr::from_bytes(text(pwd.pw_dir)));
+        return Some((name, home));
+    }
+}
+
+/// "uid 65534 (nobody)", for messages.
+fn who(uid: u32) -> String {
+    match passwd(uid) {
+        Some((name, _)) if !name.is_empty() => format!("uid {uid} ({name})"),
+        _ => format!("uid {uid} (no user name)"),
+    }
+}
+
+/// A cache directory or file lineup may use: owned by the user running lineup (its
+/// effective uid) and writable by no one else. Err names the path, its owner or mode, and
+/// what to do.
+fn trusted(path: &Path, meta: &std::fs::Metadata, what: &str) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = euid();
+    if meta.uid() != me {
+        return Err(format!(
+            "{}: {what} is owned by {}, not by {} running lineup: refusing to use it; set LINEUP_CACHE_DIR to a directory of your own",
+            path.display(),
+            who(meta.uid()),
+            who(me)
+        ));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        let by = match (mode & 0o020 != 0, mode & 0o002 != 0) {
+            (true, true) => "its group and others",
+            (true, false) => "its group",
+            _ => "others",
+        };
+        return Err(format!(
+            "{}: {what} is writable by {by} (mode {mode:04o}): refusing to use it; `chmod go-w` it or set LINEUP_CACHE_DIR to a directory of your own",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Creates `dir` (and missing parents) with mode 0700 when missing, then checks it.
+fn private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| {
+            format!(
+                "{}: cannot create lineup's cache: {e}; set LINEUP_CACHE_DIR to a directory of your own",
+                dir.display()
+            )
+        })?;
+    let meta = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !meta.is_dir() {
+        return Err(format!(
+            "{}: lineup's cache is not a directory: set LINEUP_CACHE_DIR to a directory of your own",
+            dir.display()
+        ));
+    }
+    trusted(dir, &meta, "lineup's cache directory")
+}
+
+/// A file of the cache: Ok(true) when it is there and [`trusted`], Ok(false) when it is
+/// not there. Opened without following a symbolic link (and without waiting on a FIFO).
+fn cached(path: &Path, what: &str) -> Result<bool, String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    match opened {
+        Ok(f) => {
+            let meta = f
+                .metadata()
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            if !meta.is_file() {
+                return Err(format!(
+                    "{}: {what} is not a regular file: refusing to use it; remove it or set LINEUP_CACHE_DIR to a directory of your own",
+                    path.display()
+                ));
+            }
+            trusted(path, &meta, what)?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            let owner = std::fs::symlink_metadata(path)
+                .map(|m| format!(" owned by {}", who(m.uid())))
+                .unwrap_or_default();
+            Err(format!(
+                "{}: {what} is a symbolic link{owner}: refusing to follow it; remove it or set LINEUP_CACHE_DIR to a directory of your own",
+                path.display()
+            ))
+        }
+        Err(e) => Err(format!("{}: cannot open {what}: {e}", path.display())),
+    }
+}
+
+/// Writes a new file (mode 0600) that must not exist yet.
+fn write_new(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .map_err(|e| format!("{}: cannot write: {e}", path.display()))
+}
+
+/// A directory of this process's own inside a cache directory (created exclusively, mode
+/// 0700), where the compiler writes what then is renamed into the cache; removed on drop.
+struct Staging(PathBuf);
+
+impl Staging {
+    fn new(dir: &Path) -> Result<Staging, String> {
+        use std::os::unix::fs::DirBuilderExt;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let mut last = None;
+        for attempt in 0..16u32 {
+            let path = dir.join(format!(
+                ".staging-{}-{nanos:08x}-{attempt}",
+                std::process::id()
+            ));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(Staging(path)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(format!("{}: cannot create: {e}", path.display())),
+            }
+        }
+        Err(format!(
+            "{}: cannot create a staging directory: {}",
+            dir.display(),
+            last.map(|e| e.to_string()).unwrap_or_default()
+        ))
+    }
+
+    /// Moves the compiler's output `name` into the cache as `to` (mode 0600).
+    fn install(&self, name: &str, to: &Path) -> Result<(), String> {
+        use std::os::unix::fs::PermissionsExt;
+        let from = self.0.join(name);
+        std::fs::set_permissions(&from, std::fs::Permissions::from_mode(0o600))
+            .and_then(|()| std::fs::rename(&from, to))
+            .map_err(|e| format!("{}: cannot write: {e}", to.display()))
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn fnv(parts: &[&[u8]]) -> u64 {
@@ -219,11 +452,11 @@ fn fnv(parts: &[&[u8]]) -> u64 {
     h
 }
 
-/// The runtime compiled by `compiler`, from the cache or compiled now (atomically: a
-/// temporary file renamed into place).
+/// The runtime compiled by `compiler`, from the cache ([`checked_cache_dir`]; a cached
+/// object must be a regular file of this user's that no one else can write) or compiled now
+/// (in a staging directory of this process's own, then renamed into place).
 pub fn runtime_object(compiler: &str, family: Family) -> Result<PathBuf, String> {
-    let dir = cache_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    let dir = checked_cache_dir()?;
     let version = Command::new(compiler)
         .arg("--version")
         .output()
@@ -231,14 +464,12 @@ pub fn runtime_object(compiler: &str, family: Family) -> Result<PathBuf, String>
         .unwrap_or_default();
     let key = fnv(&[RUNTIME_SOURCE.as_bytes(), compiler.as_bytes(), &version]);
     let obj = dir.join(format!("lineup_rt-{key:016x}.o"));
-    if obj.is_file() {
+    if cached(&obj, "the cached runtime")? {
         return Ok(obj);
     }
-    let unique = format!("{}-{}", std::process::id(), key);
-    let src = dir.join(format!("lineup_rt-{unique}.c"));
-    std::fs::write(&src, RUNTIME_SOURCE)
-        .map_err(|e| format!("{}: cannot write: {e}", src.display()))?;
-    let tmp = dir.join(format!("lineup_rt-{unique}.o.tmp"));
+    let stage = Staging::new(&dir)?;
+    let src = stage.0.join("lineup_rt.c");
+    write_new(&src, RUNTIME_SOURCE.as_bytes())?;
     let mut cmd = Command::new(compiler);
     cmd.args([
         "-x",
@@ -255,13 +486,14 @@ pub fn runtime_object(compiler: &str, family: Family) -> Result<PathBuf, String>
     if family == Family::Gcc {
         cmd.arg("-fno-tree-loop-distribute-patterns");
     }
-    cmd.arg("-c").arg(&src).arg("-o").arg(&tmp);
+    cmd.arg("-c")
+        .arg(&src)
+        .arg("-o")
+        .arg(stage.0.join("lineup_rt.o"));
     let out = cmd
         .output()
         .map_err(|e| format!("{compiler}: cannot run: {e}"))?;
-    let _ = std::fs::remove_file(&src);
     if !out.status.success() {
-        let _ = std::fs::remove_file(&tmp);
         let err = String::from_utf8_lossy(&out.stderr);
         let first = err
             .lines()
@@ -271,43 +503,43 @@ pub fn runtime_object(compiler: &str, family: Family) -> Result<PathBuf, String>
             "{compiler}: cannot compile lineup's runtime: {first}"
         ));
     }
-    std::fs::rename(&tmp, &obj).map_err(|e| format!("{}: cannot write: {e}", obj.display()))?;
+    stage.install("lineup_rt.o", &obj)?;
     Ok(obj)
 }
 
 /// gcc's `-fsanitize=thread` link line asks for `libtsan_preinit.o` and `-ltsan`; this
-/// directory has empty stand-ins for both.
+/// directory has empty stand-ins for both. gcc also looks in a `-B` directory for the
+/// programs it runs, so the directory is checked as the cache is, and so are both files.
 pub fn gcc_stub_dir(compiler: &str) -> Result<PathBuf, String> {
-    let dir = cache_dir().join("gcc-stubs");
+    let dir = checked_cache_dir()?.join("gcc-stubs");
+    private_dir(&dir)?;
     let archive = dir.join("libtsan.a");
     let preinit = dir.join("libtsan_preinit.o");
-    if archive.is_file() && preinit.is_file() {
+    let have_archive = cached(&archive, "gcc's stand-in libtsan.a")?;
+    let have_preinit = cached(&preinit, "gcc's stand-in libtsan_preinit.o")?;
+    if have_archive && have_preinit {
         return Ok(dir);
     }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
-    let unique = std::process::id();
-    let tmp_a = dir.join(format!("libtsan.a.{unique}"));
-    std::fs::write(&tmp_a, b"!<arch>\n")
-        .map_err(|e| format!("{}: cannot write: {e}", tmp_a.display()))?;
-    std::fs::rename(&tmp_a, &archive)
-        .map_err(|e| format!("{}: cannot write: {e}", archive.display()))?;
-    let src = dir.join(format!("empty-{unique}.c"));
-    std::fs::write(&src, "/* stands in for gcc's libtsan_preinit.o */\n")
-        .map_err(|e| format!("{}: cannot write: {e}", src.display()))?;
-    let tmp_o = dir.join(format!("libtsan_preinit.o.{unique}"));
-    let out = Command::new(compiler)
-        .args(["-x", "c", "-c"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&tmp_o)
-        .output()
-        .map_err(|e| format!("{compiler}: cannot run: {e}"))?;
-    let _ = std::fs::remove_file(&src);
-    if !out.status.success() {
-        return Err(format!("{compiler}: cannot compile an empty file"));
+    let stage = Staging::new(&dir)?;
+    if !have_archive {
+        write_new(&stage.0.join("libtsan.a"), b"!<arch>\n")?;
+        stage.install("libtsan.a", &archive)?;
     }
-    std::fs::rename(&tmp_o, &preinit)
-        .map_err(|e| format!("{}: cannot write: {e}", preinit.display()))?;
+    if !have_preinit {
+        let src = stage.0.join("empty.c");
+        write_new(&src, b"/* stands in for gcc's libtsan_preinit.o */\n")?;
+        let out = Command::new(compiler)
+            .args(["-x", "c", "-c"])
+            .arg(&src)
+            .arg("-o")
+            .arg(stage.0.join("libtsan_preinit.o"))
+            .output()
+            .map_err(|e| format!("{compiler}: cannot run: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("{compiler}: cannot compile an empty file"));
+        }
+        stage.install("libtsan_preinit.o", &preinit)?;
+    }
     Ok(dir)
 }
 
