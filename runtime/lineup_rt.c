@@ -267,6 +267,9 @@ struct tstate {
 /* The site table of a disabled state: no entry matches (a tag is never 0), so every access
  * takes the miss path. */
 static struct site g_no_sites[1u << SITES_BITS];
+/* Another empty table: a thread whose `sites` point here is asked to write what it has
+ * buffered (periodic_flush), and then points them back at its own. */
+static struct site g_flush_sites[1u << SITES_BITS];
 static struct tstate g_off = {.stk_lo = 0, .stk_size = ~(uintptr_t)0, .sites = g_no_sites};
 /* initial-exec: the runtime is linked into the executable, and a general-dynamic access
  * (a call to __tls_get_addr, even when the linker relaxes it) makes every hook set up a
@@ -962,8 +965,9 @@ static uintptr_t g_text_lo, g_text_hi; /* the program's executable segments */
 #define TEXT_SEGS 4
 static uintptr_t g_seg_lo[TEXT_SEGS], g_seg_hi[TEXT_SEGS];
 static int g_seg_prot[TEXT_SEGS], g_nsegs;
-static volatile int g_wake;          /* futex: set to stop the patcher's sleep */
-static volatile int g_patcher_tid;   /* the patcher's tid; the kernel clears it at its exit */
+static volatile int g_kick;          /* futex: changed to end the runtime thread's sleep */
+static volatile int g_thread_exit;   /* the runtime thread is asked to end */
+static volatile int g_patcher_tid;   /* the runtime thread's tid; the kernel clears it at its exit */
 static long (*real_syscall)(long, ...);
 static int (*real_mprotect)(void *, size_t, int);
 static int (*real_prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
@@ -1187,7 +1191,7 @@ static int stop_locked(uint32_t code) {
     if (back)
         stopped_at();
     g_patch_ok = 0;
-    note_emit(code, 0);
+    note_emit(code, ~0u);
     return back;
 }
 
@@ -1209,11 +1213,18 @@ static void bursts_stop(uint32_t code) {
         return;
     uint64_t old = plock_blocked();
     stop_locked(code);
-    punlock();
-    __atomic_store_n(&g_wake, 1, __ATOMIC_RELEASE);
-    rsys(SYS_futex, (long)&g_wake, FUTEX_WAKE_PRIVATE, 1, 0, 0);
+    punlock_restore(old);
+}
+
+/* The runtime's thread ended, and waited for (a while at most): before a seccomp filter
+ * that could kill the process for one of its system calls. */
+static void thread_stop(void) {
+    if (!g_patcher_tid)
+        return;
+    __atomic_store_n(&g_thread_exit, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&g_kick, 1, __ATOMIC_ACQ_REL);
+    rsys(SYS_futex, (long)&g_kick, FUTEX_WAKE_PRIVATE, 1, 0, 0);
     wait_patcher_gone();
-    restore_mask(old);
 }
 
 /* A hook's first call from `pc` (its return address) on some thread: remember the call if
@@ -1260,11 +1271,37 @@ static void psite_register(uintptr_t pc) {
     punlock_restore(old);
 }
 
-/* The patcher's sleep: ends early when bursts_stop wakes it. */
+/* The runtime thread's sleep: ends early when thread_stop kicks it. */
 static void patcher_sleep(uint64_t ns) {
     struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-    if (!__atomic_load_n(&g_wake, __ATOMIC_ACQUIRE))
-        rsys(SYS_futex, (long)&g_wake, FUTEX_WAIT_PRIVATE, 0, (long)&ts, 0);
+    int kick = __atomic_load_n(&g_kick, __ATOMIC_ACQUIRE);
+    if (!g_thread_exit)
+        rsys(SYS_futex, (long)&g_kick, FUTEX_WAIT_PRIVATE, kick, (long)&ts, 0);
+}
+
+/* Every thread is asked to write what it has buffered, at 1 s, 2 s, 4 s, ... (then every
+ * 64 s) into the run: a process killed by SIGKILL keeps all but the last stretch, and a
+ * long run writes its counts a few times over, not once a second. */
+#define FLUSH_FIRST_NS 1000000000ull
+#define FLUSH_MAX_NS (64ull * 1000000000ull)
+static void flush_tick(void) {
+    static uint64_t next, gap = FLUSH_FIRST_NS;
+    uint64_t now = now_ns();
+    if (!next)
+        next = g_ns_start + gap;
+    if (now < next)
+        return;
+    gap = gap * 2 < FLUSH_MAX_NS ? gap * 2 : FLUSH_MAX_NS;
+    next = now + gap;
+    lock();
+    if (!g_finished)
+        for (struct tstate *t = g_threads; t; t = t->next)
+            if (!t->dead) {
+                struct site *own = t->site_table;
+                __atomic_compare_exchange_n(&t->sites, &own, g_flush_sites, 0,
+                                            __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+            }
+    unlock();
 }
 
 /* Threads of the process, from /proc/self/stat (field 20); 0 if it cannot be read. */
@@ -1310,18 +1347,16 @@ static void patcher_alone(void) {
 
 static int trap_is_ours(void);
 
-/* The runtime's own thread: not a pthread (raw clone, its own small TLS block, every
- * signal blocked), so glibc never counts it among the program's threads: the program ends
- * when its last thread does, whether by exit, pthread_exit or a bare SYS_exit. */
-static int patcher(void *arg) {
-    (void)arg;
-    rsys(SYS_prctl, PR_SET_NAME, (long)"lineup-bursts", 0, 0, 0);
+static void bursts_loop(void) {
     /* The first window lasts the warm-up: a run shorter than it is recorded in full. */
     uint64_t on = g_warmup_us > g_on_us ? g_warmup_us : g_on_us;
     for (;;) {
         patcher_sleep(on * 1000);
         on = g_on_us;
+        if (g_thread_exit)
+            break;
         patcher_alone();
+        flush_tick();
         plock();
         if (g_finished || !g_patch_ok) {
             punlock();
@@ -1350,6 +1385,7 @@ static int patcher(void *arg) {
         punlock();
         patcher_sleep((g_period_us - g_on_us) * 1000);
         patcher_alone();
+        flush_tick();
         plock();
         if (g_finished || !g_patch_ok) {
             punlock();
@@ -1360,7 +1396,7 @@ static int patcher(void *arg) {
             /* The program took SIGTRAP past the wrappers while the jumps were in: they stay
              * (the trampolines count every execution; one in TRAMP_SAMPLE is recorded). */
             g_patch_ok = 0;
-            note_emit(trap_is_ours() ? NOTE_NOPATCH : NOTE_TRAP, 0);
+            note_emit(trap_is_ours() ? NOTE_NOPATCH : NOTE_TRAP, ~0u);
             punlock();
             break;
         }
@@ -1369,6 +1405,25 @@ static int patcher(void *arg) {
         g_armed_since_ns = t0 + (t1 - t0) / 2;
         g_switch_ns += t1 - t0;
         punlock();
+    }
+}
+
+/* The runtime's own thread: rewrites sites between windows (bursts), asks threads to flush
+ * now and then, and ends the process when it is the last thread. Not a pthread (raw clone,
+ * its own small TLS block, every signal blocked), so glibc never counts it among the
+ * program's threads: the program ends when its last thread does, whether by exit,
+ * pthread_exit or a bare SYS_exit. */
+static int runtime_thread(void *arg) {
+    (void)arg;
+    rsys(SYS_prctl, PR_SET_NAME, (long)(g_bursts ? "lineup-bursts" : "lineup-flush"), 0, 0, 0);
+    if (g_bursts)
+        bursts_loop();
+    while (!g_thread_exit && !g_finished) {
+        patcher_sleep(100000000);
+        if (g_thread_exit)
+            break;
+        patcher_alone();
+        flush_tick();
     }
     return 0;
 }
@@ -1462,6 +1517,7 @@ static void bursts_emit(void) {
 /* After fork: only the forking thread lives on (the patcher is not copied); every call
  * back in place (no other thread runs: plain stores do), and the child recorded in full. */
 static uint64_t g_fork_mask;
+static int g_fork_locked;
 static void bursts_child(void) {
     g_plock = 0;
     if (g_bursts) {
@@ -1476,19 +1532,25 @@ static void bursts_child(void) {
         g_armed = 1;
         g_bursts = 0;
         g_patch_ok = 0;
-        g_patcher_tid = 0;
     }
-    restore_mask(g_fork_mask);
+    g_patcher_tid = 0; /* the runtime's thread is not copied */
+    if (g_fork_locked) {
+        g_fork_locked = 0;
+        restore_mask(g_fork_mask);
+    }
 }
 static void bursts_prepare(void) {
     if (g_bursts) {
         uint64_t old = plock_blocked();
         g_fork_mask = old;
+        g_fork_locked = 1;
     }
 }
 static void bursts_parent(void) {
-    if (g_bursts)
+    if (g_fork_locked) {
+        g_fork_locked = 0;
         punlock_restore(g_fork_mask);
+    }
 }
 
 static int text_range_cb(struct dl_phdr_info *info, size_t size, void *data) {
@@ -1517,7 +1579,7 @@ static int text_range_cb(struct dl_phdr_info *info, size_t size, void *data) {
 /* Records why bursts never started, once the output exists. */
 static uint32_t g_bursts_unavailable;
 
-static void bursts_init(void) {
+static void bursts_setup(void) {
     real_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
     real_mprotect = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "mprotect");
     real_prctl = (int (*)(int, unsigned long, unsigned long, unsigned long, unsigned long))dlsym(
@@ -1600,29 +1662,37 @@ static void bursts_init(void) {
     g_period_us = period;
     g_warmup_us = warmup;
     g_run_start_ns = g_armed_since_ns = now_ns();
-    /* The patcher's stack and thread-pointer block: the block below the thread pointer is
-     * large and zero, so that whatever glibc code it runs finds its TLS reads harmless. */
+    g_patch_ok = 1;
+    g_bursts = 1;
+    pthread_atfork(bursts_prepare, bursts_parent, bursts_child);
+}
+
+/* The runtime's thread, in every mode. Its stack and thread-pointer block: the block below
+ * the thread pointer is large and zero, so that whatever glibc code it runs finds its TLS
+ * reads harmless. */
+static int thread_start(void) {
     size_t stack = 256u << 10, tlsb = 1u << 20;
     char *mem = map(stack + tlsb + 4096);
-    if (!mem) {
-        g_bursts_unavailable = NOTE_NOTHREAD;
-        return;
-    }
+    if (!mem)
+        return 0;
     uintptr_t *tcb = (uintptr_t *)(mem + stack + tlsb);
     tcb[0] = (uintptr_t)tcb; /* tcbhead_t: tcb, dtv, self, ..., stack guard at 0x28 */
     tcb[2] = (uintptr_t)tcb;
     __asm__("mov %%fs:0x28, %0" : "=r"(tcb[5]));
-    g_patch_ok = 1;
-    g_bursts = 1;
-    pthread_atfork(bursts_prepare, bursts_parent, bursts_child);
-    uint64_t old = block_all(); /* the patcher starts with every signal blocked */
-    int tid = clone(patcher, mem + stack,
+    uint64_t old = block_all(); /* the thread starts with every signal blocked */
+    int tid = clone(runtime_thread, mem + stack,
                     CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
                         CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID |
                         CLONE_CHILD_CLEARTID,
                     0, &g_patcher_tid, tcb, &g_patcher_tid);
     restore_mask(old);
-    if (tid <= 0) {
+    return tid > 0;
+}
+
+static void bursts_init(void) {
+    bursts_setup();
+    if (!thread_start() && g_bursts) {
+        /* Nothing rewritten yet: every call is in place. */
         g_patch_ok = 0;
         g_bursts = 0;
         g_bursts_unavailable = NOTE_NOTHREAD;
@@ -1723,8 +1793,10 @@ static void before_syscall(long n, long a, long b, long c) {
     else if ((n == SYS_mprotect || n == SYS_pkey_mprotect) && touches_code((uintptr_t)a, (size_t)b))
         bursts_stop(NOTE_TEXT);
     else if ((n == SYS_seccomp && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER)) ||
-             (n == SYS_prctl && a == PR_SET_SECCOMP))
+             (n == SYS_prctl && a == PR_SET_SECCOMP)) {
         bursts_stop(NOTE_SECCOMP);
+        thread_stop();
+    }
     (void)c;
 }
 
@@ -1734,8 +1806,7 @@ EXPORT long syscall(long n, ...) {
     long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
     long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
     va_end(ap);
-    if (g_bursts)
-        before_syscall(n, a, b, c);
+    before_syscall(n, a, b, c);
     if (n == SYS_seccomp && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))
         seccomp_enter(a == SECCOMP_SET_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_FILTER);
     else if (n == SYS_prctl && a == PR_SET_SECCOMP)
@@ -1760,8 +1831,8 @@ EXPORT int prctl(int option, ...) {
     unsigned long c = va_arg(ap, unsigned long), d = va_arg(ap, unsigned long);
     va_end(ap);
     if (option == PR_SET_SECCOMP) {
-        if (g_bursts)
-            bursts_stop(NOTE_SECCOMP);
+        bursts_stop(NOTE_SECCOMP);
+        thread_stop();
         seccomp_enter((long)a);
     }
     if (!real_prctl)
@@ -1777,6 +1848,7 @@ static void psite_register(uintptr_t pc) { (void)pc; }
 static void hits_emit(struct tstate *t) { (void)t; }
 static void bursts_emit(void) {}
 static void bursts_init(void) {}
+static int thread_start(void) { return 0; }
 static void bursts_child(void) {}
 static void bursts_prepare(void) {}
 static void bursts_parent(void) {}
@@ -1804,9 +1876,13 @@ static void final_flush_spins(int crash_signal, int spins) {
         t->stk_size = ~(uintptr_t)0;
         t->sites = g_no_sites;
     }
-    /* Let a thread that is inside a hook finish it. */
+    /* Let a thread that is inside a hook finish it, and one writing its buffers (a full
+     * table, or a periodic flush) finish that, a while at most. */
     for (int i = 0; i < 3; i++)
         sched_yield();
+    for (struct tstate *t = g_threads; t; t = t->next)
+        for (int i = 0; t != self && (t->slow & SLOW_BUSY) && i < 20000; i++)
+            sched_yield();
     for (struct tstate *t = g_threads; t; t = t->next)
         if (!t->dead) {
             t->dead = 1;
@@ -1919,7 +1995,7 @@ static void note_emit(uint32_t code, uint32_t thread) {
  * is written now, and its later accesses are not recorded (a note says so). A filter may
  * deny the runtime's open: a descriptor of the file is kept, on a high number, for chunks
  * that cannot open it; what still cannot be written is counted, and lineup says so. */
-static void seccomp_enter(long mode) {
+__attribute__((unused)) static void seccomp_enter(long mode) {
     struct tstate *t = tls;
     if (!g_enabled || g_finished || (uint32_t)getpid() != g_pid)
         return;
@@ -2041,6 +2117,7 @@ static void fork_child(void) {
         keep->dead = 0;
         g_threads = keep;
     }
+    thread_start(); /* the child's own: periodic flushes, and its end when last */
 }
 
 static uint64_t env_u64(const char *name, uint64_t dflt) {
@@ -2340,12 +2417,38 @@ static inline __attribute__((always_inline)) void count_at(struct tstate *t, str
 
 /* Everything the site cache did not answer: a thread's first access, a new site or line, a
  * line whose sharing state changed, --sample N, a thread busy writing. */
+/* What the thread has buffered, written now (the runtime's thread asked, by pointing the
+ * thread's site cache at the empty table so that its next access comes here): a program
+ * killed by SIGKILL or the OOM killer keeps what its threads had recorded until then. */
+static __attribute__((noinline)) void periodic_flush(struct tstate *t) {
+    if (t->slow & SLOW_BUSY) {
+        t->dropped++;
+        return;
+    }
+    t->slow |= SLOW_BUSY;
+    flush_agg(t);
+    flush_sum(t);
+    flush_trace(t);
+    flush_allocs(t);
+    hits_emit(t); /* cumulative: lineup keeps the last (largest) per site */
+    /* Back to its own table, unless the final flush disabled the thread meanwhile. */
+    struct site *want = g_flush_sites;
+    __atomic_compare_exchange_n(&t->sites, &want, t->site_table, 0, __ATOMIC_RELEASE,
+                                __ATOMIC_RELAXED);
+    t->slow &= ~SLOW_BUSY;
+}
+
 static __attribute__((noinline)) void rec_slow(struct tstate *t, uintptr_t a, uint32_t info,
                                                uintptr_t pc) {
     if (!t) {
         t = thread_init();
         if (a - t->stk_lo < t->stk_size)
             return;
+    }
+    if (UNLIKELY(t->sites == g_flush_sites)) {
+        periodic_flush(t);
+        if (t->sites == g_flush_sites)
+            return; /* busy writing: not counted, as any access while it writes */
     }
     if (UNLIKELY(t->slow)) {
         if (t->slow & SLOW_BUSY) {

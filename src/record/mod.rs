@@ -1530,6 +1530,20 @@ fn runtime_warnings(processes: &[trace::Process], lost: u64) -> Vec<String> {
             });
         }
     }
+    for p in processes {
+        // A crash is said by the caller (it knows the signal); an ending nobody saw is not.
+        if !p.complete() && p.crash.is_none() {
+            out.push(format!(
+                "process {} {}: accesses after its last flush are missing (killed by SIGKILL? a full disk? a seccomp filter?)",
+                p.pid,
+                if p.truncated {
+                    "left its recording cut off"
+                } else {
+                    "ended without the runtime's final flush"
+                }
+            ));
+        }
+    }
     if lost > 0 {
         out.push(format!(
             "{lost} chunks of the recording could not be written (disk full? descriptors exhausted? a seccomp filter?): their accesses are missing from the counts"

@@ -483,6 +483,16 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
         return Err(bad("empty recording".into()));
     }
     merge_counted(&mut p.counted);
+    // A thread's executions between windows are cumulative: periodic flushes write them
+    // again, and the last (the largest) is the count.
+    p.hits.sort_unstable();
+    p.hits.dedup_by(|later, kept| {
+        let same = later.0 == kept.0 && later.1 == kept.1;
+        if same {
+            kept.2 = kept.2.max(later.2);
+        }
+        same
+    });
     Ok(p)
 }
 
@@ -697,6 +707,47 @@ mod tests {
         let mut bad = header();
         bad.extend(chunk(CH_HITS, 3, 2, &words(&[0x4010, 70, 0x4020])));
         assert!(parse(&bad, Path::new("x")).is_err());
+    }
+
+    #[test]
+    fn hits_written_again_by_a_periodic_flush_count_once() {
+        let words = |v: &[u64]| v.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+        let mut f = header();
+        // Thread 3 flushed at 1 s (70 and 5 so far), then at its end (90 and 5); thread 4 once.
+        f.extend(chunk(CH_HITS, 3, 2, &words(&[0x4010, 70, 0x4020, 5])));
+        f.extend(chunk(CH_HITS, 4, 1, &words(&[0x4010, 7])));
+        f.extend(chunk(CH_HITS, 3, 2, &words(&[0x4010, 90, 0x4020, 5])));
+        let p = parse(&f, Path::new("x")).unwrap();
+        assert_eq!(p.hits, vec![(3, 0x4010, 90), (3, 0x4020, 5), (4, 0x4010, 7)]);
+    }
+
+    #[test]
+    fn runtime_notes_are_read_and_strict_mode_is_an_ending() {
+        let note = |code: u32, thread: u32| {
+            let mut b = code.to_le_bytes().to_vec();
+            b.extend_from_slice(&thread.to_le_bytes());
+            b.extend_from_slice(&99u64.to_le_bytes());
+            chunk(CH_NOTE, thread, 1, &b)
+        };
+        let mut f = header();
+        f.extend(note(3, u32::MAX));
+        f.extend(note(5, 2));
+        f.extend(note(77, u32::MAX));
+        let p = parse(&f, Path::new("x")).unwrap();
+        assert_eq!(
+            p.notes,
+            vec![
+                RuntimeNote::BurstsOff(BurstsOff::TextReprotected),
+                RuntimeNote::StrictSeccomp(Some(2)),
+                RuntimeNote::Other(77)
+            ]
+        );
+        // No end chunk, but the last thread was in strict mode: complete.
+        assert!(p.end.is_none() && p.complete());
+        // Without the strict-mode note the same file is partial.
+        let mut g = header();
+        g.extend(note(3, u32::MAX));
+        assert!(!parse(&g, Path::new("x")).unwrap().complete());
     }
 
     #[test]
