@@ -7,7 +7,13 @@
 //! - a symlink is followed, and its target written (the link stays a link);
 //! - character devices, FIFOs, sockets and `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` are
 //!   written straight through, never renamed over;
-//! - directories and block devices are refused.
+//! - directories and block devices are refused, and so is a path that can only name one
+//!   (`new/`, `dir/.`), before any work rather than when the rename fails;
+//! - `-` is standard output.
+//!
+//! The temporary name fits NAME_MAX whatever the target's name (that name's start, truncated,
+//! then lineup's tag), so that every name the directory accepts can be written; a name the
+//! directory cannot hold is refused by the check.
 //!
 //! Commands check all their output paths with [`Output::check`] before doing any work (before a
 //! program is recorded, a benchmark run, a file parsed), and write them with [`commit`], which
@@ -54,6 +60,11 @@ impl Output {
         let fail = |what: String| anyhow!("{}: {what} ({flag})", path.display());
         if path.as_os_str().is_empty() {
             bail!("{flag}: an empty path");
+        }
+        if names_a_directory(path) {
+            return Err(fail(
+                "names a directory (it ends in '/', '.' or '..'), not a file".into(),
+            ));
         }
         if let Some(fd) = descriptor_of(path) {
             // SAFETY: fcntl(F_GETFD) only asks whether the descriptor is open.
@@ -103,6 +114,14 @@ impl Output {
                     dir.display()
                 )));
             }
+            let len = real.file_name().map_or(0, |n| n.len());
+            let max = name_max(&dir);
+            if len > max {
+                return Err(fail(format!(
+                    "file name too long ({len} bytes; {} takes at most {max})",
+                    dir.display()
+                )));
+            }
         } else if let Target::Through(p) = &target
             && !writable(p)
         {
@@ -113,6 +132,11 @@ impl Output {
             shown,
             target,
         })
+    }
+
+    /// Written through a temporary file renamed into place (not a device, pipe or socket).
+    pub fn is_replaced_file(&self) -> bool {
+        matches!(self.target, Target::Replace(_))
     }
 
     /// The path as the user gave it.
@@ -217,22 +241,25 @@ struct Staged {
 
 impl Staged {
     fn write(target: &Path, fill: &mut Fill<'_>) -> std::io::Result<Staged> {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
         let dir = parent_dir(target);
         let base = target
             .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
+            .map(|n| n.as_bytes().to_vec())
             .unwrap_or_default();
+        let max = name_max(&dir);
         // Hidden, tagged with lineup, the pid and a counter, and created with O_EXCL: a user's
-        // `data.json.partial` can neither be overwritten nor removed by it.
+        // `data.json.partial` can neither be overwritten nor removed by it. The target's name
+        // is cut short where the whole would pass NAME_MAX (a 250-byte name is valid, and
+        // `.NAME.lineup-...` would not be).
         for attempt in 0..100u32 {
-            let mut name = OsString::from(".");
-            name.push(&base);
-            name.push(format!(
-                ".lineup-{}-{}-{attempt}.tmp",
-                std::process::id(),
-                nonce()
-            ));
-            let path = dir.join(name);
+            let tag = format!(".lineup-{}-{:x}-{attempt}.tmp", std::process::id(), nonce());
+            let keep = base.len().min(max.saturating_sub(1 + tag.len()));
+            let mut name = Vec::with_capacity(1 + keep + tag.len());
+            name.push(b'.');
+            name.extend_from_slice(&base[..keep]);
+            name.extend_from_slice(tag.as_bytes());
+            let path = dir.join(OsString::from_vec(name));
             let file = OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -328,11 +355,12 @@ fn write_descriptor(fd: i32, fill: &mut Fill<'_>) -> std::io::Result<()> {
     w.flush()
 }
 
-/// `/dev/stdout`, `/dev/stderr`, `/dev/stdin`, `/dev/fd/N` and `/proc/self/fd/N` name one of
-/// lineup's own descriptors.
+/// `-` (standard output), `/dev/stdout`, `/dev/stderr`, `/dev/stdin`, `/dev/fd/N` and
+/// `/proc/self/fd/N` name one of lineup's own descriptors.
 fn descriptor_of(path: &Path) -> Option<i32> {
     let s = path.to_str()?;
     match s {
+        "-" => return Some(1),
         "/dev/stdin" => return Some(0),
         "/dev/stdout" => return Some(1),
         "/dev/stderr" => return Some(2),
@@ -369,6 +397,27 @@ fn final_target(path: &Path) -> Result<PathBuf, String> {
     Err("too many levels of symbolic links".into())
 }
 
+/// A path whose last component is empty, `.` or `..` (`new/`, `out/.`): only a directory
+/// can be there. (`Path` itself drops a trailing `/` and `.`, and would take `new/` for a
+/// file `new` whose rename then fails.)
+fn names_a_directory(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let last = bytes.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    matches!(last, b"" | b"." | b"..")
+}
+
+/// The longest file name `dir` takes (NAME_MAX; 255 where it cannot be asked).
+fn name_max(dir: &Path) -> usize {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return 255;
+    };
+    // SAFETY: a valid NUL-terminated path; pathconf only reads it.
+    let n = unsafe { libc::pathconf(c.as_ptr(), libc::_PC_NAME_MAX) };
+    if n > 0 { n as usize } else { 255 }
+}
+
 fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -397,5 +446,32 @@ mod tests {
         assert_eq!(descriptor_of(Path::new("/proc/self/fd/3")), Some(3));
         assert_eq!(descriptor_of(Path::new("/dev/fd/x")), None);
         assert_eq!(descriptor_of(Path::new("/tmp/stdout")), None);
+        assert_eq!(descriptor_of(Path::new("-")), Some(1));
+        assert_eq!(descriptor_of(Path::new("./-")), None);
+    }
+
+    #[test]
+    fn paths_that_can_only_be_directories() {
+        for p in ["new/", "a/b/", "/", "out/.", "out/..", ".", ".."] {
+            assert!(names_a_directory(Path::new(p)), "{p}");
+        }
+        for p in ["new", "a/b", "-", ".hidden", "a/..b"] {
+            assert!(!names_a_directory(Path::new(p)), "{p}");
+        }
+    }
+
+    #[test]
+    fn a_name_of_255_bytes_is_staged_and_renamed() {
+        let dir = std::env::temp_dir().join(format!("lineup-output-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("n".repeat(name_max(&dir)));
+        let out = Output::check("-o", &target).unwrap();
+        out.write(b"data").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"data");
+        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1);
+        let longer = dir.join("n".repeat(name_max(&dir) + 1));
+        assert!(Output::check("-o", &longer).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -387,63 +387,408 @@ extern "C" fn note_closed_std_fds() {
 #[unsafe(link_section = ".init_array")]
 static NOTE_CLOSED_STD_FDS: extern "C" fn() = note_closed_std_fds;
 
-/// The recorded program's pid while it runs (0 before and after), for the signal handler.
-static CHILD: AtomicI32 = AtomicI32::new(0);
-/// The last terminating signal lineup received (0: none).
-static RECEIVED: AtomicI32 = AtomicI32::new(0);
+// ---- Signals -------------------------------------------------------------------------------
+//
+// lineup handles SIGINT, SIGTERM, SIGHUP and SIGQUIT from just before the program starts until
+// it exits. The handler only writes a 16-byte note into a pipe; a thread (`watch_signals`)
+// reads the notes and decides:
+//
+// - while the program runs, a signal is passed on to it, unless the program has it already:
+//   a terminal's (si_code SI_KERNEL: Ctrl-C, Ctrl-\, hangup) reaches the whole foreground
+//   process group, the program included; and one sent to the whole process group (`timeout`,
+//   `kill -TERM -PGID`, a shell's `kill %1`) reached it too. lineup cannot tell the second
+//   from a signal sent to it alone by its siginfo, so a sentinel process in the same group
+//   (`lineup-sentinel`, a fork of lineup that only waits for signals) tells: what reaches it
+//   was sent to the group. A signal from a sender that signalled the group with it within
+//   `GROUP_WINDOW` is not passed on; otherwise it is, `GRACE` after it came (the time the
+//   sentinel has to report);
+// - after the program ended, during post-processing, the first one stops lineup: the
+//   recording is kept and the command that resumes from it printed (`stop`), unless the
+//   profile is being written to a file then, which is let finish (a moment: no partial file,
+//   no lost recording).
+
+/// Where lineup is, for the signal handler and the watcher thread.
+static STATE: AtomicU8 = AtomicU8::new(BEFORE);
+/// Handlers installed, the program not started yet.
+const BEFORE: u8 = 0;
+/// The program runs (`CHILD` holds its pid).
+const RUNNING: u8 = 1;
+/// The program ended (or `--from-raw`): reading, attributing, simulating.
+const PROCESSING: u8 = 2;
+/// Writing the profile to a file through a temporary one: let finish.
+const WRITING_FILE: u8 = 3;
+/// Writing the profile to a pipe, a device or a socket: may be stopped.
+const WRITING_THROUGH: u8 = 4;
+/// Written, or stopped.
+const FINISHED: u8 = 5;
+
+/// The recorded program's pid while it may be signalled (0 before and after). A lock rather
+/// than an atomic: the program is reaped with it held, so that its pid cannot be reused
+/// between reading it here and sending to it.
+static CHILD: std::sync::Mutex<i32> = std::sync::Mutex::new(0);
+/// The pipe the handler and the sentinel write their notes into (write end; -1: none).
+static NOTES: AtomicI32 = AtomicI32::new(-1);
+/// The line `stop` prints, and the spinner to clear first.
+static STOP_NOTE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+static SPINNER: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
 
 const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
-extern "C" fn forward_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    RECEIVED.store(sig, Ordering::Relaxed);
-    // A terminal's Ctrl-C / Ctrl-\ / hangup (si_code SI_KERNEL) reaches the program
-    // directly, as the same foreground process group: sending it again would be twice.
-    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
-    let from_terminal = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
-    let pid = CHILD.load(Ordering::Relaxed);
-    if pid > 0 && !from_terminal {
-        // SAFETY: kill is async-signal-safe; pid is our own child, not yet reaped.
-        unsafe { libc::kill(pid, sig) };
+/// How long a signal to lineup waits for the sentinel's word before it is passed on.
+const GRACE: Duration = Duration::from_millis(250);
+/// A sender that signalled the group this recently is taken to have signalled it again.
+const GROUP_WINDOW: Duration = Duration::from_secs(5);
+
+/// One signal, as the handler or the sentinel saw it: 16 bytes, written whole into the pipe.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Note {
+    sig: u8,
+    /// `NOTE_*` bits.
+    flags: u8,
+    /// `STATE` when the handler ran.
+    state: u8,
+    _pad: u8,
+    /// The sender (si_pid; 0 for the kernel's).
+    from: i32,
+    /// CLOCK_MONOTONIC, nanoseconds.
+    ns: u64,
+}
+
+const NOTE_TERMINAL: u8 = 1;
+const NOTE_SENTINEL: u8 = 2;
+
+fn monotonic_ns() -> u64 {
+    // SAFETY: clock_gettime (async-signal-safe) fills in the timespec.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Writes a note into the pipe: one write(2) of 16 bytes, atomic on a pipe, never blocking
+/// (the pipe is non-blocking; a full pipe drops it).
+fn send_note(fd: i32, note: &Note) {
+    // SAFETY: write(2) is async-signal-safe; `note` is 16 readable bytes.
+    unsafe {
+        libc::write(
+            fd,
+            (note as *const Note).cast(),
+            std::mem::size_of::<Note>(),
+        )
+    };
+}
+
+extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: errno is thread-local; saved and restored for the interrupted code.
+    let saved = unsafe { *libc::__errno_location() };
+    let (code, from) = if info.is_null() {
+        (0, 0)
+    } else {
+        // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+        unsafe { ((*info).si_code, (*info).si_pid()) }
+    };
+    let note = Note {
+        sig: sig as u8,
+        flags: if code == libc::SI_KERNEL {
+            NOTE_TERMINAL
+        } else {
+            0
+        },
+        state: STATE.load(Ordering::SeqCst),
+        _pad: 0,
+        from,
+        ns: monotonic_ns(),
+    };
+    let fd = NOTES.load(Ordering::SeqCst);
+    if fd >= 0 {
+        send_note(fd, &note);
     }
+    // SAFETY: restores errno for the code the signal interrupted.
+    unsafe { *libc::__errno_location() = saved };
 }
 
-/// While lineup runs a program, SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to it:
-/// lineup waits for it to end, then writes what it recorded and removes its files.
-struct SignalGuard {
-    old: Vec<(libc::c_int, libc::sigaction)>,
+/// Installs the handler, the pipe and the thread that reads it; for the rest of lineup's
+/// life (a signal after the profile is written is ignored: lineup is about to exit).
+fn handle_signals(state: u8) -> Result<()> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 fills in two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        bail!(
+            "cannot create a pipe for signals: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    let (read, write) = (fds[0], fds[1]);
+    NOTES.store(write, Ordering::SeqCst);
+    STATE.store(state, Ordering::SeqCst);
+    std::thread::Builder::new()
+        .name("lineup-signals".into())
+        .spawn(move || watch_signals(read))
+        .context("cannot start a thread for signals")?;
+    for sig in FORWARDED {
+        // SAFETY: installs a handler that only reads atomics and calls clock_gettime and
+        // write(2).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+    Ok(())
 }
 
-impl SignalGuard {
-    fn forward() -> SignalGuard {
-        let mut old = Vec::new();
-        for sig in FORWARDED {
-            // SAFETY: installs a handler that only touches atomics and calls kill(2).
-            unsafe {
-                let mut sa: libc::sigaction = std::mem::zeroed();
-                sa.sa_sigaction = forward_signal as *const () as usize;
-                sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-                libc::sigemptyset(&mut sa.sa_mask);
-                let mut prev: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, &sa, &mut prev) == 0 {
-                    old.push((sig, prev));
+/// The watcher thread: reads the notes, passes signals on to the program, stops
+/// post-processing.
+fn watch_signals(read: i32) {
+    // (signal, sender) -> when the sentinel last saw it.
+    let mut group: Vec<(u8, i32, u64)> = Vec::new();
+    // Signals to pass on: (note, due).
+    let mut pending: Vec<(Note, u64)> = Vec::new();
+    let mut buf = [0u8; 16 * 64];
+    loop {
+        let now = monotonic_ns();
+        let wait_ms = pending
+            .iter()
+            .map(|(_, due)| due.saturating_sub(now).div_ceil(1_000_000).max(1))
+            .min()
+            .map_or(-1, |ms| ms.min(1000) as i32);
+        let mut pfd = libc::pollfd {
+            fd: read,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd.
+        unsafe { libc::poll(&mut pfd, 1, wait_ms) };
+        loop {
+            // SAFETY: reads into our buffer.
+            let n = unsafe { libc::read(read, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            for chunk in buf[..n as usize].chunks_exact(16) {
+                // SAFETY: 16 bytes written as one Note (writes of up to PIPE_BUF are whole).
+                let note: Note = unsafe { std::ptr::read_unaligned(chunk.as_ptr().cast()) };
+                if note.flags & NOTE_SENTINEL != 0 {
+                    group.retain(|&(s, f, _)| (s, f) != (note.sig, note.from));
+                    group.push((note.sig, note.from, note.ns));
+                    continue;
+                }
+                match note.state {
+                    BEFORE => pending.push((note, 0)),
+                    RUNNING if note.flags & NOTE_TERMINAL == 0 => {
+                        pending.push((note, note.ns + GRACE.as_nanos() as u64))
+                    }
+                    RUNNING => {}
+                    PROCESSING | WRITING_THROUGH => stop(note.sig),
+                    _ => {}
                 }
             }
         }
-        SignalGuard { old }
+        // Drop what the group was sent (the program has it), pass on what is due.
+        let now = monotonic_ns();
+        let window = GROUP_WINDOW.as_nanos() as u64;
+        let grace = GRACE.as_nanos() as u64;
+        pending.retain(|(note, due)| {
+            let to_group = *due != 0
+                && group.iter().any(|&(s, f, at)| {
+                    s == note.sig
+                        && f == note.from
+                        && at + window >= note.ns
+                        && at <= note.ns + grace
+                });
+            if to_group {
+                return false;
+            }
+            if *due > now {
+                return true;
+            }
+            match STATE.load(Ordering::SeqCst) {
+                BEFORE => true,
+                RUNNING => {
+                    let child = CHILD.lock().unwrap_or_else(|e| e.into_inner());
+                    if *child > 0 {
+                        // SAFETY: our own child, not yet reaped (reaping takes this lock).
+                        unsafe { libc::kill(*child, note.sig as i32) };
+                    }
+                    false
+                }
+                _ => false,
+            }
+        });
+        group.retain(|&(_, _, at)| at + window + grace >= now);
     }
 }
 
-impl Drop for SignalGuard {
-    fn drop(&mut self) {
-        for (sig, prev) in &self.old {
-            // SAFETY: restores the disposition saved above.
-            unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
+/// A signal during post-processing: unless a file is being written (let finish), lineup
+/// stops here, with one line saying what was kept and how to go on. Never returns when it
+/// stops.
+fn stop(sig: u8) {
+    for from in [PROCESSING, WRITING_THROUGH] {
+        if STATE
+            .compare_exchange(from, FINISHED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            if let Ok(bar) = SPINNER.lock()
+                && let Some(bar) = bar.as_ref()
+            {
+                bar.finish_and_clear();
+            }
+            let note = STOP_NOTE
+                .lock()
+                .ok()
+                .and_then(|n| n.clone())
+                .unwrap_or_else(|| "no profile written".into());
+            eprintln!(
+                "lineup: {} during post-processing: {note}",
+                record::signal_name(i32::from(sig))
+            );
+            // Nothing to clean up: the raw directory is kept on purpose, and no temporary
+            // output file exists outside WRITING_FILE.
+            // SAFETY: ends the process at once, without running destructors.
+            unsafe { libc::_exit(128 + i32::from(sig)) };
         }
     }
 }
 
-/// Waits for `child` to end without reaping it first (so its pid cannot be reused while the
-/// signal handler may still send to it), then reaps it.
+/// Moves lineup to writing the profile: false when a signal stopped it first (it is exiting).
+fn start_writing(to_file: bool) -> bool {
+    let next = if to_file {
+        WRITING_FILE
+    } else {
+        WRITING_THROUGH
+    };
+    STATE
+        .compare_exchange(PROCESSING, next, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+}
+
+/// The profile is written: later signals are ignored. False when a signal stopped lineup
+/// while it wrote to a pipe (it is exiting).
+fn finish_writing() -> bool {
+    let now = STATE.load(Ordering::SeqCst);
+    now != FINISHED
+        && STATE
+            .compare_exchange(now, FINISHED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+}
+
+/// Waits for the watcher thread to end the process.
+fn wait_for_stop() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
+/// The sentinel: a process in lineup's process group that reports the signals sent to the
+/// group. Killed and reaped on drop.
+struct Sentinel(libc::pid_t);
+
+impl Sentinel {
+    /// Forks it (None when it cannot: then every signal is passed on).
+    fn start() -> Option<Sentinel> {
+        let notes = NOTES.load(Ordering::SeqCst);
+        if notes < 0 {
+            return None;
+        }
+        // SAFETY: the child only makes async-signal-safe calls (prctl, sigwaitinfo, write,
+        // close, _exit), as required after fork in a process with threads. The signals are
+        // blocked across the fork so that the child never runs lineup's handler.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for sig in FORWARDED {
+                libc::sigaddset(&mut set, sig);
+            }
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            let parent = libc::getpid();
+            let pid = libc::fork();
+            if pid == 0 {
+                sentinel_main(parent, notes, &set);
+            }
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            (pid > 0).then_some(Sentinel(pid))
+        }
+    }
+}
+
+/// The sentinel's life: gone with lineup (PR_SET_PDEATHSIG), holding no descriptor but the
+/// notes pipe, no directory (it chdirs to /), and waiting for the forwarded signals only.
+unsafe fn sentinel_main(parent: libc::pid_t, notes: i32, set: &libc::sigset_t) -> ! {
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != parent {
+            libc::_exit(0);
+        }
+        libc::prctl(libc::PR_SET_NAME, c"lineup-sentinel".as_ptr());
+        // Every descriptor but the pipe: it must not hold lineup's stdout open for a reader
+        // waiting for its end.
+        let n = notes as u32;
+        if n > 0 {
+            close_fds(0, n - 1);
+        }
+        close_fds(n + 1, u32::MAX);
+        libc::chdir(c"/".as_ptr());
+        loop {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let sig = libc::sigwaitinfo(set, &mut info);
+            if sig <= 0 {
+                continue;
+            }
+            let note = Note {
+                sig: sig as u8,
+                flags: NOTE_SENTINEL
+                    | if info.si_code == libc::SI_KERNEL {
+                        NOTE_TERMINAL
+                    } else {
+                        0
+                    },
+                state: 0,
+                _pad: 0,
+                from: info.si_pid(),
+                ns: monotonic_ns(),
+            };
+            if libc::write(
+                notes,
+                (&note as *const Note).cast(),
+                std::mem::size_of::<Note>(),
+            ) < 0
+                && *libc::__errno_location() != libc::EAGAIN
+            {
+                libc::_exit(0);
+            }
+        }
+    }
+}
+
+/// Closes descriptors `lo..=hi` (close_range, else one by one up to 65535).
+unsafe fn close_fds(lo: u32, hi: u32) {
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, lo, hi, 0) != 0 {
+            for fd in lo..=hi.min(65535) {
+                libc::close(fd as i32);
+            }
+        }
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        // SAFETY: our own child, killed and reaped.
+        unsafe {
+            libc::kill(self.0, libc::SIGKILL);
+            let mut status = 0;
+            while libc::waitpid(self.0, &mut status, 0) < 0
+                && *libc::__errno_location() == libc::EINTR
+            {}
+        }
+    }
+}
+
+/// Waits for `child` to end without reaping it first, then reaps it with `CHILD` cleared
+/// under its lock (so its pid cannot be reused while the watcher may still send to it).
 fn wait_child(child: &mut std::process::Child) -> std::io::Result<(std::process::ExitStatus, u64)> {
     let pid = child.id() as libc::pid_t;
     loop {
@@ -465,12 +810,22 @@ fn wait_child(child: &mut std::process::Child) -> std::io::Result<(std::process:
             return Err(e);
         }
     }
-    CHILD.store(0, Ordering::Relaxed);
+    let mut held = CHILD.lock().unwrap_or_else(|e| e.into_inner());
+    *held = 0;
+    // From here on a signal stops post-processing instead of being passed on.
+    STATE.store(PROCESSING, Ordering::SeqCst);
     // Reaped here rather than by `child.wait()`, for its peak memory.
     let mut raw = 0;
     // SAFETY: wait4 on our own child, which has ended; rusage is filled in.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(pid, &mut raw, 0, &mut usage) };
+    let r = loop {
+        let r = unsafe { libc::wait4(pid, &mut raw, 0, &mut usage) };
+        if r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        break r;
+    };
+    drop(held);
     if r != pid {
         return Err(std::io::Error::last_os_error());
     }
@@ -489,63 +844,161 @@ fn own_peak_rss() -> u64 {
     usage.ru_maxrss as u64 * 1024
 }
 
-/// `-o` must name a file lineup can create, checked before the program runs: a recording
-/// cannot be repeated.
-fn check_output(out: &Path) -> Result<()> {
-    let shown = out.display();
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    match std::fs::metadata(parent) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            bail!("{shown}: cannot write: no directory {}", parent.display())
-        }
-        Err(e) => bail!("{shown}: cannot write: {e}"),
-        Ok(m) if !m.is_dir() => bail!(
-            "{shown}: cannot write: {} is not a directory",
-            parent.display()
-        ),
-        Ok(_) => {}
-    }
-    if out.is_dir() {
-        bail!("{shown}: is a directory");
-    }
-    let c = std::ffi::CString::new(parent.as_os_str().as_encoded_bytes())
-        .map_err(|_| anyhow!("{shown}: not a usable path"))?;
-    // SAFETY: access(2) with a NUL-terminated path.
-    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
-        bail!(
-            "{shown}: cannot write in {}: {}",
-            parent.display(),
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(())
-}
+// ---- The raw directory ---------------------------------------------------------------------
 
-/// A temporary directory removed on drop.
+/// The runtime's directory, removed on drop (and kept when a signal stops post-processing or
+/// lineup is killed: then it stays in TMPDIR under its name, `lineup-record-` and 16 hex
+/// digits).
 struct TempDir(PathBuf);
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if !self.0.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 }
 
-fn temp_dir() -> Result<TempDir> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let mut base = std::env::temp_dir();
-    // The runtime opens its file by this path after the program may have changed directory.
-    if base.is_relative() {
-        base = std::env::current_dir()?.join(base);
+impl TempDir {
+    /// Keeps the directory (post-processing failed: the recording cannot be repeated).
+    fn keep(mut self) -> PathBuf {
+        std::mem::take(&mut self.0)
     }
-    let dir = base.join(format!("lineup-record-{}-{nanos:08x}", std::process::id()));
-    std::fs::create_dir(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-    Ok(TempDir(dir))
+}
+
+/// Where the raw directory goes: $TMPDIR (unless lineup runs with other effective ids than
+/// its real ones: set-user-ID), else /tmp; made absolute with every link resolved (the
+/// runtime opens it by this path after the program may have changed directory). Refused
+/// unless it is owned by lineup's effective user or root and, when others may write into it,
+/// sticky (as /tmp): others could otherwise rename the raw directory away and put theirs in
+/// its place.
+fn raw_base() -> Result<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: these calls have no preconditions.
+    let (uid, euid, gid, egid) = unsafe {
+        (
+            libc::getuid(),
+            libc::geteuid(),
+            libc::getgid(),
+            libc::getegid(),
+        )
+    };
+    let from_env =
+        std::env::var_os("TMPDIR").filter(|t| !t.is_empty() && uid == euid && gid == egid);
+    let (shown, base) = match &from_env {
+        Some(t) => (
+            format!("TMPDIR={}", Path::new(t).display()),
+            PathBuf::from(t),
+        ),
+        None => ("/tmp".to_string(), PathBuf::from("/tmp")),
+    };
+    let fix = "lineup keeps the recording there while the program runs; set TMPDIR to a directory of yours";
+    let real = std::fs::canonicalize(&base).map_err(|e| anyhow!("{shown}: {e} ({fix})"))?;
+    let meta = std::fs::metadata(&real).map_err(|e| anyhow!("{shown}: {e} ({fix})"))?;
+    if !meta.is_dir() {
+        bail!("{shown}: not a directory ({fix})");
+    }
+    let mode = meta.mode();
+    if meta.uid() != euid && meta.uid() != 0 {
+        bail!(
+            "{shown}: owned by another user (uid {}), who could replace lineup's files there ({fix})",
+            meta.uid()
+        );
+    }
+    if mode & 0o022 != 0 && mode & libc::S_ISVTX as u32 == 0 {
+        bail!(
+            "{shown}: writable by {} and not sticky (mode {:o}): others could replace lineup's files there ({fix}, or chmod +t it)",
+            if mode & 0o002 != 0 {
+                "everyone"
+            } else {
+                "its group"
+            },
+            mode & 0o7777
+        );
+    }
+    Ok(real)
+}
+
+/// 16 random hex digits (getrandom; the clock and pid where that fails).
+fn random_name() -> String {
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom fills in the buffer it is given.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    let value = if n == bytes.len() as isize {
+        u64::from_ne_bytes(bytes)
+    } else {
+        monotonic_ns().rotate_left(17) ^ u64::from(std::process::id()) ^ (&bytes as *const _ as u64)
+    };
+    format!("{value:016x}")
+}
+
+/// Creates the raw directory: a fresh random name in `raw_base`, made by mkdir (which fails
+/// rather than use anything already there: a directory, a file, a link), mode 0700 whatever
+/// the umask, checked afterwards to be a directory owned by lineup's effective user. The
+/// runtime opens its files under it and checks the same owner and mode.
+fn raw_dir() -> Result<TempDir> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let base = raw_base()?;
+    for _ in 0..32 {
+        let path = base.join(format!("lineup-record-{}", random_name()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => bail!("{}: cannot create: {e}", path.display()),
+        }
+        let dir = TempDir(path);
+        let c = std::ffi::CString::new(dir.0.as_os_str().as_encoded_bytes())
+            .map_err(|_| anyhow!("{}: not a usable path", dir.0.display()))?;
+        // SAFETY: a NUL-terminated path; the descriptor is closed below.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            bail!(
+                "{}: cannot open what lineup just created: {}",
+                dir.0.display(),
+                std::io::Error::last_os_error()
+            );
+        }
+        // SAFETY: the File owns and closes the descriptor.
+        let file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        // The umask may have taken the owner's bits too (umask 0277).
+        // SAFETY: fchmod on our open descriptor.
+        unsafe { libc::fchmod(fd, 0o700) };
+        let meta = file.metadata()?;
+        // SAFETY: geteuid has no preconditions.
+        if !meta.is_dir()
+            || meta.uid() != unsafe { libc::geteuid() }
+            || meta.mode() & 0o7777 != 0o700
+        {
+            bail!(
+                "{}: not the private directory lineup created (owner {}, mode {:o})",
+                dir.0.display(),
+                meta.uid(),
+                meta.mode() & 0o7777
+            );
+        }
+        return Ok(dir);
+    }
+    bail!(
+        "{}: cannot find a free name for lineup's directory",
+        base.display()
+    )
+}
+
+/// A word as a shell reads it back: quoted when it holds anything but plain characters.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }
 
 /// A spinner on standard error, shown only if post-processing takes over 2 seconds and
@@ -563,6 +1016,10 @@ impl Progress {
             ProgressStyle::with_template("{spinner} lineup record: {msg} [{elapsed}]")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
+        // For `stop`, which clears it before its line.
+        if let Ok(mut spinner) = SPINNER.lock() {
+            *spinner = Some(bar.clone());
+        }
         Progress {
             bar,
             start: Instant::now(),
@@ -639,20 +1096,64 @@ fn from_raw(raw: &Path) -> Result<Ran> {
     })
 }
 
+/// `lineup record --from-raw DIR -o OUT` with the options that shape the profile, as a
+/// shell reads it back.
+fn resume_command(args: &RecordArgs, dir: &Path) -> String {
+    let mut words = vec![
+        "lineup record --from-raw".to_string(),
+        shell_word(&dir.to_string_lossy()),
+        "-o".into(),
+        shell_word(&args.output.to_string_lossy()),
+    ];
+    for t in &args.types {
+        words.push(format!("--heap-type {}", shell_word(t)));
+    }
+    for w in &args.alloc_wrappers {
+        words.push(format!("--alloc-wrapper {}", shell_word(w)));
+    }
+    if let Some(n) = args.line_size {
+        words.push(format!("--cacheline-size {n}"));
+    }
+    if args.adjacent_line {
+        words.push("--adjacent-line".into());
+    }
+    words.join(" ")
+}
+
+/// An error after the program ran: the raw directory is kept (a recording cannot be
+/// repeated) and the error says where, and how to build the profile from it.
+fn kept(e: anyhow::Error, dir: TempDir, args: &RecordArgs) -> anyhow::Error {
+    let path = dir.keep();
+    anyhow!(
+        "{e:#}; the recording is kept in {}, to build the profile: {}",
+        path.display(),
+        resume_command(args, &path)
+    )
+}
+
 /// Runs the program under the runtime and reads what it wrote.
 fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
     let program = PathBuf::from(&args.command[0]);
     let shown = program.display().to_string();
     let path = resolve_program(&program).ok_or_else(|| anyhow!("{shown}: not found in PATH"))?;
     check_program(&shown, &path, &args.types, &args.alloc_wrappers)?;
-    check_output(&args.output)?;
     if std::env::var_os("LINEUP_TIMING").is_some() {
         eprintln!(
             "lineup: program checked ({} MiB peak so far)",
             own_peak_rss() >> 20
         );
     }
-    let dir = temp_dir()?;
+    // Before the raw directory exists: a signal from here on is passed on to the program
+    // once it runs (it cannot end lineup between creating the directory and removing it).
+    handle_signals(BEFORE)?;
+    let dir = raw_dir()?;
+    if let Ok(mut note) = STOP_NOTE.lock() {
+        *note = Some(format!(
+            "stopped, no profile written; the recording is kept in {}, to build the profile: {}",
+            dir.0.display(),
+            resume_command(args, &dir.0)
+        ));
+    }
 
     let mut cmd = Command::new(&path);
     cmd.args(&args.command[1..]);
@@ -690,9 +1191,11 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
         cmd.env("LINEUP_TRACE_BUDGET", b.to_string());
     }
     let closed = CLOSED_STD_FDS.load(Ordering::Relaxed);
-    if closed != 0 {
+    let parent = std::process::id() as libc::pid_t;
+    {
         use std::os::unix::process::CommandExt;
-        // SAFETY: close(2) is async-signal-safe, as pre_exec requires.
+        // SAFETY: close(2), prctl(2), getppid(2) and kill(2) are async-signal-safe, as
+        // pre_exec requires.
         unsafe {
             cmd.pre_exec(move || {
                 for fd in 0..3 {
@@ -700,23 +1203,32 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
                         libc::close(fd);
                     }
                 }
+                // The program ends with lineup, however lineup ends (SIGKILL included):
+                // otherwise it runs on, orphaned, with nobody to read what it records.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // lineup died before that was set: do now what it would have done.
+                if libc::getppid() != parent {
+                    libc::kill(libc::getpid(), libc::SIGKILL);
+                }
                 Ok(())
             });
         }
     }
-    let _signals = SignalGuard::forward();
+    let sentinel = Sentinel::start();
     let mut child = cmd
         .spawn()
         .map_err(|e| anyhow!("{shown}: cannot run: {e}"))?;
-    CHILD.store(child.id() as i32, Ordering::Relaxed);
-    // A signal that came while the program was being started.
-    let early = RECEIVED.load(Ordering::Relaxed);
-    if early != 0 {
-        // SAFETY: our own child, not yet reaped.
-        unsafe { libc::kill(child.id() as libc::pid_t, early) };
+    {
+        let mut held = CHILD.lock().unwrap_or_else(|e| e.into_inner());
+        *held = child.id() as i32;
+        // Signals that came while it was being started are passed on now.
+        STATE.store(RUNNING, Ordering::SeqCst);
     }
     let (status, program_rss) =
         wait_child(&mut child).map_err(|e| anyhow!("{shown}: lost track of the program: {e}"))?;
+    drop(sentinel);
     let code = exit_code(&status);
     if std::env::var_os("LINEUP_TIMING").is_some() {
         eprintln!(
@@ -725,18 +1237,27 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
         );
     }
 
-    let processes = record::trace::read_dir(&dir.0)?;
+    let processes = match record::trace::read_dir(&dir.0) {
+        Ok(p) => p,
+        Err(e) => return Err(kept(anyhow!(e), dir, args)),
+    };
     if processes.is_empty() {
         bail!(
             "{shown}: the recording runtime wrote nothing (the program exited with status {code} before it started, or it runs another program)"
         );
     }
     if let Some(keep) = &args.keep_raw {
-        std::fs::create_dir_all(keep)
-            .with_context(|| format!("{}: cannot create", keep.display()))?;
-        for e in std::fs::read_dir(&dir.0)?.flatten() {
-            std::fs::copy(e.path(), keep.join(e.file_name()))
-                .with_context(|| format!("{}: cannot write", keep.display()))?;
+        let copied = (|| -> Result<()> {
+            std::fs::create_dir_all(keep)
+                .with_context(|| format!("{}: cannot create", keep.display()))?;
+            for e in std::fs::read_dir(&dir.0)?.flatten() {
+                std::fs::copy(e.path(), keep.join(e.file_name()))
+                    .with_context(|| format!("{}: cannot write", keep.display()))?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = copied {
+            return Err(kept(e, dir, args));
         }
     }
     Ok(Ran {
@@ -758,7 +1279,13 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     let line_size = args.line_size.unwrap_or_else(host_line_size);
     let ran = match &args.from_raw {
         Some(raw) => {
-            check_output(&args.output)?;
+            if let Ok(mut note) = STOP_NOTE.lock() {
+                *note = Some(format!(
+                    "stopped, no profile written ({} is left as it was)",
+                    raw.display()
+                ));
+            }
+            handle_signals(PROCESSING)?;
             from_raw(raw)?
         }
         None => run_program(&args, line_size)?,
@@ -769,7 +1296,7 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
         code,
         program_rss,
         shown,
-        _dir,
+        mut _dir,
     } = ran;
     let opts = Options {
         line_size,
@@ -794,9 +1321,17 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
         );
     }
     let mut progress = Progress::new();
-    let mut built = record::build(&processes, &opts, &mut |s| progress.step(s))?;
-    drop(processes);
+    let built = record::build(&processes, &opts, &mut |s| progress.step(s));
     progress.finish();
+    let mut built = match (built, _dir) {
+        (Ok(b), dir) => {
+            _dir = dir;
+            b
+        }
+        (Err(e), Some(dir)) => return Err(kept(anyhow!(e), dir, &args)),
+        (Err(e), None) => return Err(e.into()),
+    };
+    drop(processes);
     let recorder_rss = own_peak_rss();
     if let Some(sum) = built.profile.summary.get_mut("record") {
         if let Some(rss) = program_rss {
@@ -805,7 +1340,19 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
         sum.insert("peak_rss_recorder".into(), recorder_rss as f64);
         sum.insert("memory_budget".into(), args.memory as f64);
     }
-    output.write_streamed(|w| built.profile.write_json(w))?;
+    // A signal from here on lets a file be finished (a moment); to a pipe, it stops lineup.
+    if !start_writing(output.is_replaced_file()) {
+        wait_for_stop();
+    }
+    if let Err(e) = output.write_streamed(|w| built.profile.write_json(w)) {
+        return Err(match _dir {
+            Some(dir) => kept(e, dir, &args),
+            None => e,
+        });
+    }
+    if !finish_writing() {
+        wait_for_stop();
+    }
     if built.budget_level > 0 {
         // The runtime steps at 1/64 and 1/16 of the budget (runtime/lineup_rt.c,
         // budget_level): say which step, in bytes, not just "the budget".
@@ -857,6 +1404,9 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
             b.patched_sites
         );
     }
+    for w in &built.warnings {
+        eprintln!("lineup: {shown}: {w}");
+    }
     if recorder_rss > args.memory {
         eprintln!(
             "lineup: warning: lineup itself peaked at {} MiB, over the {} MiB budget",
@@ -879,7 +1429,11 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
                 } else {
                     ""
                 },
-                args.output.display()
+                if args.output.as_os_str() == "-" {
+                    "standard output".to_string()
+                } else {
+                    args.output.display().to_string()
+                }
             );
         }
     }
