@@ -740,3 +740,31 @@ fn a_program_without_dwarf_is_refused_before_it_runs() {
     assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
     assert!(!out.exists());
 }
+
+/// A program built with `lineup cc` (no -rdynamic) dlopens a shared object built with
+/// `lineup cc -shared`: the object binds to the program's hooks, runs as without lineup,
+/// and its accesses are recorded (100000 increments: a load and a store each).
+#[test]
+fn an_instrumented_shared_object_dlopened_by_the_program_is_recorded() {
+    let lib = scratch().join("libdl_bump.so");
+    let o = lineup()
+        .args(["cc", "-O1", "-shared", "-fPIC"])
+        .arg(common::repo().join("tests/data/record/dlopen_lib.c"))
+        .arg("-o")
+        .arg(&lib)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let prog = build("tests/data/record/dlopen_main.c");
+    let plain = Command::new(&prog).arg(&lib).arg("100000").output().unwrap();
+    assert_eq!(text(&plain.stdout), "total 100000\n");
+    for flags in [&[][..], &["--sample", "1"][..]] {
+        let (o, profile) = record(&prog, flags, &[lib.to_str().unwrap(), "100000"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(o.stdout, plain.stdout);
+        let p = profile_json(&profile);
+        let accesses = p["summary"]["record"]["accesses"].as_f64().unwrap();
+        // The object's 200000, and the few of the program's own startup (argv, libc's).
+        assert!((200_000.0..200_100.0).contains(&accesses), "{accesses}");
+    }
+}

@@ -186,6 +186,10 @@ pub fn arguments(
             out.push(rt.as_os_str().to_owned());
             out.push("-lpthread".into());
             out.push("-ldl".into());
+            // The hooks stay in the dynamic symbol table, so that an instrumented shared
+            // object the program dlopens later (built with `lineup cc -shared`, which
+            // leaves them undefined) binds to them without -rdynamic.
+            out.push("-Wl,--export-dynamic-symbol=__tsan_*".into());
         }
     }
     out
