@@ -264,16 +264,34 @@ pub fn layout_with(
 /// Every named struct and union, in input order, each distinct definition once: a second type
 /// with the same name, size and members (names, bit offsets, bitfield widths; as BTF keeps
 /// for a struct that differs only in a member's type name) is left out, as pahole does.
+///
+/// Definitions are compared only with earlier ones of the same name, size and member offsets
+/// (what [`same_shape`] needs equal), at most [`MAX_SHAPE_COMPARISONS`] of them: 10^5
+/// definitions of one name in a crafted BTF must not take 10^10 comparisons.
 pub fn distinct_named(types: &Types<'_>) -> Vec<TypeId> {
-    let mut seen: std::collections::HashMap<&str, Vec<TypeId>> = std::collections::HashMap::new();
+    type Shape<'n> = (&'n str, u64, Vec<(u64, u32)>);
+    let mut seen: std::collections::HashMap<Shape<'_>, Vec<TypeId>> =
+        std::collections::HashMap::new();
     let mut out = Vec::new();
     for id in types.composites() {
         let name = types.get(id).name;
+        let Some(c) = types.composite(id) else {
+            continue;
+        };
         if name.is_empty() {
             continue;
         }
-        let earlier = seen.entry(name).or_default();
-        if earlier.iter().any(|&e| same_shape(types, e, id)) {
+        let offsets = c
+            .members
+            .iter()
+            .map(|m| (m.bit_offset, m.bitfield_size))
+            .collect();
+        let earlier = seen.entry((name, c.size, offsets)).or_default();
+        if earlier
+            .iter()
+            .take(MAX_SHAPE_COMPARISONS)
+            .any(|&e| same_shape(types, e, id))
+        {
             continue;
         }
         earlier.push(id);
@@ -281,6 +299,10 @@ pub fn distinct_named(types: &Types<'_>) -> Vec<TypeId> {
     }
     out
 }
+
+/// How many earlier definitions of the same name and offsets [`distinct_named`] compares a
+/// definition with (real inputs have a handful: the same struct from a few compile units).
+pub const MAX_SHAPE_COMPARISONS: usize = 64;
 
 /// Layouts of [`distinct_named`] types.
 pub fn all_named(types: &Types<'_>, cacheline_size: u64) -> Vec<Layout> {

@@ -323,6 +323,46 @@ pub fn check_profile(
     profiles.len()
 }
 
+/// Imports `data` as `kind` and stops there: the reading stage alone, which the `*_read` fuzz
+/// targets run thousands of times a second where [`check_profile`], which runs the optimizer
+/// on every input, manages a few. The bytes first go through the bounds every text file
+/// goes through ([`crate::input::check_text`]); each profile then through its JSON and
+/// back. Panics on a panic of the reader or a multi-line error; returns the profiles
+/// imported.
+pub fn check_import(kind: ProfileInput, data: &[u8]) -> usize {
+    use crate::profile::{self, Profile};
+    if let Err(e) = crate::input::check_text(std::path::Path::new("input"), data) {
+        assert_one_line(&e.to_string());
+        return 0;
+    }
+    let text = String::from_utf8_lossy(data);
+    let imported = match kind {
+        ProfileInput::C2c => profile::import_c2c(&text),
+        ProfileInput::Typeoff => profile::import_perf_typeoff(&text).map(|p| vec![p]),
+        ProfileInput::PerfScript => {
+            profile::import_perf_script(&text, &profile::PerfScriptOptions::default())
+                .map(|p| vec![p])
+        }
+        ProfileInput::Sketch => profile::import_sketch(&text).map(|p| vec![p]),
+    };
+    let profiles = match imported {
+        Ok(p) => p,
+        Err(e) => {
+            assert_one_line(&e.to_string());
+            return 0;
+        }
+    };
+    for p in &profiles {
+        for line in &p.lines {
+            let _ = p.line_ranges(line.address);
+        }
+        if let Err(e) = Profile::from_json(&p.to_json()) {
+            panic!("profile JSON does not read back: {e}");
+        }
+    }
+    profiles.len()
+}
+
 fn assert_one_line(e: &str) {
     assert!(!e.contains('\n'), "multi-line error: {e}");
 }

@@ -638,7 +638,7 @@ fn usage_errors_are_one_line() {
         ),
         (
             &["bench", "--matrix", "/nonexistent/m.toml"][..],
-            "/nonexistent/m.toml: cannot read",
+            "/nonexistent/m.toml: no such file",
         ),
         (
             &[

@@ -113,6 +113,30 @@ fn profile_corpora_go_through_import_binding_diagnosis_and_optimizer() {
     }
 }
 
+/// The same corpora through the reading stage alone (the `*_read` fuzz targets): what the
+/// full run reads, the reader alone reads without panicking or multi-line errors.
+#[test]
+fn profile_corpora_go_through_the_readers_alone() {
+    use lineup::stages::{ProfileInput, check_import};
+    for (target, kind) in [
+        ("c2c", ProfileInput::C2c),
+        ("typeoff", ProfileInput::Typeoff),
+        ("perf_script", ProfileInput::PerfScript),
+        ("sketch", ProfileInput::Sketch),
+    ] {
+        let mut imported = 0;
+        for (path, data) in corpus(target) {
+            eprintln!("{}", path.display());
+            imported += check_import(kind, &data);
+        }
+        assert!(imported >= 1, "{target}: nothing imported");
+    }
+    // A line past lineup's bound on text is refused in one line, as from a file.
+    let mut long = b"Shared Data Cache Line Table\n".to_vec();
+    long.extend(std::iter::repeat_n(b'=', lineup::input::MAX_LINE_BYTES + 1));
+    assert_eq!(check_import(ProfileInput::C2c, &long), 0);
+}
+
 /// The malformed headers of issue 13 (a one-line body, `};` on the last member's line, a
 /// stray `#endif`, the minimized `struct s{}`) are refused with an error naming the line,
 /// not a panic; two declarations on one line move together.

@@ -14,6 +14,15 @@ use crate::layout::{Field, Layout};
 /// Version of the contract file format; bump on incompatible changes.
 pub const CONTRACT_SCHEMA: u32 = 1;
 
+/// Most members a contract may name, over all its rules: each is looked up and may be a line
+/// of output. Contracts written by `optimize --contract` name tens.
+pub const MAX_CONTRACT_MEMBERS: usize = 16_384;
+
+/// Most member pairs a contract's rules may relate: a `separate` rule of n members checks
+/// n(n-1)/2 pairs, a group of n members n² (one static assert each with `--asserts`). A
+/// contract of 100,000 members in one rule was 5 * 10^9 pairs (5.6 GB of violations).
+pub const MAX_CONTRACT_PAIRS: u64 = 1 << 18;
+
 /// A layout contract for one struct.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -116,6 +125,28 @@ impl Contract {
                 return Err(format!("group '{}': max_lines must be at least 1", g.name));
             }
         }
+        let named = self.separate.iter().map(|s| s.members.len()).sum::<usize>()
+            + self.group.iter().map(|g| g.members.len()).sum::<usize>()
+            + self.alone.len();
+        if named > MAX_CONTRACT_MEMBERS {
+            return Err(format!(
+                "names {named} members in its rules; a contract names at most {MAX_CONTRACT_MEMBERS}"
+            ));
+        }
+        let pairs = self
+            .separate
+            .iter()
+            .map(|s| {
+                let n = s.members.len() as u64;
+                n * n.saturating_sub(1) / 2
+            })
+            .chain(self.group.iter().map(|g| (g.members.len() as u64).pow(2)))
+            .sum::<u64>();
+        if pairs > MAX_CONTRACT_PAIRS {
+            return Err(format!(
+                "its rules relate {pairs} member pairs; a contract relates at most {MAX_CONTRACT_PAIRS} (split large rules)"
+            ));
+        }
         Ok(())
     }
 
@@ -206,7 +237,12 @@ pub fn placed_members(layout: &Layout, line: u64) -> Vec<Placed> {
 pub fn check(contract: &Contract, layout: &Layout) -> Vec<Violation> {
     let line = contract.cacheline_size;
     let placed = placed_members(layout, line);
-    let find = |n: &str| placed.iter().find(|p| p.name == n);
+    // By name, the first of a name (as a scan would find it): one lookup per named member.
+    let mut by_name: std::collections::HashMap<&str, &Placed> = std::collections::HashMap::new();
+    for p in &placed {
+        by_name.entry(p.name.as_str()).or_insert(p);
+    }
+    let find = |n: &str| by_name.get(n).copied();
     let ty = &contract.type_name;
     let mut out = Vec::new();
     let missing = |name: &str, rule: &str, out: &mut Vec<Violation>| {
@@ -303,15 +339,21 @@ pub fn check(contract: &Contract, layout: &Layout) -> Vec<Violation> {
             missing(&a.member, "an alone rule", &mut out);
             continue;
         };
-        // Members of p's own inline aggregate are part of p, not neighbours.
+        // Members of p's own inline aggregate are part of p, not neighbours (nor is the
+        // aggregate p is a member of).
         let inside = format!("{}.", p.name);
+        let contains_p = |o: &str| {
+            p.name
+                .strip_prefix(o)
+                .is_some_and(|rest| rest.starts_with('.'))
+        };
         let neighbours: Vec<&str> = placed
             .iter()
             .filter(|o| {
                 o.name != p.name
-                    && !o.name.starts_with(&inside)
-                    && !p.name.starts_with(&format!("{}.", o.name))
                     && o.shares_line_with(p)
+                    && !o.name.starts_with(&inside)
+                    && !contains_p(&o.name)
             })
             .map(|o| o.name.as_str())
             .collect();

@@ -140,10 +140,12 @@ pub fn parse_machine_file(text: &str) -> Result<(MachineModel, Option<Calibratio
             m.name
         ));
     }
-    if m.cpus == 0 || !m.cacheline_size.is_power_of_two() {
+    if m.cpus == 0 || !crate::input::valid_cacheline_size(m.cacheline_size) {
         return Err(format!(
-            "machine {:?}: cpus must be at least 1 and cacheline_size a power of two",
-            m.name
+            "machine {:?}: cpus must be at least 1 and cacheline_size a power of two from {} to {}",
+            m.name,
+            crate::input::CACHELINE_SIZES.start(),
+            crate::input::CACHELINE_SIZES.end()
         ));
     }
     Ok((m, file.calibration))

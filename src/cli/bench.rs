@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use lineup::bench::parsers::{Direction, PARSERS, Parser};
@@ -129,8 +129,7 @@ pub fn run(args: Args) -> Result<i32> {
     let cli_parser = cli_parser(&args)?;
     let (mut setups, title, file_runs, file_warmup, file_timeout) = match &args.matrix {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("{}: cannot read", path.display()))?;
+            let text = lineup::input::read_text_lossy(path)?;
             let m = matrix::parse(&text, cli_parser.as_ref())
                 .map_err(|e| anyhow!("{}: {e}", path.display()))?;
             let title = args.title.clone().or(m.title).unwrap_or_else(|| {

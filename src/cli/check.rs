@@ -54,8 +54,7 @@ struct Report<'a> {
 /// Returns 0 when the layout keeps the contract, 1 when it breaks a rule.
 pub fn run(args: Args) -> Result<i32> {
     let path = &args.contract;
-    let text = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    let text = String::from_utf8_lossy(&text);
+    let text = lineup::input::read_text_lossy(path)?;
     let c = Contract::from_toml(&text)
         .map_err(|e| anyhow::anyhow!("{}: not a layout contract: {e}", path.display()))?;
     if let Some(flavour) = &args.asserts {

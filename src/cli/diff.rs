@@ -82,6 +82,8 @@ fn open(path: &Path, type_name: &str) -> Result<Input> {
         };
         return Ok(Input::Build(file, format));
     }
+    // Text: within lineup's bounds on text (a line that never ends is not pahole text).
+    lineup::input::check_text(path, bytes)?;
     let text = String::from_utf8_lossy(bytes).into_owned();
     let is_pahole = pahole_text::parse(&text)
         .map(|ts| {

@@ -45,21 +45,16 @@ pub struct PickArgs {
     pub kallsyms: Option<PathBuf>,
 }
 
-fn open_error(path: &Path, e: std::io::Error) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{}: {}",
-        path.display(),
-        match e.kind() {
-            std::io::ErrorKind::NotFound => "no such file".to_string(),
-            _ => e.to_string(),
-        }
-    )
-}
-
+/// A text input whole, within lineup's bounds on text (`lineup::input`: the line length and
+/// the size).
 fn read(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| open_error(path, e))?;
-    // perf.data is refused with the flag that reads it; bytes that are not UTF-8 (a mail's
-    // Latin-1) are replaced, with a warning naming the lines.
+    let mut input = lineup::input::TextReader::open(path)?;
+    // perf.data is refused with the flag that reads it (before its "lines" are judged).
+    if let Some(hint) = profile::perf_data::text_importer_hint(input.head()?) {
+        bail!("{}: {hint}", path.display());
+    }
+    let bytes = input.read_to_end()?;
+    // Bytes that are not UTF-8 (a mail's Latin-1) are replaced, with a warning naming the lines.
     let (text, bad) = profile::table::decode_text(&bytes)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     if let Some(w) = profile::text::lossy_warning(&path.display().to_string(), &bad) {
@@ -94,47 +89,32 @@ fn show_late(bar: &indicatif::ProgressBar, started: std::time::Instant) {
 /// beside its profile. perf.data is refused with the flag that reads it; bytes that are not
 /// UTF-8 are replaced, with a warning naming the lines, as [`read`] does.
 fn load_c2c(path: &Path) -> Result<Vec<Profile>> {
-    use std::io::BufRead;
     let with_path = |e: profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
-    let file = std::fs::File::open(path).map_err(|e| open_error(path, e))?;
-    let total = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut input = std::io::BufReader::with_capacity(1 << 16, file);
-    let head = input.fill_buf().map_err(|e| open_error(path, e))?;
-    if let Some(hint) = profile::perf_data::text_importer_hint(head) {
+    // Lines within lineup's bounds on text (`lineup::input`): a line that never ends is
+    // refused after 1 MiB, not read until memory runs out.
+    let mut input = lineup::input::TextReader::open(path)?;
+    if let Some(hint) = profile::perf_data::text_importer_hint(input.head()?) {
         bail!("{}: {hint}", path.display());
     }
     let mut reader = profile::C2cReader::new(&profile::C2cOptions::default()).map_err(with_path)?;
     let (bar, started) = late_bar(format!("reading {}", path.display()));
-    bar.set_length(total);
+    bar.set_length(input.size().unwrap_or(0));
     let mut bad = Vec::new();
     let mut read_all = || -> Result<()> {
         let mut buf = Vec::new();
-        let (mut no, mut done) = (0usize, 0u64);
-        loop {
-            buf.clear();
-            let n = input
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| open_error(path, e))?;
-            if n == 0 {
-                return Ok(());
-            }
-            no += 1;
-            done += n as u64;
-            // Line ends as `str::lines` takes them: `\n` or `\r\n`.
-            let line = match buf.strip_suffix(b"\n") {
-                Some(l) => l.strip_suffix(b"\r").unwrap_or(l),
-                None => &buf[..],
-            };
-            let text = String::from_utf8_lossy(line);
+        while input.next_line(&mut buf)? {
+            let no = input.line_number();
+            let text = String::from_utf8_lossy(&buf);
             if matches!(text, std::borrow::Cow::Owned(_)) {
                 bad.push(no);
             }
             reader.line(&text).map_err(with_path)?;
             if no % 4096 == 0 {
                 show_late(&bar, started);
-                bar.set_position(done);
+                bar.set_position(input.bytes_read());
             }
         }
+        Ok(())
     };
     let read = read_all();
     bar.finish_and_clear();
@@ -145,23 +125,22 @@ fn load_c2c(path: &Path) -> Result<Vec<Profile>> {
     reader.finish().map_err(with_path)
 }
 
-/// Maps the file (bounded memory for any size), reads it with the kallsyms of this machine
-/// when the file was recorded on this kernel, and shows a progress bar once it runs past 2 s.
+/// Maps the file (bounded memory for any size; a pipe is read whole, within
+/// `lineup::input::MAX_STREAM_BYTES`), reads it with the kallsyms of this machine when the
+/// file was recorded on this kernel, and shows a progress bar once it runs past 2 s.
 fn load_perf_data(path: &Path, kallsyms_file: Option<&Path>) -> Result<Profile> {
-    let file = std::fs::File::open(path).map_err(|e| open_error(path, e))?;
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
-        bail!("{}: is a directory, not a perf.data file", path.display());
-    }
-    // SAFETY: a read-only private mapping of a file perf has finished writing.
-    let map = unsafe { memmap2::Mmap::map(&file) }
-        .map_err(|e| anyhow::anyhow!("{}: cannot map: {e}", path.display()))?;
+    let file = lineup::readers::InputFile::open(path).map_err(|e| match e.problem.as_str() {
+        "is a directory, not a file" => {
+            anyhow::anyhow!("{}: is a directory, not a perf.data file", path.display())
+        }
+        _ => e.into(),
+    })?;
+    let map = file.bytes();
     let with_path = |e: profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
-    let header = profile::perf_data::read_header(&map).map_err(with_path)?;
+    let header = profile::perf_data::read_header(map).map_err(with_path)?;
     let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok();
     let kallsyms = match (kallsyms_file, &header.os_release, running) {
-        (Some(k), _, _) => Some(
-            std::fs::read_to_string(k).map_err(|e| anyhow::anyhow!("{}: {}", k.display(), e))?,
-        ),
+        (Some(k), _, _) => Some(lineup::input::read_text_lossy(k)?),
         (None, Some(rec), Some(run)) if rec.trim() == run.trim() => {
             std::fs::read_to_string("/proc/kallsyms").ok()
         }
@@ -177,7 +156,7 @@ fn load_perf_data(path: &Path, kallsyms_file: Option<&Path>) -> Result<Profile> 
         bar.set_length(total);
         bar.set_position(done);
     };
-    let p = profile::import_perf_data(&map, &opts, &mut progress).map_err(with_path);
+    let p = profile::import_perf_data(map, &opts, &mut progress).map_err(with_path);
     bar.finish_and_clear();
     p
 }

@@ -50,7 +50,8 @@ pub fn run(args: Args) -> Result<()> {
     }
     // Types that share their name with another definition (two compile units, say): each is
     // labelled with where it was declared.
-    let mut ambiguous: Vec<TypeId> = Vec::new();
+    // (Sets, not lists: 10^5 definitions of one name were 10^10 steps of lookups.)
+    let mut ambiguous: std::collections::HashSet<TypeId> = std::collections::HashSet::new();
     // A program recorded with `lineup cc` carries lineup's runtime and libc's header types:
     // they are not the program's, and `--all` leaves them out.
     let recorded = opened.format == lineup::readers::Format::Dwarf
@@ -95,6 +96,12 @@ pub fn run(args: Args) -> Result<()> {
             out.write_all(&chunk)?;
         }
     } else {
+        // How many definitions share each ambiguous name.
+        let mut definitions: std::collections::HashMap<&str, usize> =
+            std::collections::HashMap::new();
+        for &a in &ambiguous {
+            *definitions.entry(types.get(a).name).or_default() += 1;
+        }
         let mut buf = Vec::new();
         writeln!(buf, "/* {} */", opened.source.describe())?;
         for &id in &ids {
@@ -102,10 +109,7 @@ pub fn run(args: Args) -> Result<()> {
                 continue;
             };
             if ambiguous.contains(&id) {
-                let n = ambiguous
-                    .iter()
-                    .filter(|&&a| types.get(a).name == l.name)
-                    .count();
+                let n = definitions.get(types.get(id).name).copied().unwrap_or(1);
                 let at = l.origin.as_deref().unwrap_or("an unknown place");
                 writeln!(
                     buf,

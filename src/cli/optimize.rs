@@ -371,8 +371,7 @@ fn run_scalar(
     let mut no_patch: Option<String> = None;
     let mut diff: Option<String> = None;
     if let Some(path) = &args.header {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read", path.display()))?;
+        let text = lineup::input::read_text_lossy(path)?;
         let shown = args
             .diff_path
             .clone()
@@ -455,8 +454,7 @@ pub fn run(args: Args) -> Result<()> {
     // The header, when given: its #if blocks become together-constraints.
     let header = match &args.header {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("{}: cannot read", path.display()))?;
+            let text = lineup::input::read_text_lossy(path)?;
             let cs = c_struct::find_struct(&text, &args.subject.type_name)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             // A header that declares another struct than the type would give a patch that

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde::Serialize;
 
 use lineup::analysis::cost::{Cost, Placement};
@@ -57,8 +57,7 @@ pub fn load_candidate(
     type_name: &str,
     path: &std::path::Path,
 ) -> Result<lineup::analysis::cost::Placement> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read", path.display()))?;
+    let text = lineup::input::read_text_lossy(path)?;
     if let Ok(cs) = c_struct::find_struct(&text, type_name) {
         candidate::from_declaration(&model.units, &cs.members(), model.cls)
     } else {

@@ -152,8 +152,7 @@ impl CodeArgs {
         let image = lineup::readers::code::CodeSource::open(path, self.kallsyms.is_some())?;
         let kallsyms = match &self.kallsyms {
             Some(k) => {
-                let text = std::fs::read_to_string(k)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", k.display()))?;
+                let text = lineup::input::read_text_lossy(k)?;
                 Some(lineup::readers::code::Kallsyms::parse(k, &text)?)
             }
             None => None,
@@ -228,8 +227,8 @@ impl ModelArgs {
         // A machine file (`lineup calibrate -o FILE`, or one written by hand).
         let path = std::path::Path::new(&self.machine);
         if path.is_file() || self.machine.contains('/') || self.machine.ends_with(".toml") {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| anyhow::anyhow!("--machine {}: {e}", self.machine))?;
+            let text = lineup::input::read_text_lossy(path)
+                .map_err(|e| anyhow::anyhow!("--machine {e}"))?;
             let (mut m, _) = machine::parse_machine_file(&text)
                 .map_err(|e| anyhow::anyhow!("--machine {}: {e}", self.machine))?;
             m.description = format!("{} (from {})", m.description, self.machine);

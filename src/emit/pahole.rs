@@ -868,6 +868,11 @@ impl<'t, 'a> Printer<'t, 'a, '_> {
             if i > 0 {
                 push_str(out, ", ");
             }
+            if self.guard.spent() {
+                // The rest of a prototype that points back at itself: one marker.
+                push_str(out, "<type loop>");
+                break;
+            }
             match self.kind(p) {
                 Kind::Pointer { target }
                     if matches!(self.kind(*target), Kind::FuncProto { .. }) =>

@@ -947,10 +947,14 @@ impl Profile {
                 supported: SCHEMA_VERSION,
             });
         }
-        if !self.cacheline_size.is_power_of_two() {
+        // The same bound as --cacheline-size: work is per line, and a line of 2^40 bytes
+        // would never end.
+        if !crate::input::valid_cacheline_size(self.cacheline_size) {
             return Err(ProfileError::Json(format!(
-                "cacheline_size {} is not a power of two",
-                self.cacheline_size
+                "cacheline_size {} is not a power of two from {} to {}",
+                self.cacheline_size,
+                crate::input::CACHELINE_SIZES.start(),
+                crate::input::CACHELINE_SIZES.end()
             )));
         }
         for line in &self.lines {

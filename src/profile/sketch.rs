@@ -45,6 +45,14 @@ const MAX_CYCLES: f64 = 1e9;
 const MAX_CPUS: u32 = 1 << 20;
 /// Largest offset or size of an access, in bytes.
 const MAX_BYTES: u64 = 1 << 32;
+/// Most accesses a sketch may hold (over all its types), and most types, and most group
+/// members. Each access is a stream the optimizer prices on every candidate layout, pairwise
+/// with the other streams of its line: a sketch of 10^4 accesses took 61 s. Sketches are
+/// written by hand; the largest in lineup's cases has 93 accesses.
+pub const MAX_ACCESSES: usize = 1024;
+/// Most CPUs a sketch's `cpus = [...]` lists may name in all: the cost model prices the
+/// listed CPUs one by one. Real sketches list a few.
+pub const MAX_LISTED_CPUS: usize = 4096;
 
 /// Reads a TOML access sketch into a profile with one [`super::TypeProfile`] per `[[type]]`.
 /// Accesses are named by field (resolved against a layout later) or by explicit offset.
@@ -175,9 +183,11 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
             )));
         }
     }
-    if !cls.is_power_of_two() {
+    if !crate::input::valid_cacheline_size(cls) {
         return Err(ProfileError::Sketch(format!(
-            "machine.cacheline_size {cls} is not a power of two"
+            "machine.cacheline_size {cls} is not a power of two from {} to {}",
+            crate::input::CACHELINE_SIZES.start(),
+            crate::input::CACHELINE_SIZES.end()
         )));
     }
     let mut unit = raw.sketch.unit.map(|u| match u {
@@ -197,6 +207,38 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
     m.cacheline_size = raw.machine.cacheline_size;
     m.description = raw.machine.description.clone();
     let machine_cpus = raw.machine.cpus;
+    let counted = [
+        (
+            "accesses ([[type.access]])",
+            raw.types.iter().map(|t| t.get_ref().accesses.len()).sum(),
+            MAX_ACCESSES,
+        ),
+        ("types ([[type]])", raw.types.len(), MAX_ACCESSES),
+        (
+            "group members",
+            raw.groups.iter().map(|g| g.get_ref().members.len()).sum(),
+            MAX_ACCESSES,
+        ),
+        (
+            "listed CPUs (cpus = [...])",
+            raw.types
+                .iter()
+                .flat_map(|t| &t.get_ref().accesses)
+                .map(|a| match &a.get_ref().cpus {
+                    Some(RawCpus::List(l)) => l.len(),
+                    _ => 0,
+                })
+                .sum(),
+            MAX_LISTED_CPUS,
+        ),
+    ];
+    for (what, n, limit) in counted {
+        if n > limit {
+            return Err(ProfileError::Sketch(format!(
+                "{n} {what}; a sketch holds at most {limit}"
+            )));
+        }
+    }
 
     // Group name → (weight, members), from the accesses' `groups` tags.
     let mut tagged: BTreeMap<String, (f64, Vec<GroupMember>)> = BTreeMap::new();

@@ -524,6 +524,9 @@ struct TypeReader<'a, 'd> {
     /// Names of the split DWARF objects (`DW_AT_dwo_name`) of skeleton units: their types
     /// are not in this file.
     split_objects: Vec<String>,
+    /// Structs and unions larger than [`MAX_SIZE`] (or holding a member that is), left out
+    /// one by one: how many, and the first names, for one warning.
+    oversized: (usize, Vec<String>),
 }
 
 /// Where the unit being read lies, to turn its references into keys.
@@ -551,6 +554,7 @@ impl<'a, 'd> TypeReader<'a, 'd> {
             filled: vec![true],
             bit_offset_fixups: Vec::new(),
             split_objects: Vec::new(),
+            oversized: (0, Vec::new()),
         }
     }
 
@@ -859,18 +863,20 @@ impl<'a, 'd> TypeReader<'a, 'd> {
                         line: a.decl_line.unwrap_or(0),
                     }))
                 };
-                let size = byte_size(&a).unwrap_or(0);
-                if size > MAX_SIZE {
-                    return Err(Problem::Layout(format!(
-                        "struct or union '{}' claims {size} bytes",
-                        name.escape_debug()
-                    )));
+                let mut size = byte_size(&a).unwrap_or(0);
+                // Larger than any struct lineup lays out (`char big[1ull << 32]`): this one
+                // is left out, as a declaration without members, and said once at the end;
+                // the unit's other types still read.
+                let oversized = size > MAX_SIZE;
+                if oversized {
+                    self.note_oversized(name, size);
+                    size = 0;
                 }
                 let comp = Composite {
                     size,
                     members: Vec::new(),
                     declared_align: alignment(&a),
-                    is_declaration: a.declaration,
+                    is_declaration: a.declaration || oversized,
                     origin,
                 };
                 let kind = if tag == dw::DW_TAG_union_type {
@@ -882,7 +888,7 @@ impl<'a, 'd> TypeReader<'a, 'd> {
                     kind,
                     Frame::Composite {
                         id,
-                        take_members: !a.declaration,
+                        take_members: !a.declaration && !oversized,
                     },
                 )
             }
@@ -1207,7 +1213,7 @@ impl<'a, 'd> TypeReader<'a, 'd> {
                 }
             }
         }
-        self.validate()?;
+        self.validate();
         let mut remap: Vec<TypeId> = (0..self.types.len() as TypeId).collect();
         for &(from, to) in &self.aliases {
             if from != to {
@@ -1238,27 +1244,53 @@ impl<'a, 'd> TypeReader<'a, 'd> {
 
     /// What later stages rely on: members start inside their struct (checked as they are
     /// read) and are no bigger than any struct can be, so offset arithmetic cannot overflow.
-    /// A member reaching past the end is tolerated: rustc writes zero-sized types that way.
-    fn validate(&self) -> Result<(), DwarfError> {
-        for t in &self.types.types {
+    /// A struct with a member larger than that is left out like an oversized struct (the
+    /// others still read). A member reaching past the end is tolerated: rustc writes
+    /// zero-sized types that way.
+    fn validate(&mut self) {
+        let mut bad = Vec::new();
+        for (id, t) in self.types.types.iter().enumerate() {
             let (Kind::Struct(c) | Kind::Union(c)) = &t.kind else {
                 continue;
             };
-            for m in &c.members {
-                let size = self.types.size_of(m.ty);
-                if size > MAX_SIZE {
-                    return Err(DwarfError::CorruptSection {
-                        section: ".debug_info",
-                        problem: format!(
-                            "member '{}' of '{}' claims {size} bytes",
-                            m.name.escape_debug(),
-                            t.name.escape_debug()
-                        ),
-                    });
-                }
+            if let Some(size) = c
+                .members
+                .iter()
+                .map(|m| self.types.size_of(m.ty))
+                .find(|&size| size > MAX_SIZE)
+            {
+                bad.push((id, t.name, size));
             }
         }
-        Ok(())
+        for (id, name, size) in bad {
+            self.note_oversized(name, size);
+            if let Some(c) = self.composite_mut(id as TypeId) {
+                c.members.clear();
+                c.size = 0;
+                c.is_declaration = true;
+            }
+        }
+        let (n, names) = &self.oversized;
+        if *n > 0 {
+            self.types.warnings.push(format!(
+                "{n} struct{} or union{} larger than {} left out: {}{}",
+                if *n == 1 { "" } else { "s" },
+                if *n == 1 { "" } else { "s" },
+                crate::input::human_bytes(MAX_SIZE + 1),
+                names.join(", "),
+                if *n > names.len() { ", ..." } else { "" }
+            ));
+        }
+    }
+
+    /// Counts a struct left out for its size (`size` bytes, or a member that large).
+    fn note_oversized(&mut self, name: &str, size: u64) {
+        let (n, names) = &mut self.oversized;
+        *n += 1;
+        if names.len() < 3 {
+            let name = if name.is_empty() { "(anonymous)" } else { name };
+            names.push(format!("'{}' ({size} bytes)", name.escape_debug()));
+        }
     }
 }
 
@@ -1548,20 +1580,26 @@ impl Dedup {
         remap: &mut [TypeId],
         composite_of: impl Fn(&Types<'_>, TypeId) -> TypeId,
     ) -> Vec<TypeId> {
-        let mut kept: Vec<(Vec<Tok<'_>>, TypeId)> = Vec::new();
+        // The first of each signature, found by hashing: 10^5 different definitions of one
+        // name must not be compared pairwise.
+        let mut first_of: HashMap<Vec<Tok<'_>>, TypeId> = HashMap::new();
+        let mut kept = Vec::new();
         for &id in ids {
             let comp = composite_of(types, id);
             let mut sig = Vec::new();
             composite_signature(types, comp, &mut sig, &mut Guard::new());
-            match kept.iter().find(|(s, _)| *s == sig) {
-                Some(&(_, first)) => {
+            match first_of.get(&sig) {
+                Some(&first) => {
                     remap[id as usize] = first;
                     self.hide(types, comp, &mut Guard::new());
                 }
-                None => kept.push((sig, id)),
+                None => {
+                    first_of.insert(sig, id);
+                    kept.push(id);
+                }
             }
         }
-        kept.into_iter().map(|(_, id)| id).collect()
+        kept
     }
 
     /// Hides composite `id` and the anonymous structs and unions only it uses.

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::input::io_problem;
 use crate::types::Types;
 
 /// Which debug-info format to read from a file.
@@ -109,6 +110,17 @@ impl InputFile {
         if meta.is_dir() {
             return Err(LoadError::new(path, "is a directory, not a file"));
         }
+        let read = |bytes: Vec<u8>| InputFile {
+            path: path.to_path_buf(),
+            map: None,
+            read: Cow::Owned(bytes),
+            arena: typed_arena::Arena::new(),
+        };
+        // A pipe (`--btf <(cat f)`, `--btf /dev/stdin`), a FIFO or a device has no size and
+        // cannot be mapped: read to its end, within a bound (crate::input).
+        if !meta.is_file() {
+            return Ok(read(crate::input::read_stream(path, file)?));
+        }
         // sysfs files (/sys/kernel/btf/vmlinux) report their true size; empty files cannot be
         // mapped, and are reported as such by the format readers.
         let map = if meta.len() == 0 {
@@ -120,14 +132,15 @@ impl InputFile {
             match unsafe { memmap2::Mmap::map(&file) } {
                 Ok(m) => Some(m),
                 Err(map_error) => {
-                    let read = std::fs::read(path)
-                        .map_err(|_| LoadError::new(path, io_problem(&map_error)))?;
-                    return Ok(InputFile {
-                        path: path.to_path_buf(),
-                        map: None,
-                        read: Cow::Owned(read),
-                        arena: typed_arena::Arena::new(),
-                    });
+                    let bytes = crate::input::read_file_bounded(path).map_err(|e| {
+                        // Past the bound, say so; else why it could not be mapped.
+                        if e.problem.starts_with("more than") {
+                            e
+                        } else {
+                            LoadError::new(path, io_problem(&map_error))
+                        }
+                    })?;
+                    return Ok(read(bytes));
                 }
             }
         };
@@ -154,14 +167,6 @@ impl InputFile {
             Some(m) => m,
             None => &self.read,
         }
-    }
-}
-
-fn io_problem(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file".to_string(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-        _ => format!("cannot read: {e}"),
     }
 }
 

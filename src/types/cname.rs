@@ -106,6 +106,11 @@ fn push_params(
         if i > 0 {
             s.push_str(", ");
         }
+        if g.spent() {
+            // The rest of a prototype that points back at itself: one marker, not one each.
+            s.push_str("<type loop>");
+            break;
+        }
         push_name(types, *p, s, g);
     }
     if variadic {

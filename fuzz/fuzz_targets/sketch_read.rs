@@ -1,0 +1,12 @@
+//! Fuzzes the reading of TOML access sketches alone: the bounds every text input goes through, the
+//! importer, and the profile's JSON round trip (`lineup::stages::check_import`), thousands
+//! of inputs a second where the `sketch` target, which runs the optimizer on each, manages a few.
+//! Whatever the text: one-line errors, no panic. Shares `fuzz/corpus/sketch` with `sketch`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use lineup::stages::{ProfileInput, check_import};
+
+fuzz_target!(|data: &[u8]| {
+    check_import(ProfileInput::Sketch, data);
+});
