@@ -1261,6 +1261,11 @@ struct ElfSyms {
 
 impl ElfSyms {
     fn load(path: &str, want_build_id: Option<&str>) -> Result<ElfSyms, String> {
+        // The file's name comes from the recording: a FIFO there would block the open, a
+        // device would be read without end. Only regular files hold symbols.
+        if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            return Err(format!("{path}: not a regular file"));
+        }
         let file = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
         // SAFETY: read-only private mapping; a file changed underneath gives wrong symbols
         // (the build id check guards the common case), not unsoundness in practice.
@@ -1874,6 +1879,21 @@ impl Acc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A recording naming a FIFO as a mapped file: refused without opening it (the open
+    /// would wait for a writer forever).
+    #[test]
+    fn symbols_are_read_only_from_regular_files() {
+        let dir = std::env::temp_dir().join(format!("lineup-elfsyms-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = ElfSyms::load(fifo.to_str().unwrap(), None).err().unwrap();
+        assert!(e.ends_with(": not a regular file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn data_source_fields_sit_where_perf_event_h_puts_them() {
