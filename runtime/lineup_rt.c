@@ -206,6 +206,7 @@ static inline uint64_t per_record(uint64_t key) { return ((key >> 56) & 3) == K_
  * shared by threads and written, which sends the rate back to 100%. The last burst of a site may
  * stand for up to (AMAX - 1) x ABURST accesses that never came (the thread ended during the
  * skip after it): the bound of the over-estimate, per site and thread. */
+#define PEND_CAP 4096
 #define SITES_BITS 12
 #define SITE_OF(pc) ((uint32_t)((pc) ^ ((pc) >> SITES_BITS)) & ((1u << SITES_BITS) - 1))
 #define ABURST 256
@@ -259,6 +260,15 @@ struct tstate {
                                 the thread is disabled) */
     uint64_t estimated;  /* adaptive: accesses skipped, stood for by weights */
     uint64_t max_period; /* adaptive: the largest weight used */
+    /* Accesses a signal handler made while the thread was writing its buffers out (its
+     * tables are in flux then): kept here, counted once the writing is over. */
+    volatile uint32_t pend_n;
+    volatile int in_slow; /* inside rec_slow: a signal handler's access waits in pend */
+    int draining;
+    struct pending {
+        uintptr_t a, pc;
+        uint32_t info;
+    } pend[PEND_CAP];
     /* Bursts: executions of each patched site between windows, counted by the site's
      * trampoline (pages are touched only where a site runs). Last: it is large. */
     uint64_t hits[PSITE_CAP];
@@ -771,7 +781,11 @@ static void flush_agg(struct tstate *t) {
 
 static void hits_emit(struct tstate *t);
 
+static void pend_drain(struct tstate *t);
+
 static void flush_thread(struct tstate *t, int final) {
+    if (t->pend_n)
+        pend_drain(t);
     flush_agg(t);
     flush_sum(t);
     flush_trace(t);
@@ -1304,8 +1318,11 @@ static void flush_tick(void) {
     unlock();
 }
 
-/* Threads of the process, from /proc/self/stat (field 20); 0 if it cannot be read. */
-static long threads_alive(void) {
+/* Threads of the process that are alive, from /proc/self/stat: num_threads (field 20),
+ * less the main thread when it is a zombie (state Z, field 3: it ended by SYS_exit or
+ * pthread_exit and stays until the whole process ends; other threads go at once); 0 if it
+ * cannot be read. *status: the main thread's exit code (field 52, as wait reports it). */
+static long threads_alive(long *status) {
     char buf[1024];
     long fd = rsys(SYS_open, (long)"/proc/self/stat", O_RDONLY | O_CLOEXEC, 0, 0, 0);
     if (fd < 0)
@@ -1318,31 +1335,40 @@ static long threads_alive(void) {
     long i = n;
     while (i > 0 && buf[i - 1] != ')')
         i--;
-    /* After "pid (comm)": field 3 is the first; num_threads is field 20. */
-    int field = 2;
-    long v = 0;
+    /* After "pid (comm)": field 3 is the first. */
+    int field = 2, zombie = 0;
+    long v = 0, code = 0;
     for (; i < n; i++) {
-        if (buf[i] == ' ') {
-            if (++field > 20)
+        if (buf[i] == ' ' || buf[i] == '\n') {
+            if (++field > 52)
                 break;
-            v = 0;
+        } else if (field == 3) {
+            zombie = buf[i] == 'Z';
         } else if (field == 20 && buf[i] >= '0' && buf[i] <= '9') {
             v = v * 10 + (buf[i] - '0');
+        } else if (field == 52 && buf[i] >= '0' && buf[i] <= '9') {
+            code = code * 10 + (buf[i] - '0');
         }
     }
-    return field > 20 || (field == 20 && v) ? v : 0;
+    *status = code;
+    if (field < 20 || !v)
+        return 0;
+    return v - (zombie && v > 1 ? 1 : 0);
 }
 
-/* The program's last thread ended without ending the process (SYS_exit in seccomp strict
- * mode; glibc's pthread_exit cannot, the patcher not being one of its threads): flush what
- * the ended threads left, and end as the kernel would have ended it, with the status of
- * the main thread. */
+/* The program's last thread ended without ending the process (a bare SYS_exit; glibc's
+ * pthread_exit cannot, the runtime's thread not being one of its threads): flush what the
+ * ended threads left, and end as the kernel would have ended it, with the status of the
+ * main thread. */
 static void patcher_alone(void) {
-    if (threads_alive() != 1)
+    long status = 0;
+    if (threads_alive(&status) != 1)
         return;
     final_flush(0);
+    /* The kernel reports the last thread's exit code: the main thread's, when it was the
+     * program's last (one that left before it, by a bare SYS_exit, is not known). */
     for (;;)
-        rsys(SYS_exit, 0, 0, 0, 0, 0);
+        rsys(SYS_exit, (status >> 8) & 0xff, 0, 0, 0, 0);
 }
 
 static int trap_is_ours(void);
@@ -2417,14 +2443,56 @@ static inline __attribute__((always_inline)) void count_at(struct tstate *t, str
 
 /* Everything the site cache did not answer: a thread's first access, a new site or line, a
  * line whose sharing state changed, --sample N, a thread busy writing. */
+/* An access while the thread writes its buffers (a signal handler's): kept for later, or
+ * dropped (and counted as such) past PEND_CAP. The slot is taken atomically: a handler may
+ * interrupt another. */
+static void pend_push(struct tstate *t, uintptr_t a, uint32_t info, uintptr_t pc) {
+    uint32_t i = __atomic_fetch_add(&t->pend_n, 1, __ATOMIC_ACQ_REL);
+    if (i >= PEND_CAP) {
+        t->dropped++;
+        return;
+    }
+    t->pend[i].a = a;
+    t->pend[i].pc = pc;
+    __atomic_store_n(&t->pend[i].info, info, __ATOMIC_RELEASE);
+}
+
+/* The kept accesses, counted now, each through a site entry of its own (never the cache:
+ * the final flush drains threads whose cache is the shared empty table). */
+static __attribute__((noinline)) void pend_drain(struct tstate *t) {
+    if (t->draining)
+        return;
+    t->draining = 1;
+    uint32_t done = 0;
+    for (int round = 0; round < 8; round++) {
+        uint32_t n = __atomic_load_n(&t->pend_n, __ATOMIC_ACQUIRE);
+        uint32_t upto = n < PEND_CAP ? n : PEND_CAP;
+        for (; done < upto; done++) {
+            /* A slot taken but not written (never, by construction: the thread is not
+             * busy now, so no handler below us is in pend_push): skipped. */
+            uint32_t info = __atomic_load_n(&t->pend[done].info, __ATOMIC_ACQUIRE);
+            if (!info) {
+                t->dropped++;
+                continue;
+            }
+            struct site one = {.weight = 1};
+            site_fill(t, &one, t->pend[done].a, info, t->pend[done].pc);
+            count_at(t, &one, t->pend[done].a, info, t->pend[done].pc);
+            t->pend[done].info = 0;
+        }
+        if (__atomic_compare_exchange_n(&t->pend_n, &n, 0, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            break;
+    }
+    t->draining = 0;
+}
+
 /* What the thread has buffered, written now (the runtime's thread asked, by pointing the
  * thread's site cache at the empty table so that its next access comes here): a program
  * killed by SIGKILL or the OOM killer keeps what its threads had recorded until then. */
 static __attribute__((noinline)) void periodic_flush(struct tstate *t) {
-    if (t->slow & SLOW_BUSY) {
-        t->dropped++;
-        return;
-    }
+    if (t->slow & SLOW_BUSY)
+        return; /* asked again at the next access */
     t->slow |= SLOW_BUSY;
     flush_agg(t);
     flush_sum(t);
@@ -2438,6 +2506,11 @@ static __attribute__((noinline)) void periodic_flush(struct tstate *t) {
     t->slow &= ~SLOW_BUSY;
 }
 
+static void rec_slow_body(struct tstate *t, uintptr_t a, uint32_t info, uintptr_t pc);
+
+/* The slow path is not reentrant (it inserts into the thread's tables, writes buffers
+ * out): an access made by a signal handler that interrupted it, or interrupted a write of
+ * the buffers, is kept aside and counted when the interrupted path is done. */
 static __attribute__((noinline)) void rec_slow(struct tstate *t, uintptr_t a, uint32_t info,
                                                uintptr_t pc) {
     if (!t) {
@@ -2445,16 +2518,29 @@ static __attribute__((noinline)) void rec_slow(struct tstate *t, uintptr_t a, ui
         if (a - t->stk_lo < t->stk_size)
             return;
     }
+    if (UNLIKELY(t->in_slow || (t->slow & SLOW_BUSY))) {
+        pend_push(t, a, info, pc);
+        return;
+    }
+    t->in_slow = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    rec_slow_body(t, a, info, pc);
+    if (UNLIKELY(t->pend_n) && !(t->slow & SLOW_BUSY))
+        pend_drain(t);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->in_slow = 0;
+}
+
+static __attribute__((noinline)) void rec_slow_body(struct tstate *t, uintptr_t a,
+                                                    uint32_t info, uintptr_t pc) {
     if (UNLIKELY(t->sites == g_flush_sites)) {
         periodic_flush(t);
-        if (t->sites == g_flush_sites)
-            return; /* busy writing: not counted, as any access while it writes */
-    }
-    if (UNLIKELY(t->slow)) {
-        if (t->slow & SLOW_BUSY) {
-            t->dropped++;
+        if (t->sites == g_flush_sites) {
+            pend_push(t, a, info, pc); /* asked while busy: kept for later */
             return;
         }
+    }
+    if (UNLIKELY(t->slow)) {
         if (!sample_tick(t))
             return;
         /* --sample N: counted through a site entry of its own, never cached. */

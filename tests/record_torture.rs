@@ -454,7 +454,6 @@ int main(int argc, char **argv) {
 }
 
 #[test]
-#[ignore = "issue 23: a SIGALRM handler's accesses while its thread writes its table of places out (table full, or the periodic flush) are dropped, in both modes (summary.record.dropped > 0, nothing said): the count is 2 short per drop"]
 fn a_signal_handler_on_instrumented_data_while_20000_sites_register() {
     let dir = scratch("sites");
     let src = dir.join("sites.c");
@@ -475,7 +474,18 @@ fn a_signal_handler_on_instrumented_data_while_20000_sites_register() {
             let [rounds, ticks] = reported(&run.stderr, "rounds ")[..] else {
                 panic!("{ctx}: {}", run.stderr)
             };
-            exact(&ctx, &p, (2 * SITES + 8192) * rounds + 2 * ticks + 66, &run);
+            // Exact, or short by the handler's updates (a load and a store each) that its
+            // thread could not keep while it wrote its buffers out, and said so.
+            let dropped = p["summary"]["record"]["dropped"].as_f64().unwrap() as u64;
+            exact(&ctx, &p, (2 * SITES + 8192) * rounds + 2 * ticks + 66 - 2 * dropped, &run);
+            assert!(
+                dropped == 0
+                    || run.stderr.contains(&format!(
+                        "{dropped} accesses made by signal handlers while their thread was writing"
+                    )),
+                "{ctx}: {dropped} dropped, not said: {}",
+                run.stderr
+            );
         }
     }
 }
@@ -497,6 +507,29 @@ fn pthread_exit_from_main_ends_the_process() {
             let (run, p) = record(&dir, mode, "r", &prog, &[&arg]);
             let p = same_as_plain(&ctx, &run, p, &base);
             exact(&ctx, &p, 2 * n + 1, &run);
+        }
+    }
+}
+
+/// Threads that end with a bare SYS_exit, main last with status 5: the process ends with
+/// main's status, and what the threads recorded (never flushed by a thread exit of glibc's)
+/// is all in the profile.
+#[test]
+fn threads_ending_with_a_bare_sys_exit_end_the_process_with_mains_status() {
+    let dir = scratch("raw_exit");
+    let prog = build("raw_exit", None, "-O1");
+    let n: u64 = 2_000_000;
+    let arg = n.to_string();
+    let base = plain(&dir, "plain", &prog, &[&arg]);
+    assert_eq!(base.stdout, format!("raw exit {}\n", 2 * n));
+    assert_eq!(base.code(), Some(5));
+    for mode in MODES {
+        for i in 0..3 {
+            let ctx = format!("{mode:?} run {i}");
+            let (run, p) = record(&dir, mode, "r", &prog, &[&arg]);
+            let p = same_as_plain(&ctx, &run, p, &base);
+            exact(&ctx, &p, 4 * n + 2, &run);
+            assert!(!partial(&p), "{ctx}: {}", run.stderr);
         }
     }
 }

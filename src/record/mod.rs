@@ -1503,6 +1503,9 @@ pub fn scalar_array_advice(tp: &crate::profile::TypeProfile, cls: u64) -> Option
     ))
 }
 
+/// Accesses a thread keeps while it writes its buffers out (the runtime's PEND_CAP).
+const PENDING_PER_THREAD: u64 = 4096;
+
 /// What the runtime did differently from its settings, from its notes and loss counts: a
 /// sentence each, said on standard error and in the profile's note.
 fn runtime_warnings(processes: &[trace::Process], lost: u64) -> Vec<String> {
@@ -1543,6 +1546,16 @@ fn runtime_warnings(processes: &[trace::Process], lost: u64) -> Vec<String> {
                 }
             ));
         }
+    }
+    let dropped: u64 = processes
+        .iter()
+        .flat_map(|p| p.threads.values())
+        .map(|t| t.dropped)
+        .sum();
+    if dropped > 0 {
+        out.push(format!(
+            "{dropped} accesses made by signal handlers while their thread was writing its buffers out were not recorded (past the {PENDING_PER_THREAD} a thread keeps for later)"
+        ));
     }
     if lost > 0 {
         out.push(format!(
