@@ -207,6 +207,7 @@ static inline uint64_t per_record(uint64_t key) { return ((key >> 56) & 3) == K_
  * stand for up to (AMAX - 1) x ABURST accesses that never came (the thread ended during the
  * skip after it): the bound of the over-estimate, per site and thread. */
 #define PEND_CAP 4096
+#define AGG_FEW 256
 #define SITES_BITS 12
 #define SITE_OF(pc) ((uint32_t)((pc) ^ ((pc) >> SITES_BITS)) & ((1u << SITES_BITS) - 1))
 #define ABURST 256
@@ -239,6 +240,9 @@ struct tstate {
     uintptr_t stk_lo, stk_size;
     struct agg_entry *agg;
     uint32_t agg_mask, agg_used, tag;
+    /* The slots of the first AGG_FEW entries of the table, so that flushing a table
+     * that holds few (a short-lived thread's) touches only them, not the whole 1 MiB. */
+    uint32_t few[AGG_FEW];
     uint32_t slow; /* SLOW_BUSY | SLOW_SAMPLING: off the fast path */
     uint32_t win_closed; /* eligible accesses left before the clock is read again */
     uint32_t shift;      /* g_block_shift, here on the hot line */
@@ -669,12 +673,16 @@ static void flush_allocs(struct tstate *t) {
 /* The counters the site cache points at moved (a flush cleared a table): every entry is
  * refilled at its next access. The adaptive sampling state stays. */
 static void sites_forget(struct tstate *t) {
+    /* Written only where set: a short-lived thread's untouched pages stay unallocated. */
     for (uint32_t i = 0; i < (1u << SITES_BITS); i++)
-        t->site_table[i].span = 0;
+        if (t->site_table[i].span)
+            t->site_table[i].span = 0;
 }
 
 static void flush_sum(struct tstate *t) {
     sites_forget(t);
+    if (!t->sum_used)
+        return;
     uint32_t n = 0;
     uint64_t summarized = 0; /* the hooks count into summaries without a running total */
     for (uint32_t i = 0; i < (1u << SUM_BITS); i++)
@@ -759,7 +767,18 @@ static void flush_agg(struct tstate *t) {
         level = would;
     }
     sites_forget(t);
-    for (uint32_t i = 0; i <= t->agg_mask; i++)
+    uint32_t used = t->agg_used, few = used <= AGG_FEW;
+    if (few) {
+        /* In slot order, so that compacting to the front never overwrites one not seen. */
+        for (uint32_t a = 1; a < used; a++)
+            for (uint32_t b = a; b > 0 && t->few[b - 1] > t->few[b]; b--) {
+                uint32_t x = t->few[b];
+                t->few[b] = t->few[b - 1];
+                t->few[b - 1] = x;
+            }
+    }
+    for (uint32_t k = 0, end = few ? used : t->agg_mask + 1; k < end; k++) {
+        uint32_t i = few ? t->few[k] : k;
         if (t->agg[i].key) {
             t->accesses += t->agg[i].count * per_record(t->agg[i].key);
             uint64_t addr = t->agg[i].key & (((uint64_t)1 << 48) - 1);
@@ -771,11 +790,18 @@ static void flush_agg(struct tstate *t) {
                 t->agg[n] = t->agg[i];
             n++;
         }
+    }
     if (n) {
         emit(CH_AGG, t->index, n, t->agg, n * sizeof(struct agg_entry));
         account((uint64_t)n * sizeof(struct agg_entry));
     }
-    zero(t->agg, (size_t)(t->agg_mask + 1) * sizeof(struct agg_entry));
+    if (few) {
+        for (uint32_t k = 0; k < used; k++)
+            zero(&t->agg[t->few[k]], sizeof(struct agg_entry));
+        zero(t->agg, (size_t)n * sizeof(struct agg_entry));
+    } else {
+        zero(t->agg, (size_t)(t->agg_mask + 1) * sizeof(struct agg_entry));
+    }
     t->agg_used = 0;
 }
 
@@ -2262,6 +2288,8 @@ static struct agg_entry *agg_entry(struct tstate *t, uint64_t key, uintptr_t pc)
             }
             e->key = key;
             e->pc = pc;
+            if (t->agg_used < AGG_FEW)
+                t->few[t->agg_used] = i;
             t->agg_used++;
             return e;
         }
