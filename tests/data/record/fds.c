@@ -5,7 +5,8 @@
  *   fds dup2 FILE     dup2 FILE onto fds 900..999, work, then exit 3 if FILE grew
  *   fds close         close fds 3..1023 first, then work
  *   fds touch FILE    create FILE, then work
- *   fds forever       print "started PID", then work until a signal ends it
+ *   fds forever       work until a signal ends it, printing "started PID" once both
+ *                     threads have stored
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -79,10 +80,18 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(mode, "forever")) {
+        /* "started" once both workers have stored: a signal right after it (the tests
+         * send one) finds stores to record however loaded the machine is. */
         forever = 1;
+        pthread_t t[2];
+        for (long i = 0; i < 2; i++)
+            pthread_create(&t[i], NULL, worker, (void *)i);
+        while (pair.a < 1000 || pair.b < 1000)
+            usleep(1000);
         printf("started %d\n", (int)getpid());
         fflush(stdout);
-        work();
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
         return 0;
     }
     return 64;
