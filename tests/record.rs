@@ -756,7 +756,11 @@ fn an_instrumented_shared_object_dlopened_by_the_program_is_recorded() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     let prog = build("tests/data/record/dlopen_main.c");
-    let plain = Command::new(&prog).arg(&lib).arg("100000").output().unwrap();
+    let plain = Command::new(&prog)
+        .arg(&lib)
+        .arg("100000")
+        .output()
+        .unwrap();
     assert_eq!(text(&plain.stdout), "total 100000\n");
     for flags in [&[][..], &["--sample", "1"][..]] {
         let (o, profile) = record(&prog, flags, &[lib.to_str().unwrap(), "100000"]);

@@ -477,7 +477,12 @@ fn a_signal_handler_on_instrumented_data_while_20000_sites_register() {
             // Exact, or short by the handler's updates (a load and a store each) that its
             // thread could not keep while it wrote its buffers out, and said so.
             let dropped = p["summary"]["record"]["dropped"].as_f64().unwrap() as u64;
-            exact(&ctx, &p, (2 * SITES + 8192) * rounds + 2 * ticks + 66 - 2 * dropped, &run);
+            exact(
+                &ctx,
+                &p,
+                (2 * SITES + 8192) * rounds + 2 * ticks + 66 - 2 * dropped,
+                &run,
+            );
             assert!(
                 dropped == 0
                     || run.stderr.contains(&format!(

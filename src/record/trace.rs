@@ -220,7 +220,9 @@ impl BurstsOff {
             BurstsOff::TrapBlocked => "the program blocked SIGTRAP with a raw system call",
             BurstsOff::TextReprotected => "the program changed the protection of its own code",
             BurstsOff::SeccompFilter => "the program entered seccomp mode (a filter, or strict)",
-            BurstsOff::TextNotWritable => "the program's code cannot be made writable (a W^X policy)",
+            BurstsOff::TextNotWritable => {
+                "the program's code cannot be made writable (a W^X policy)"
+            }
             BurstsOff::NoMembarrier => "membarrier(SYNC_CORE) is not available",
             BurstsOff::NoThread => "the runtime could not start its thread",
         }
@@ -718,7 +720,10 @@ mod tests {
         f.extend(chunk(CH_HITS, 4, 1, &words(&[0x4010, 7])));
         f.extend(chunk(CH_HITS, 3, 2, &words(&[0x4010, 90, 0x4020, 5])));
         let p = parse(&f, Path::new("x")).unwrap();
-        assert_eq!(p.hits, vec![(3, 0x4010, 90), (3, 0x4020, 5), (4, 0x4010, 7)]);
+        assert_eq!(
+            p.hits,
+            vec![(3, 0x4010, 90), (3, 0x4020, 5), (4, 0x4010, 7)]
+        );
     }
 
     #[test]
