@@ -1836,7 +1836,15 @@ static int touches_code(uintptr_t a, size_t n) {
 /* What the program asks of the kernel past the wrappers above, through syscall(3): a
  * SIGTRAP disposition or mask, a new protection of its code, a seccomp filter. Bursts stop
  * first (every call back in place), then the call is made as asked. */
-static void before_syscall(long n, long a, long b, long c) {
+static void before_syscall(long n, long a, long b) {
+    if ((n == SYS_seccomp && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER)) ||
+        (n == SYS_prctl && a == PR_SET_SECCOMP)) {
+        bursts_stop(NOTE_SECCOMP);
+        thread_stop();
+        return;
+    }
+    if (!g_bursts || !g_patch_ok)
+        return; /* below, the program's pointers are read only while rewriting needs it */
     if (n == SYS_rt_sigaction && a == SIGTRAP && b)
         bursts_stop(NOTE_TRAP);
     else if (n == SYS_rt_sigprocmask && b && a != SIG_UNBLOCK &&
@@ -1844,12 +1852,6 @@ static void before_syscall(long n, long a, long b, long c) {
         bursts_stop(NOTE_MASK);
     else if ((n == SYS_mprotect || n == SYS_pkey_mprotect) && touches_code((uintptr_t)a, (size_t)b))
         bursts_stop(NOTE_TEXT);
-    else if ((n == SYS_seccomp && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER)) ||
-             (n == SYS_prctl && a == PR_SET_SECCOMP)) {
-        bursts_stop(NOTE_SECCOMP);
-        thread_stop();
-    }
-    (void)c;
 }
 
 EXPORT long syscall(long n, ...) {
@@ -1858,7 +1860,7 @@ EXPORT long syscall(long n, ...) {
     long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
     long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
     va_end(ap);
-    before_syscall(n, a, b, c);
+    before_syscall(n, a, b);
     if (n == SYS_seccomp && (a == SECCOMP_SET_MODE_STRICT || a == SECCOMP_SET_MODE_FILTER))
         seccomp_enter(a == SECCOMP_SET_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_FILTER);
     else if (n == SYS_prctl && a == PR_SET_SECCOMP)
