@@ -2,8 +2,11 @@
 //! the program when lineup dies, signals after the program ended, signals sent to the whole
 //! process group, and output paths that only fail after a run.
 //!
-//! The program is `sig.c` below, built with `lineup cc`. Needs a C compiler and coreutils'
-//! `timeout`. Every child run is bounded: a hang fails the test instead of stalling it.
+//! The program is `tests/data/record/fds.c` (its header lists the modes), built with
+//! `lineup cc`. Needs a C compiler and coreutils' `timeout`. Every child run is bounded: a
+//! hang fails the test instead of stalling it.
+
+mod common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -13,130 +16,6 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-/// Two threads write neighbouring members (something to record) in every mode:
-///   sig quiet          work, exit 0, print nothing
-///   sig touch FILE     create FILE, work, exit 0
-///   sig forever        print "started PID", work until a signal ends it
-///   sig count          count SIGTERMs in a handler; print "started PID", work, spin until
-///                      the first SIGTERM, then wait 2 s more for duplicates; print
-///                      "sigterm N"
-///   sig fifo           work, put a FIFO named like a runtime file (rt.4000000000.bin) in
-///                      $LINEUP_OUT, print "started PID", exit 0: lineup, reading the
-///                      directory afterwards, waits on the FIFO until a signal stops it
-const SIG_C: &str = r#"
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-
-struct pair {
-    volatile long a;
-    volatile long b;
-};
-struct pair pair;
-static volatile int forever;
-static volatile sig_atomic_t terms;
-
-static void *worker(void *arg) {
-    long id = (long)arg;
-    for (long i = 0; forever || i < 100000; i++) {
-        if (id)
-            pair.b++;
-        else
-            pair.a++;
-    }
-    return NULL;
-}
-
-static void work(void) {
-    pthread_t t[2];
-    for (long i = 0; i < 2; i++)
-        pthread_create(&t[i], NULL, worker, (void *)i);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
-}
-
-static void on_term(int sig) {
-    (void)sig;
-    terms++;
-}
-
-static void nap_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-        ;
-}
-
-int main(int argc, char **argv) {
-    const char *mode = argc > 1 ? argv[1] : "";
-    if (!strcmp(mode, "quiet")) {
-        work();
-        return 0;
-    }
-    if (!strcmp(mode, "touch") && argc > 2) {
-        int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0)
-            close(fd);
-        work();
-        return 0;
-    }
-    if (!strcmp(mode, "forever")) {
-        /* "started" once both workers have stored: a signal right after it (the tests
-         * send one) finds stores to record however loaded the machine is. */
-        forever = 1;
-        pthread_t t[2];
-        for (long i = 0; i < 2; i++)
-            pthread_create(&t[i], NULL, worker, (void *)i);
-        while (pair.a < 1000 || pair.b < 1000)
-            nap_ms(1);
-        printf("started %d\n", (int)getpid());
-        fflush(stdout);
-        for (int i = 0; i < 2; i++)
-            pthread_join(t[i], NULL);
-        return 0;
-    }
-    if (!strcmp(mode, "count")) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_term;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        printf("started %d\n", (int)getpid());
-        fflush(stdout);
-        work();
-        /* Spinning, not sleeping: a signal reaches a running thread at once, so that a
-         * second one sent a moment later is counted apart instead of merging with the
-         * first while that is still pending. */
-        time_t start = time(NULL);
-        while (!terms && time(NULL) - start < 60)
-            ;
-        nap_ms(2000);
-        printf("sigterm %d\n", (int)terms);
-        return 0;
-    }
-    if (!strcmp(mode, "fifo")) {
-        work();
-        const char *dir = getenv("LINEUP_OUT");
-        if (!dir)
-            return 30;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/rt.4000000000.bin", dir);
-        if (mkfifo(path, 0600) != 0)
-            return 31;
-        printf("started %d\n", (int)getpid());
-        fflush(stdout);
-        return 0;
-    }
-    return 64;
-}
-"#;
 
 fn scratch() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
@@ -169,9 +48,8 @@ fn text(b: &[u8]) -> String {
 fn program() -> &'static PathBuf {
     static PROG: OnceLock<PathBuf> = OnceLock::new();
     PROG.get_or_init(|| {
-        let src = scratch().join("sig.c");
-        std::fs::write(&src, SIG_C).unwrap();
-        let out = scratch().join("sig");
+        let src = common::repo().join("tests/data/record/fds.c");
+        let out = scratch().join("fds");
         let o = run_bounded(
             lineup(&dir("build"))
                 .args(["cc", "-O2", "-pthread", "-Wall"])

@@ -1056,7 +1056,7 @@ pub fn build(
             }
         ));
     }
-    let warnings = runtime_warnings(&processes, lost);
+    let warnings = runtime_warnings(&processes, lost, dropped);
     for w in &warnings {
         note.push_str("; ");
         note.push_str(&w.to_uppercase()[..1]);
@@ -1508,7 +1508,7 @@ const PENDING_PER_THREAD: u64 = 4096;
 
 /// What the runtime did differently from its settings, from its notes and loss counts: a
 /// sentence each, said on standard error and in the profile's note.
-fn runtime_warnings(processes: &[trace::Process], lost: u64) -> Vec<String> {
+fn runtime_warnings(processes: &[trace::Process], lost: u64, dropped: u64) -> Vec<String> {
     use trace::RuntimeNote;
     let mut out = Vec::new();
     for p in processes {
@@ -1547,11 +1547,6 @@ fn runtime_warnings(processes: &[trace::Process], lost: u64) -> Vec<String> {
             ));
         }
     }
-    let dropped: u64 = processes
-        .iter()
-        .flat_map(|p| p.threads.values())
-        .map(|t| t.dropped)
-        .sum();
     if dropped > 0 {
         out.push(format!(
             "{dropped} accesses made by signal handlers while their thread was writing its buffers out were not recorded (past the {PENDING_PER_THREAD} a thread keeps for later)"

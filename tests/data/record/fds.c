@@ -7,14 +7,22 @@
  *   fds touch FILE    create FILE, then work
  *   fds forever       work until a signal ends it, printing "started PID" once both
  *                     threads have stored
+ *   fds quiet         work, then exit 0 (nothing printed)
+ *   fds count         count SIGTERMs in a handler: print "started PID", work, spin until
+ *                     one came (60 s at most), wait 2 s more, print "sigterm N"
+ *   fds fifo          work, leave a FIFO named like a runtime file in $LINEUP_OUT (lineup
+ *                     then blocks on it after the run), print "started PID"
+ * (tests/record_cli_safety.rs uses the last three and `touch`, `forever`.)
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* volatile: every increment is a load and a store the compiler keeps in memory. */
@@ -43,6 +51,19 @@ static void work(void) {
         pthread_create(&t[i], NULL, worker, (void *)i);
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
+}
+
+static volatile sig_atomic_t terms;
+
+static void on_term(int sig) {
+    (void)sig;
+    terms++;
+}
+
+static void nap_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
 }
 
 int main(int argc, char **argv) {
@@ -87,11 +108,47 @@ int main(int argc, char **argv) {
         for (long i = 0; i < 2; i++)
             pthread_create(&t[i], NULL, worker, (void *)i);
         while (pair.a < 1000 || pair.b < 1000)
-            usleep(1000);
+            nap_ms(1);
         printf("started %d\n", (int)getpid());
         fflush(stdout);
         for (int i = 0; i < 2; i++)
             pthread_join(t[i], NULL);
+        return 0;
+    }
+    if (!strcmp(mode, "quiet")) {
+        work();
+        return 0;
+    }
+    if (!strcmp(mode, "count")) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_term;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        printf("started %d\n", (int)getpid());
+        fflush(stdout);
+        work();
+        /* Spinning, not sleeping: a signal reaches a running thread at once, so that a
+         * second one sent a moment later is counted apart instead of merging with the
+         * first while that is still pending. */
+        time_t start = time(NULL);
+        while (!terms && time(NULL) - start < 60)
+            ;
+        nap_ms(2000);
+        printf("sigterm %d\n", (int)terms);
+        return 0;
+    }
+    if (!strcmp(mode, "fifo")) {
+        work();
+        const char *dir = getenv("LINEUP_OUT");
+        if (!dir)
+            return 30;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rt.4000000000.bin", dir);
+        if (mkfifo(path, 0600) != 0)
+            return 31;
+        printf("started %d\n", (int)getpid());
+        fflush(stdout);
         return 0;
     }
     return 64;
