@@ -113,6 +113,15 @@ mkdir -p "$root/dev/pts" "$root/dev/shm"
 mnt -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"
 mnt -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# A network whose HTTPS goes through a proxy with a CA of its own: the host trusts it through
+# /usr/local/share/ca-certificates, and so does the fresh root (the ca-certificates package
+# that scripts/setup.sh installs there adds these files to its store). Nothing else of the
+# host's goes in.
+if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+    mkdir -p "$root/usr/local/share/ca-certificates"
+    cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+    say "the host's local CA certificates copied in: $(cd /usr/local/share/ca-certificates && ls -- *.crt | tr '\n' ' ')"
+fi
 
 if [ "$host_rust" = yes ]; then
     say "--host-rust: the host's toolchains ($HOME/.rustup) bind-mounted read-only, its ~/.cargo/bin copied: rustup is not downloaded"

@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod bench;
 pub mod emit;
+pub mod hex;
 pub mod input;
 pub mod layout;
 pub mod profile;

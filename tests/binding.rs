@@ -485,7 +485,7 @@ fn cli_overview_ranks_types_per_line_in_text_and_json() {
         serde_json::from_str(&run(&["--json", "--address", "0xffff8f2a41c3d248"])).unwrap();
     let lines = json["lines"].as_array().unwrap();
     assert_eq!(lines.len(), 1);
-    assert_eq!(lines[0]["address"], 0xffff8f2a41c3d240u64);
+    assert_eq!(lines[0]["address"], "0xffff8f2a41c3d240");
 }
 
 #[test]

@@ -257,7 +257,8 @@ fn diff_fixture_against_the_seed_fix_header() {
         "examples/seeds/000/seed_fix.h",
         "--json",
     ]);
-    assert!(out.status.success(), "{:?}", text(&out));
+    // The layouts differ: exit 1, as diff(1) and codiff.
+    assert_eq!(out.status.code(), Some(1), "{:?}", text(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["schema"], 1);
     assert_eq!(
@@ -318,7 +319,7 @@ fn diff_two_dwarf_builds_names_added_members_lines_and_holes() {
     let o = |n: &str| dir.join(format!("{n}.o")).to_str().unwrap().to_string();
     let out = lineup(&["diff", "-C", "stats", &o("before"), &o("after")]);
     let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
         stdout.contains("size: 96 -> 136 (+40), cachelines: 2 -> 3 (+1)"),
         "{stdout}"
@@ -347,6 +348,7 @@ fn diff_two_dwarf_builds_names_added_members_lines_and_holes() {
     std::fs::write(&txt, &l.stdout).unwrap();
     let out = lineup(&["diff", "-C", "stats", txt.to_str().unwrap(), &o("before")]);
     assert!(text(&out).0.contains("identical"), "{:?}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "the same layout: exit 0");
 }
 
 /// `optimize --contract` writes the guard for its own layout; the seed's merged fix keeps it

@@ -2,7 +2,7 @@
 //! Schema in docs/schema/ (index: docs/json.md).
 //!
 //! The validator is the small subset of JSON Schema draft 2020-12 the schema files use (`type`,
-//! `const`, `enum`, `required`, `properties`, `additionalProperties`, `items`); it refuses any
+//! `const`, `enum`, `required`, `properties`, `additionalProperties`, `items`, `pattern`); it refuses any
 //! other keyword, so a schema cannot quietly say more than is checked.
 
 mod common;
@@ -62,6 +62,7 @@ fn validate(s: &Value, v: &Value, path: &str, errs: &mut Vec<String>) {
                     | "properties"
                     | "additionalProperties"
                     | "items"
+                    | "pattern"
             ),
             "{path}: keyword {key:?} is not checked by this validator"
         );
@@ -80,6 +81,12 @@ fn validate(s: &Value, v: &Value, path: &str, errs: &mut Vec<String>) {
     if let Some(c) = s.get("const") {
         if c != v {
             errs.push(format!("{path}: {v} is not {c}"));
+        }
+    }
+    if let (Some(p), Some(text)) = (s.get("pattern"), v.as_str()) {
+        let re = regex::Regex::new(p.as_str().expect("a pattern is a string")).unwrap();
+        if !re.is_match(text) {
+            errs.push(format!("{path}: {v} does not match {p}"));
         }
     }
     if let Some(e) = s.get("enum") {
@@ -405,7 +412,7 @@ fn diff_matches_its_schema() {
             "examples/seeds/000/seed_fix.h",
             "--json",
         ],
-        0,
+        1, // the layouts differ
     );
     assert_valid("diff", &v);
 }

@@ -570,7 +570,10 @@ fn prototype_evidence(
         else {
             continue;
         };
-        let Some(refs) = protos.of(&sym) else {
+        // A prototype that takes no struct pointer (`void *arg`, `int cpu`, none) says
+        // nothing about which struct the function touches: globals, per-CPU data and
+        // `void *` casts reach any. It is as silent as an unknown one.
+        let Some(refs) = protos.of(&sym).filter(|r| !r.is_empty()) else {
             continue;
         };
         known += a.weight;
@@ -648,6 +651,7 @@ impl How {
 /// How one raw cache line of the evidence was bound to the struct.
 #[derive(Clone, Debug, Serialize)]
 pub struct LineBinding {
+    #[serde(serialize_with = "crate::hex::address")]
     pub address: u64,
     /// Struct offset where the line starts.
     pub line_start: i64,
@@ -669,6 +673,7 @@ pub struct LineBinding {
 /// A line left unbound, and why.
 #[derive(Clone, Debug, Serialize)]
 pub struct Unbound {
+    #[serde(serialize_with = "crate::hex::address")]
     pub address: u64,
     pub reason: String,
 }
@@ -1046,6 +1051,7 @@ pub struct TypeCandidate {
     pub prototypes: PrototypeEvidence,
     pub fit: f64,
     /// Neighbouring lines of the report that fit the same object.
+    #[serde(serialize_with = "crate::hex::addresses")]
     pub neighbours: Vec<u64>,
     pub reasons: Vec<String>,
 }
@@ -1053,6 +1059,7 @@ pub struct TypeCandidate {
 /// The overview of one contended line: candidate types, best first.
 #[derive(Clone, Debug, Serialize)]
 pub struct LineOverview {
+    #[serde(serialize_with = "crate::hex::address")]
     pub address: u64,
     /// The report's rank of the line (c2c's index).
     pub rank: Option<u32>,

@@ -23,7 +23,9 @@ use lineup::types::Types;
                   alignments).",
     after_help = "Examples:\n  lineup diff --type task_group data/vmlinux-6.18.44.btf /sys/kernel/btf/vmlinux\n  \
                   lineup diff --type stats ./prog.old ./prog.new --all-members\n  \
-                  lineup diff --type task_group /sys/kernel/btf/vmlinux examples/seeds/000/seed_fix.h --json"
+                  lineup diff --type task_group /sys/kernel/btf/vmlinux examples/seeds/000/seed_fix.h --json\n\n\
+                  Exit status, as diff(1) and codiff: 0 when the layouts are the same, 1 when they \
+                  differ, 2 on trouble (a file that cannot be read, a type that is not there)."
 )]
 pub struct Args {
     /// The struct or union to compare (pahole's -C)
@@ -103,7 +105,9 @@ fn open(path: &Path, type_name: &str) -> Result<Input> {
     )
 }
 
-pub fn run(args: Args) -> Result<()> {
+/// Prints the comparison; returns the exit status: 0 when the layouts are the same, 1 when
+/// they differ (diff(1) and codiff do the same; trouble is an error, exit 2).
+pub fn run(args: Args) -> Result<i32> {
     let line = args.cacheline_size;
     let (old_in, new_in) = (
         open(&args.old, &args.type_name)?,
@@ -166,7 +170,7 @@ pub fn run(args: Args) -> Result<()> {
             emit::layout_diff::render(&d, &ol, &nl, args.all_members)
         );
     }
-    Ok(())
+    Ok(if d.is_identical() { 0 } else { 1 })
 }
 
 fn from_pahole(text: &str, name: &str, line: u64, path: &Path) -> Result<Side> {

@@ -55,7 +55,8 @@ enum Command {
     Diff(diff::Args),
 }
 
-/// Runs the command line and returns the process exit code: 0 on success, 2 on any error,
+/// Runs the command line and returns the process exit code: 0 on success (`check` and `diff`:
+/// 1 when the layout breaks its contract or the layouts differ), 2 on any error,
 /// which is printed as one line naming the file and the problem; `bench` stopped by Ctrl-C
 /// and `replay` stopped by Ctrl-C return 130 after printing the table of their finished runs.
 pub fn main() -> i32 {
@@ -82,7 +83,8 @@ pub fn main() -> i32 {
         Command::Record(args) => record::run_record(args),
         // 1 when the layout breaks its contract, as linters do.
         Command::Check(args) => check::run(args),
-        Command::Diff(args) => diff::run(args).map(|()| 0),
+        // 0 same, 1 different, as diff(1) and codiff.
+        Command::Diff(args) => diff::run(args),
     };
     match result {
         Ok(code) => code,
