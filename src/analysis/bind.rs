@@ -570,10 +570,7 @@ fn prototype_evidence(
         else {
             continue;
         };
-        // A prototype that takes no struct pointer (`void *arg`, `int cpu`, none) says
-        // nothing about which struct the function touches: globals, per-CPU data and
-        // `void *` casts reach any. It is as silent as an unknown one.
-        let Some(refs) = protos.of(&sym).filter(|r| !r.is_empty()) else {
+        let Some(refs) = protos.of(&sym) else {
             continue;
         };
         known += a.weight;
