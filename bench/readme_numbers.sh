@@ -1,53 +1,53 @@
 #!/usr/bin/env bash
-# Regenerates the measured numbers README.md shows, each block under the heading it goes
-# with, dated: the false-sharing A/B table ("Benchmark A/B"), the replay of seed 000's profile
-# and its self-test, the whole loop's A/B ("Record userspace"), lineup layout --all against
-# pahole and the recording overhead ("Benchmark"). Paste the blocks into README.md and update
-# its "measured on" date. Timing figures: they vary from machine to machine and run to run.
+# Regenerates every measured figure of README.md and examples/seeds/*/README.md, repeated so
+# that each figure is shown as a median and a range over the repeats with how many of them
+# found it significant, dated, with the machine beside it, and said in words when it is this
+# machine's noise (bench/readme_figures.py renders the blocks). A figure in those READMEs that
+# is measured lies between `<!-- figures: KEY -->` and `<!-- /figures -->`; no measured figure
+# is written anywhere else in them. Modeled figures (predict, optimize: cycles of the cost
+# model) are not measured: they are the same on every run and machine, and run.sh prints them.
 #
-#   bash bench/readme_numbers.sh          # about 5 minutes on 2 CPUs
+#   bash bench/readme_numbers.sh                 # measure, print the blocks
+#   bash bench/readme_numbers.sh --write         # and rewrite them in the READMEs
+#   REPEATS=5 RUNS=20 bash bench/readme_numbers.sh --write
+#
+# What one repeat runs: bench/seeds_ab.sh (every A/B of the README and the seeds, RUNS runs
+# per side), bench/layout_vs_pahole.py --runs 30, bench/record_overhead.py --runs 1, and the
+# tour (examples/tour.sh) timed. About 15 minutes a repeat on 2 CPUs; REPEATS=3 by default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+REPEATS=${REPEATS:-3}
+export RUNS=${RUNS:-10}
+WRITE=()
+for a in "$@"; do
+    case $a in
+    --write) WRITE=(--write) ;;
+    *)
+        echo "readme_numbers.sh: unknown argument '$a' (--write; REPEATS=N RUNS=N in the environment)" >&2
+        exit 2
+        ;;
+    esac
+done
 cargo build --release --quiet
-L=$PWD/target/release/lineup
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-block() { printf '\n### %s\n\n' "$*"; }
+OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
+echo "readme_numbers.sh: results in $OUT" >&2
 
-echo "# bench/readme_numbers.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(uname -r)"
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+virt=$(grep -qw hypervisor /proc/cpuinfo && echo ", a virtual machine" || true)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
 
-block "A/B: false sharing, padded (B) against adjacent (A), lineup bench --runs 10"
-cc -O2 -pthread -o "$WORK/fs_adjacent" examples/ab/false_sharing.c
-cc -O2 -pthread -DPADDED -o "$WORK/fs_padded" examples/ab/false_sharing.c
-"$L" bench --a "$WORK/fs_adjacent" --b "$WORK/fs_padded" --regex 'cpu: ([0-9.]+) s' \
-    --lower-is-better --name false-sharing --load 2-threads --runs 10
+for r in $(seq 1 "$REPEATS"); do
+    echo "readme_numbers.sh: repeat $r of $REPEATS" >&2
+    bash bench/seeds_ab.sh >"$OUT/ab.$r.txt"
+    python3 bench/layout_vs_pahole.py --runs 30 >"$OUT/pahole.$r.txt"
+    python3 bench/record_overhead.py --runs 1 >"$OUT/record.$r.txt"
+    t0=$EPOCHREALTIME
+    NO_COLOR=1 bash examples/tour.sh >"$OUT/tour_output.$r.log" 2>&1
+    python3 -c 'import sys; print(f"{float(sys.argv[2]) - float(sys.argv[1]):.1f}")' "$t0" "$EPOCHREALTIME" >"$OUT/tour.$r.txt"
+done
 
-R=(replay --type task_group --btf data/vmlinux-6.18.44.btf --c2c tests/data/c2c/seed000_paste.txt)
-block "replay: seed 000's task_group, lineup's layout against current, --runs 20"
-"$L" "${R[@]}" --runs 20
-block "replay: the same with --atomic update_load_avg, --runs 10"
-"$L" "${R[@]}" --atomic update_load_avg --runs 10 | sed -n '/^case load/,/^$/p;/^welch/,/^$/p'
-block "replay: the harness against itself, --self-test --runs 20"
-"$L" "${R[@]}" --self-test --runs 20 | sed -n '/^case load/,/^$/p;/^welch/,/^$/p'
-
-block "whole loop: record, optimize writes the patch, apply, A/B (tests/whole_loop.rs's steps)"
-mkdir -p "$WORK/wl/a" "$WORK/wl/b"
-cp examples/ab/false_sharing.c "$WORK/wl/a/"
-cp examples/ab/false_sharing.c "$WORK/wl/b/"
-(
-    cd "$WORK/wl"
-    "$L" cc -O2 -pthread a/false_sharing.c -o rec
-    "$L" record -o p.json -- ./rec 2000000 >/dev/null
-    "$L" optimize --type counters --dwarf rec --profile p.json --machine host \
-        --header b/false_sharing.c --diff-path false_sharing.c --patch fix.diff >/dev/null
-    (cd b && patch -s -p1 <../fix.diff)
-    cc -O2 -pthread a/false_sharing.c -o fs_a
-    cc -O2 -pthread b/false_sharing.c -o fs_b
-    "$L" bench --a ./fs_a --b ./fs_b --regex 'cpu: ([0-9.]+) s' --lower-is-better \
-        --load 2-threads --runs 10 | sed -n '/^case load/,/^$/p;/^welch/,/^$/p'
-)
-
-block "lineup layout --all against pahole (python3 bench/layout_vs_pahole.py --runs 30)"
-python3 bench/layout_vs_pahole.py --runs 30 | tail -n 6
-block "recording overhead (python3 bench/record_overhead.py)"
-python3 bench/record_overhead.py | tail -n 14
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "measured by bash bench/readme_numbers.sh, $started, $REPEATS repeats ($RUNS runs a side in each A/B) on $(nproc) CPUs ($cpu$virt), Linux $(uname -r); load average $load_before before, $load_after after. On 2 CPUs shared with other work, a change that is not significant in every repeat is noise." >"$OUT/meta.txt"
+python3 bench/readme_figures.py "$OUT" "${WRITE[@]}"

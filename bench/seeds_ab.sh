@@ -11,10 +11,14 @@
 #
 # Comparisons: aa-hackbench, aa-perf-pipe (A against itself: expect not significant),
 # false-sharing (examples/ab, padded vs adjacent), whole-loop (the same pair, fixed by
-# lineup's patch: see tests/whole_loop.rs), seed000 (replica, lineup's layout vs current),
-# seed002 (2 shards vs 1), seed003 (patch 1 vs baseline, CONFIG_CPUMASK_OFFSTACK), seed004
-# (patched scan vs baseline, busy:12 and idle), replay-aa and replay (lineup replay of seed
-# 000's c2c profile: current against itself, lineup's layout against current).
+# lineup's patch: see tests/whole_loop.rs), seed000 (replica, lineup's layout and the seed's vs
+# current), seed001 (replica, the seed's layout vs current, without and with private work),
+# seed002 (2 shards vs 1), seed003 (patch 1 vs baseline, with and without
+# CONFIG_CPUMASK_OFFSTACK), seed004 (patched scan vs baseline, busy:12 and idle), replay-aa,
+# replay and replay-atomic (lineup replay of seed 000's c2c profile: current against itself,
+# lineup's layout against current, and the same with its atomic_long_adds replayed as atomics,
+# as the tour's step 5a does). bench/readme_numbers.sh runs this several times for the figures
+# of README.md and the seeds' READMEs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-10}
@@ -104,6 +108,13 @@ if want seed000; then
     bench seed000-seed --a "./tg current 150 2 0" --b "./tg seed 150 2 0" \
         --regex 'together wakeups/s: ([0-9.]+)' --higher-is-better
 fi
+if want seed001; then
+    cc -O2 -pthread -o "$WORK/idle" examples/seeds/001/idle.c
+    bench seed001-seed --a "./idle current 150 2 0" --b "./idle seed 150 2 0" \
+        --regex 'together transitions/s: ([0-9.]+)' --higher-is-better
+    bench seed001-seed-work --a "./idle current 150 2 100" --b "./idle seed 150 2 100" \
+        --regex 'together transitions/s: ([0-9.]+)' --higher-is-better
+fi
 if want seed002; then
     cc -O2 -pthread -o "$WORK/shared_runq" examples/seeds/002/shared_runq.c
     bench seed002-2-shards --a "./shared_runq 1 2 1000000" --b "./shared_runq 2 2 1000000" \
@@ -113,6 +124,9 @@ if want seed003; then
     cc -O2 -pthread -DCPUMASK_OFFSTACK -o "$WORK/cpupri" examples/seeds/003/cpupri.c
     bench seed003-patch1 --a "./cpupri baseline 2 600000" --b "./cpupri patched 2 600000" \
         --regex 'together ops/s: ([0-9.]+)' --higher-is-better
+    cc -O2 -pthread -o "$WORK/cpupri_inline" examples/seeds/003/cpupri.c
+    bench seed003-inline --a "./cpupri_inline baseline 2 600000" --b "./cpupri_inline patched 2 600000" \
+        --regex 'together ops/s: ([0-9.]+)' --higher-is-better
 fi
 if want seed004; then
     cc -O2 -pthread -o "$WORK/swb" examples/seeds/004/swb.c
@@ -121,7 +135,7 @@ if want seed004; then
             --parser funclatency
     done
 fi
-if want replay-aa || want replay; then
+if want replay-aa || want replay || want replay-atomic; then
     R=(replay --type task_group --btf data/vmlinux-6.18.44.btf --c2c tests/data/c2c/seed000_paste.txt
         --runs "$RUNS" --duration-ms 200 --json)
 fi
@@ -130,4 +144,7 @@ if want replay-aa; then
 fi
 if want replay; then
     "$L" "${R[@]}" | summarize replay-lineup
+fi
+if want replay-atomic; then
+    "$L" "${R[@]}" --atomic update_load_avg --atomic __update_blocked_fair | summarize replay-atomic
 fi
