@@ -43,6 +43,21 @@ fn import(bytes: &[u8]) -> Profile {
     .expect("imports")
 }
 
+/// The decoder alone, on a file of any event (the real page-fault recording): every command
+/// refuses page faults as evidence, but their samples check the decoding against perf's own.
+fn decode_any(bytes: &[u8]) -> Profile {
+    import_perf_data(
+        bytes,
+        &PerfDataOptions {
+            symbolize: false,
+            memory_only: false,
+            ..Default::default()
+        },
+        &mut |_, _| {},
+    )
+    .expect("decodes")
+}
+
 /// (data address, instruction address) → samples, from the profile's accesses.
 fn samples_by_addr_ip(p: &Profile) -> BTreeMap<(u64, u64), u64> {
     let mut m = BTreeMap::new();
@@ -81,7 +96,7 @@ fn script_samples(text: &str) -> Vec<(u32, u32, u64, u64, u64)> {
 #[test]
 fn real_file_samples_match_perf_script() {
     let bytes = std::fs::read(data("page_faults.data")).unwrap();
-    let p = import(&bytes);
+    let p = decode_any(&bytes);
     let script = script_samples(&std::fs::read_to_string(data("page_faults.script.txt")).unwrap());
     assert_eq!(script.len(), 239, "perf script printed 239 samples");
     assert_eq!(p.summary["perf_data"]["samples"], script.len() as f64);
@@ -160,7 +175,7 @@ fn c2c_trace_events(text: &str) -> BTreeMap<String, f64> {
 #[test]
 fn real_file_totals_match_perf_c2c_report() {
     let bytes = std::fs::read(data("page_faults.data")).unwrap();
-    let ours = import(&bytes);
+    let ours = decode_any(&bytes);
     let theirs = c2c_trace_events(&std::fs::read_to_string(data("page_faults.c2c.txt")).unwrap());
     let ours = &ours.summary["trace_events"];
     assert!(theirs.len() >= 29, "perf's table: {theirs:?}");
@@ -237,14 +252,24 @@ fn live_round_trip_against_perf() {
         );
         return;
     }
-    // lineup, as a user runs it (symbolized, this machine's kallsyms when it fits).
-    let out = common::lineup(&["import", "--perf-data", file.to_str().unwrap()]);
+    // lineup refuses page faults as evidence, in one line naming the file and the event.
+    let err = lineup_err(&["import", "--perf-data", file.to_str().unwrap()]);
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        err.contains(file.to_str().unwrap())
+            && err.contains("'page-faults'")
+            && err.contains("not memory-access evidence"),
+        "{err}"
     );
-    let p: Profile = Profile::from_json(std::str::from_utf8(&out.stdout).unwrap()).unwrap();
+    // The decoder, symbolized with this machine's kallsyms, checked against perf's reports.
+    let decode = |bytes: &[u8]| {
+        let opts = PerfDataOptions {
+            memory_only: false,
+            kallsyms: std::fs::read_to_string("/proc/kallsyms").ok(),
+            ..Default::default()
+        };
+        import_perf_data(bytes, &opts, &mut |_, _| {}).expect("decodes")
+    };
+    let p = decode(&std::fs::read(&file).unwrap());
 
     // perf report's samples per (object, symbol).
     let report = run(Command::new(&perf)
@@ -320,13 +345,7 @@ fn live_round_trip_against_perf() {
         .unwrap();
     assert!(rec.status.success());
     std::fs::write(&pipe, &rec.stdout).unwrap();
-    let out = common::lineup(&["import", "--perf-data", pipe.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let pp = Profile::from_json(std::str::from_utf8(&out.stdout).unwrap()).unwrap();
+    let pp = decode(&rec.stdout);
     assert_eq!(pp.provenance.settings["pipe_mode"], "yes");
     let header = run(Command::new(&perf)
         .args(["report", "--stdio", "-i"])
@@ -1266,6 +1285,7 @@ fn perf_data_is_evidence_for_diagnose_too() {
 fn import_quietly(bytes: &[u8]) -> Result<Profile, String> {
     let opts = PerfDataOptions {
         symbolize: false,
+        memory_only: false,
         ..Default::default()
     };
     import_perf_data(bytes, &opts, &mut |_, _| {}).map_err(|e| e.to_string())
@@ -1316,4 +1336,210 @@ fn truncated_and_flipped_files_never_panic() {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Only memory accesses are evidence (issue 25 item 5): recorded here at test time
+// ---------------------------------------------------------------------------------------
+
+/// Records `args` (perf record arguments before `--`) of `exe run_args` into `file`; None
+/// when perf refuses here (perf_event_paranoid, no breakpoint support), said on stderr.
+fn perf_record(file: &Path, args: &[&str], exe: &Path, run_args: &[&str]) -> Option<()> {
+    let rec = Command::new(perf())
+        .args(["record", "-q", "-o"])
+        .arg(file)
+        .args(args)
+        .arg("--")
+        .arg(exe)
+        .args(run_args)
+        .output()
+        .unwrap();
+    if !rec.status.success() {
+        eprintln!(
+            "perf record {args:?} refused here, not compared: {}",
+            String::from_utf8_lossy(&rec.stderr)
+        );
+        return None;
+    }
+    Some(())
+}
+
+/// perf's own count of samples per event name (`perf script -F event`).
+fn perf_samples_per_event(file: &Path) -> BTreeMap<String, u64> {
+    let text = run(Command::new(perf())
+        .args(["script", "-F", "event", "-i"])
+        .arg(file));
+    let mut m = BTreeMap::new();
+    for l in text.lines().filter(|l| !l.trim().is_empty()) {
+        *m.entry(l.trim().trim_end_matches(':').to_string())
+            .or_default() += 1;
+    }
+    m
+}
+
+/// tests/data/perf/watch.c built without PIE, and its `shared_pair`'s address from `nm`.
+fn watch_program(dir: &Path) -> (PathBuf, u64) {
+    let exe = dir.join("watch");
+    run(Command::new("cc")
+        .args(["-O1", "-g", "-no-pie", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(data("watch.c")));
+    let nm = run(Command::new("nm").arg(&exe));
+    let addr = nm
+        .lines()
+        .find(|l| l.ends_with(" shared_pair"))
+        .and_then(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())
+        .expect("nm names shared_pair");
+    (exe, addr)
+}
+
+/// (struct offset of the access from `base`) → counts, summed over instructions.
+fn counts_at(p: &Profile, base: u64) -> BTreeMap<u64, lineup::profile::Counts> {
+    let mut m: BTreeMap<u64, lineup::profile::Counts> = BTreeMap::new();
+    for l in &p.lines {
+        for a in &l.accesses {
+            let addr = l.address + a.offset.unwrap();
+            assert!(addr >= base, "{addr:#x} before the watched bytes");
+            m.entry(addr - base).or_default().add(&a.counts);
+        }
+    }
+    m
+}
+
+#[test]
+fn data_breakpoints_are_the_loads_and_stores_their_type_says() {
+    let dir = tempdir("watch");
+    let (exe, a) = watch_program(&dir);
+    let n: u64 = 3000;
+    let file = dir.join("w.data");
+    // `a` watched for writes, `b` for writes and for reads-or-writes: main stores `a` n
+    // times, store_b stores `b` n times, main then loads `b` n times.
+    let (wa, wb) = (format!("mem:{a:#x}/8:w"), format!("mem:{:#x}/8:w", a + 8));
+    let rwb = format!("mem:{:#x}/8:rw", a + 8);
+    let events = ["-e", &wa, "-e", &wb, "-e", &rwb];
+    if perf_record(&file, &events, &exe, &[&n.to_string()]).is_none() {
+        return;
+    }
+    let theirs = perf_samples_per_event(&file);
+    let total: u64 = theirs.values().sum();
+    let out = common::lineup(&["import", "--perf-data", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = Profile::from_json(std::str::from_utf8(&out.stdout).unwrap()).unwrap();
+    assert_eq!(p.summary["perf_data"]["samples"], total as f64);
+    let at = counts_at(&p, a);
+    assert_eq!(at.keys().copied().collect::<Vec<_>>(), [0, 8], "{at:?}");
+    // Every hit is one access: stores of `a` and `b` as the write breakpoints counted
+    // them, loads of `b` as the read-write one's hits beyond those; no read-modify-writes.
+    let (ca, cb) = (&at[&0], &at[&8]);
+    assert_eq!(ca.loads + ca.rmw + cb.rmw, 0.0, "{at:?}");
+    assert!(ca.stores >= n as f64 && cb.stores >= n as f64, "{at:?}");
+    assert!(cb.loads >= n as f64, "{at:?}");
+    // perf's samples: the two write breakpoints and the read-write one; the read-write
+    // breakpoint hits each store of `b` too, so perf's total is stores + stores(b) + loads.
+    assert_eq!(
+        (ca.stores + 2.0 * cb.stores + cb.loads) as u64,
+        total,
+        "lineup {at:?}, perf {theirs:?}"
+    );
+    let note = p.provenance.note.clone().unwrap_or_default();
+    assert!(note.contains("hardware breakpoint"), "{note}");
+
+    // A read-write breakpoint alone cannot tell loads from stores: read-modify-writes, said.
+    let rw_only = dir.join("rw.data");
+    if perf_record(&rw_only, &["-e", &rwb], &exe, &[&n.to_string()]).is_none() {
+        return;
+    }
+    let rw_total: u64 = perf_samples_per_event(&rw_only).values().sum();
+    let p = import(&std::fs::read(&rw_only).unwrap());
+    let at = counts_at(&p, a);
+    assert_eq!(at[&8].rmw, rw_total as f64);
+    assert_eq!(at[&8].loads + at[&8].stores, 0.0);
+    assert!(rw_total >= 2 * n);
+    assert!(
+        p.provenance
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("does not say which")
+    );
+
+    // diagnose binds them to the program's own struct, every row inside its bytes.
+    let out = common::lineup(&[
+        "diagnose",
+        "--perf-data",
+        file.to_str().unwrap(),
+        "--dwarf",
+        exe.to_str().unwrap(),
+        "--type",
+        "pair",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = |m: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(m))
+            .map(|l| l.split_whitespace().map(String::from).collect::<Vec<_>>())
+            .unwrap_or_else(|| panic!("no row of {m}: {text}"))
+    };
+    // member offset size loads stores rmw ...
+    assert_eq!(row("a")[1], "0");
+    assert_eq!(row("a")[4].parse::<f64>().unwrap(), ca.stores);
+    assert_eq!(row("b")[1], "8");
+    assert_eq!(row("b")[3].parse::<f64>().unwrap(), cb.loads);
+}
+
+#[test]
+fn events_that_are_not_memory_accesses_are_refused_naming_the_event() {
+    let dir = tempdir("notmem");
+    let (exe, _) = watch_program(&dir);
+    for (event, extra) in [
+        ("page-faults", &["-d", "-c", "1"][..]),
+        ("cpu-clock", &["-d"][..]),
+        ("cpu-clock", &[][..]),
+    ] {
+        let file = dir.join(format!("{event}.data"));
+        let mut args: Vec<&str> = vec!["-e", event];
+        args.extend(extra);
+        if perf_record(&file, &args, &exe, &["200000"]).is_none() {
+            continue;
+        }
+        let out = dir.join("out.json");
+        let err = lineup_err(&[
+            "import",
+            "--perf-data",
+            file.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            err.contains(file.to_str().unwrap())
+                && err.contains(&format!("'{event}'"))
+                && err.contains("not memory-access evidence"),
+            "{event} {extra:?}: {err}"
+        );
+        assert!(!out.exists());
+        // diagnose refuses it the same way, before any binding.
+        let err = lineup_err(&[
+            "diagnose",
+            "--perf-data",
+            file.to_str().unwrap(),
+            "--dwarf",
+            exe.to_str().unwrap(),
+            "--type",
+            "pair",
+        ]);
+        assert!(err.contains(&format!("'{event}'")), "{err}");
+    }
+    // The real page-fault recording kept in tests/data is refused too.
+    let f = data("page_faults.data");
+    let err = lineup_err(&["import", "--perf-data", f.to_str().unwrap()]);
+    assert!(err.contains("'page-faults'"), "{err}");
 }

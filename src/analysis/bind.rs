@@ -551,6 +551,7 @@ fn prototype_evidence(
     accesses: &[(usize, LineAccess)],
     target: TypeId,
     target_names: &[String],
+    domain: Option<Domain>,
 ) -> PrototypeEvidence {
     let total: f64 = accesses
         .iter()
@@ -570,7 +571,13 @@ fn prototype_evidence(
         else {
             continue;
         };
-        let Some(refs) = protos.of(&sym) else {
+        // In a userspace program a prototype that takes no struct pointer (`main`, a thread
+        // body's `void *arg`) says nothing about which struct the function touches: globals
+        // and `void *` casts reach any, so it is as silent as an unknown one.
+        let Some(refs) = protos
+            .of(&sym)
+            .filter(|r| !(r.is_empty() && domain == Some(Domain::User)))
+        else {
             continue;
         };
         known += a.weight;
@@ -817,7 +824,8 @@ pub fn bind_type(
             }
             continue;
         }
-        let proto = prototype_evidence(&mut rel, &protos, line, &accesses, id, &names);
+        let proto =
+            prototype_evidence(&mut rel, &protos, line, &accesses, id, &names, input.domain);
         // The engineer's offset overrides what the prototypes say, not the side.
         let proto_for_exclusion = if input.line_start.is_some() {
             PrototypeEvidence::default()
@@ -1217,7 +1225,8 @@ pub fn overview_with_progress(
             }
             let names = type_names(types, id);
             let name = names.last().cloned().unwrap_or_default();
-            let proto = prototype_evidence(&mut rel, &protos, line, &accesses, id, &names);
+            let proto =
+                prototype_evidence(&mut rel, &protos, line, &accesses, id, &names, input.domain);
             let scorer = scorers.entry(id).or_insert_with(|| Scorer::new(types, id));
             // Embedded in a prototype's struct: the line is in it only where the parent
             // object's placement puts it inside the member's bytes; ranked at that place.

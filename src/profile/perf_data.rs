@@ -62,6 +62,10 @@ pub struct PerfDataOptions {
     pub symbolize: bool,
     /// `/proc/kallsyms` text of the machine the file was recorded on, for kernel addresses.
     pub kallsyms: Option<String>,
+    /// Refuse events that are not memory accesses (the default, and what every command
+    /// does). False only to check the decoder against perf's own reports on files of other
+    /// events (a page-fault recording has data addresses too): never evidence.
+    pub memory_only: bool,
 }
 
 impl Default for PerfDataOptions {
@@ -70,6 +74,7 @@ impl Default for PerfDataOptions {
             cacheline_size: DEFAULT_CACHELINE_SIZE,
             symbolize: true,
             kallsyms: None,
+            memory_only: true,
         }
     }
 }
@@ -220,6 +225,11 @@ const BRANCH_COUNTERS: u64 = 1 << 19;
 struct Attr {
     type_: u32,
     config: u64,
+    /// PERF_TYPE_BREAKPOINT: HW_BREAKPOINT_R (1), _W (2), _RW (3), _X (4).
+    bp_type: u32,
+    /// PERF_TYPE_BREAKPOINT: the watched address and length (config1, config2 otherwise).
+    bp_addr: u64,
+    bp_len: u64,
     sample_type: u64,
     read_format: u64,
     branch_sample_type: u64,
@@ -246,6 +256,9 @@ impl Attr {
         Some(Attr {
             type_: b.u32(off)?,
             config: field(8)?,
+            bp_type: if len >= 56 { b.u32(off + 52)? } else { 0 },
+            bp_addr: field(56)?,
+            bp_len: field(64)?,
             sample_type: field(24)?,
             read_format: field(32)?,
             branch_sample_type: field(72)?,
@@ -307,6 +320,86 @@ impl Attr {
         }
         let before = [SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME, SAMPLE_ADDR];
         Some(8 * before.iter().filter(|&&bit| st & bit != 0).count() as u64)
+    }
+}
+
+const PERF_TYPE_HARDWARE: u32 = 0;
+const PERF_TYPE_SOFTWARE: u32 = 1;
+const PERF_TYPE_TRACEPOINT: u32 = 2;
+const PERF_TYPE_HW_CACHE: u32 = 3;
+const PERF_TYPE_BREAKPOINT: u32 = 5;
+const HW_BREAKPOINT_R: u32 = 1;
+const HW_BREAKPOINT_W: u32 = 2;
+
+/// What an event's samples are, decided from its `perf_event_attr` alone (type, config,
+/// bp_type, sample_type) before any sample is read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// A memory event sampled with its data address (perf mem / c2c, `perf record -d` on a
+    /// raw or PMU event, AMD IBS op): each sample's data source says load or store.
+    Memory,
+    /// A hardware data breakpoint (`-e mem:ADDR/LEN:r|w|rw`): every sample is one access to
+    /// `addr..addr+len`, a load (`r`), a store (`w`) or either (`rw`: the hardware does not
+    /// say which). Breakpoint samples carry no data source.
+    Breakpoint {
+        access: BreakpointAccess,
+        addr: u64,
+        len: u64,
+    },
+    /// Not a memory access: the reason, for the one line that refuses it.
+    NotMemory(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BreakpointAccess {
+    Load,
+    Store,
+    LoadOrStore,
+}
+
+impl Attr {
+    /// Classifies the event by its attributes: software events (page faults, cpu-clock,
+    /// context switches), tracepoints, generic hardware events (cycles, instructions, even
+    /// with data addresses sampled) and instruction breakpoints are not memory accesses;
+    /// data breakpoints are, of the kind their bp_type says; raw, cache and PMU events are
+    /// when their samples carry a data address.
+    fn kind(&self) -> EventKind {
+        let has_addr = self.sample_type & SAMPLE_ADDR != 0;
+        match self.type_ {
+            PERF_TYPE_BREAKPOINT => {
+                let access = match self.bp_type & (HW_BREAKPOINT_R | HW_BREAKPOINT_W) {
+                    HW_BREAKPOINT_R => BreakpointAccess::Load,
+                    HW_BREAKPOINT_W => BreakpointAccess::Store,
+                    3 => BreakpointAccess::LoadOrStore,
+                    _ => {
+                        return EventKind::NotMemory(
+                            "an instruction breakpoint (bp_type x): it counts executions, not memory accesses".into(),
+                        );
+                    }
+                };
+                EventKind::Breakpoint {
+                    access,
+                    addr: self.bp_addr,
+                    len: self.bp_len.max(1),
+                }
+            }
+            PERF_TYPE_SOFTWARE => EventKind::NotMemory(match self.config {
+                0 | 1 => "a software timer event: its samples are where the CPU was, not memory accesses".into(),
+                2 | 5 | 6 => "a software page-fault event: a fault's address is a page first touched, not a load or store that contends for a cache line".into(),
+                _ => "a software event: its samples are not memory accesses".into(),
+            }),
+            PERF_TYPE_TRACEPOINT => {
+                EventKind::NotMemory("a tracepoint: its samples are not memory accesses".into())
+            }
+            PERF_TYPE_HARDWARE => EventKind::NotMemory(
+                "a generic hardware event (cycles, instructions, branches): its samples are instructions, not memory accesses".into(),
+            ),
+            PERF_TYPE_HW_CACHE if has_addr => EventKind::Memory,
+            _ if has_addr => EventKind::Memory,
+            _ => EventKind::NotMemory(
+                "its samples carry no data address (record a memory event: perf mem record, perf c2c record, or perf record -d -e mem:ADDR/LEN:w)".into(),
+            ),
+        }
     }
 }
 
@@ -1494,6 +1587,17 @@ pub fn import_perf_data(
             )));
         }
     }
+    let kinds: Vec<EventKind> = c
+        .attrs
+        .iter()
+        .map(|a| match a.kind() {
+            EventKind::NotMemory(_) if !opts.memory_only => EventKind::Memory,
+            k => k,
+        })
+        .collect();
+    if !kinds.iter().any(|k| !matches!(k, EventKind::NotMemory(_))) {
+        return Err(not_memory(&c.attrs, &kinds));
+    }
     let id_to_attr: HashMap<u64, usize> = c
         .attrs
         .iter()
@@ -1522,6 +1626,7 @@ pub fn import_perf_data(
     let mut per_event: BTreeMap<usize, u64> = BTreeMap::new();
     let mut agg: BTreeMap<(u64, u64, Option<u64>), Acc> = BTreeMap::new();
     let (mut samples, mut no_addr, mut unknown_id, mut short) = (0u64, 0u64, 0u64, 0u64);
+    let mut skipped: BTreeMap<usize, u64> = BTreeMap::new();
     let mut has_src = false;
     let mut code_cache: HashMap<(Option<i32>, u64, u16), CodeLocation> = HashMap::new();
     let mut last_report = 0u64;
@@ -1545,15 +1650,37 @@ pub fn import_perf_data(
             },
         };
         let attr = &c.attrs[ai];
+        if matches!(kinds[ai], EventKind::NotMemory(_)) {
+            *skipped.entry(ai).or_default() += 1;
+            return Ok(());
+        }
         let Some(s) = decode_sample(body, attr, misc) else {
             short += 1;
             return Ok(());
         };
         *per_event.entry(ai).or_default() += 1;
-        has_src |= s.data_src.is_some();
         let src = DataSource::from_bits(s.data_src.unwrap_or(0));
-        let addr = s.addr.unwrap_or(0);
-        let class = stats.add(&src, addr);
+        let (addr, class) = match &kinds[ai] {
+            EventKind::Breakpoint { access, addr, .. } => {
+                // The watched address, where the sample does not carry it; c2c's table counts
+                // the sample as perf c2c does (no data source: not parsed), the profile as
+                // the access the breakpoint's type says.
+                let addr = s.addr.filter(|&a| a != 0).unwrap_or(*addr);
+                stats.add(&src, addr);
+                // A read-write hit is counted once the whole file is read (see `split`).
+                let class = SampleClass {
+                    load: *access == BreakpointAccess::Load,
+                    store: *access == BreakpointAccess::Store,
+                    ..Default::default()
+                };
+                (addr, class)
+            }
+            _ => {
+                has_src |= s.data_src.is_some();
+                let addr = s.addr.unwrap_or(0);
+                (addr, stats.add(&src, addr))
+            }
+        };
         if addr == 0 {
             no_addr += 1;
             return Ok(());
@@ -1574,6 +1701,17 @@ pub fn import_perf_data(
             acc.code = Some(code);
         }
         acc.add(&s, &class, &src, &spaces);
+        match kinds[ai] {
+            EventKind::Breakpoint {
+                access: BreakpointAccess::LoadOrStore,
+                ..
+            } => acc.bp_rw += 1.0,
+            EventKind::Breakpoint {
+                access: BreakpointAccess::Store,
+                ..
+            } => acc.bp_w += 1.0,
+            _ => {}
+        }
         Ok(())
     })?;
     progress(total, total);
@@ -1587,6 +1725,18 @@ pub fn import_perf_data(
             "no samples in the file".to_string()
         };
         return Err(bad(why));
+    }
+    if per_event.is_empty() && !skipped.is_empty() {
+        let only: Vec<EventKind> = (0..c.attrs.len())
+            .map(|i| {
+                if skipped.contains_key(&i) {
+                    c.attrs[i].kind()
+                } else {
+                    EventKind::Memory
+                }
+            })
+            .collect();
+        return Err(not_memory(&c.attrs, &only));
     }
     if short == samples {
         return Err(bad(format!(
@@ -1627,8 +1777,53 @@ pub fn import_perf_data(
     for (path, id) in &h.build_ids {
         prov.settings.insert(format!("build_id {path}"), id.clone());
     }
+    // Read-write breakpoint hits: loads where a write breakpoint on the same bytes counted
+    // the stores (per instruction, hits of both minus hits of the write one), else
+    // read-modify-writes (the hardware does not say which).
+    let split: BTreeSet<(u64, u64)> = kinds
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::Breakpoint {
+                access: BreakpointAccess::Store,
+                addr,
+                len,
+            } => Some((*addr, *len)),
+            _ => None,
+        })
+        .filter(|w| {
+            kinds.iter().any(|k| {
+                matches!(k, EventKind::Breakpoint { access: BreakpointAccess::LoadOrStore, addr, len } if (*addr, *len) == *w)
+            })
+        })
+        .collect();
+    let split_at: BTreeSet<u64> = split.iter().map(|r| r.0).collect();
     let mut notes = c.notes.clone();
-    if !has_src {
+    for (&i, n) in &skipped {
+        notes.push(format!(
+            "{n} samples of {} left out: not memory accesses",
+            c.attrs[i].name.as_deref().unwrap_or("?")
+        ));
+    }
+    for (&i, n) in &per_event {
+        if let EventKind::Breakpoint { access, addr, len } = &kinds[i] {
+            let what = match access {
+                BreakpointAccess::Load => "a load",
+                BreakpointAccess::Store => "a store",
+                BreakpointAccess::LoadOrStore if split.iter().any(|r| r.0 == *addr) => {
+                    "a load or a store (loads: its hits less the write breakpoint's on the same bytes, per instruction)"
+                }
+                BreakpointAccess::LoadOrStore => {
+                    "a load or a store (a read-write breakpoint does not say which: counted as read-modify-writes; add a :w breakpoint on the same bytes to split them)"
+                }
+            };
+            notes.push(format!(
+                "{n} samples of hardware breakpoint {}: each {what} to {addr:#x}..{:#x}, at the breakpoint's address (x86 reports the instruction after the access)",
+                c.attrs[i].name.as_deref().unwrap_or("?"),
+                addr.saturating_add(*len)
+            ));
+        }
+    }
+    if !has_src && per_event.keys().any(|&i| kinds[i] == EventKind::Memory) {
         notes.push(
             "the samples carry no data source (not perf mem/c2c events): accesses are counted as samples only, without load/store or HITM classes"
                 .into(),
@@ -1663,7 +1858,14 @@ pub fn import_perf_data(
     );
 
     let mut lines: BTreeMap<u64, LineProfile> = BTreeMap::new();
-    for ((line, offset, _), acc) in agg {
+    for ((line, offset, _), mut acc) in agg {
+        if acc.bp_rw > 0.0 {
+            if split_at.contains(&(line + offset)) {
+                acc.counts.loads += (acc.bp_rw - acc.bp_w).max(0.0);
+            } else {
+                acc.counts.rmw += acc.bp_rw;
+            }
+        }
         let l = lines.entry(line).or_insert_with(|| LineProfile {
             address: line,
             totals: Some(Counts::default()),
@@ -1684,6 +1886,26 @@ pub fn import_perf_data(
     profile.lines = super::model::rank_lines(lines.into_values());
     profile.derive_function_groups();
     Ok(profile)
+}
+
+/// The one line that refuses a file whose sampled events are not memory accesses, naming
+/// each such event and why.
+fn not_memory(attrs: &[Attr], kinds: &[EventKind]) -> ProfileError {
+    let why: Vec<String> = attrs
+        .iter()
+        .zip(kinds)
+        .filter_map(|(a, k)| match k {
+            EventKind::NotMemory(reason) => Some(format!(
+                "event '{}' is {reason}",
+                a.name.as_deref().unwrap_or("?")
+            )),
+            _ => None,
+        })
+        .collect();
+    ProfileError::NoData(format!(
+        "not memory-access evidence: {}; record loads and stores instead (perf mem record, perf c2c record, or a data breakpoint: perf record -e mem:ADDR/LEN:w)",
+        why.join("; ")
+    ))
 }
 
 /// Calls `f(offset, type, misc, body)` for each record of the stream, in file order. A
@@ -1777,6 +1999,9 @@ struct Acc {
     phys: Option<u64>,
     /// c2c's per-line columns this access adds to.
     line_details: BTreeMap<&'static str, f64>,
+    /// Hits of read-write and of write data breakpoints.
+    bp_rw: f64,
+    bp_w: f64,
 }
 
 impl Acc {
