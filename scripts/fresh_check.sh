@@ -60,6 +60,9 @@ fi
 
 root=${FRESH_DIR:-$(mktemp -d /var/tmp/lineup-fresh.XXXXXX)}
 mkdir -p "$root"
+# The root's own `/`: mktemp made it 0700, and tests that run lineup as another user (nobody,
+# through setpriv) could not even load its libraries.
+chmod 0755 "$root"
 mounts=()
 cleanup() {
     local m
