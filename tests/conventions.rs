@@ -135,7 +135,7 @@ fn profiles_write_addresses_as_hex_strings() {
         &[
             "import",
             "--perf-data",
-            "tests/data/perf/page_faults.data",
+            "fuzz/corpus/perf_data/mem_classes.data",
             "-o",
             "-",
         ],

@@ -445,6 +445,10 @@ pub fn run(args: Args) -> Result<()> {
             .as_ref()
             .map(|l| format!(" \"{l}\""))
             .unwrap_or_default()
+            + &profile
+                .report_place()
+                .map(|p| format!(" ({p})"))
+                .unwrap_or_default()
     );
     for a in &allocations {
         let _ = writeln!(text, "allocated in {}", a.describe());

@@ -190,11 +190,21 @@ impl EvidenceArgs {
             let mut all = load_c2c(path)?;
             let n = all.len();
             if pick.report == 0 || pick.report > n {
+                let starts: Vec<String> = all
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        let lines = p.provenance.settings.get("report_lines");
+                        let first = lines.and_then(|l| l.split('-').next()).unwrap_or("?");
+                        format!("{} at line {first}", i + 1)
+                    })
+                    .collect();
                 bail!(
-                    "{}: --report {} but the text holds {n} report{}",
+                    "{}: --report {} but the text holds {n} report{} ({})",
                     path.display(),
                     pick.report,
-                    if n == 1 { "" } else { "s" }
+                    if n == 1 { "" } else { "s" },
+                    starts.join(", ")
                 );
             }
             all.swap_remove(pick.report - 1)

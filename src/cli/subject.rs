@@ -168,11 +168,16 @@ impl CodeArgs {
 /// The evidence file as given on the command line (not the one a saved profile was once
 /// imported from).
 pub fn evidence_label(p: &Profile) -> String {
-    p.provenance
+    let name = p
+        .provenance
         .loaded_from
         .clone()
         .or_else(|| p.provenance.input.clone())
-        .unwrap_or_else(|| p.provenance.tool.clone())
+        .unwrap_or_else(|| p.provenance.tool.clone());
+    match p.report_place() {
+        Some(place) => format!("{name} ({place})"),
+        None => name,
+    }
 }
 
 /// The machine to model and the target line size.

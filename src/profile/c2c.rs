@@ -142,20 +142,41 @@ struct Header {
 struct Parser {
     cacheline_size: u64,
     header: Header,
-    done: Vec<Profile>,
+    /// Reports read, with their first and last lines.
+    done: Vec<(Profile, (usize, usize))>,
     report: Option<Report>,
     section: Option<Section>,
     /// The last prose line, a candidate label for the next report.
     prose: Option<String>,
     /// That line ends with a colon: it introduces what follows.
     caption: bool,
+    /// The line number of `prose`.
+    prose_line: usize,
+    /// The last heading since the last report started: a caption (a line ending with a
+    /// colon) or a mail heading (`Baseline:`, `With this change:`, `Before`, `After`, `v2`,
+    /// "before this series:"), kept across the prose that may follow it ("(edited to fit)")
+    /// until a report starts or a cache line continues the current one.
+    heading: Option<Heading>,
     /// Header lines of a Pareto table not yet bound to rows (`#` replaced by a blank, so
     /// positions hold): perf's own or a paste's trimmed two-line form.
     pending: Vec<String>,
 }
 
+/// A line that may introduce the next report.
+#[derive(Clone, Debug)]
+struct Heading {
+    line: usize,
+    label: Option<String>,
+    /// A mail heading (before/after, baseline, a version): starts a report whatever follows.
+    strong: bool,
+}
+
 /// One report being read.
 struct Report {
+    /// The 1-based lines where the report starts (its heading, else its first line) and
+    /// where its last row or total is.
+    first_line: usize,
+    last_line: usize,
     profile: Profile,
     sections_seen: Vec<Section>,
     snoop: Option<Snoop>,
@@ -189,6 +210,8 @@ impl Parser {
             section: None,
             prose: None,
             caption: false,
+            prose_line: 0,
+            heading: None,
             pending: Vec::new(),
         }
     }
@@ -197,7 +220,7 @@ impl Parser {
         let text = strip_quote(raw);
         let trimmed = text.trim();
         if let Some(section) = section_of(trimmed) {
-            self.enter(section);
+            self.enter(no, section);
             return Ok(());
         }
         if table::is_rule(trimmed) {
@@ -229,6 +252,9 @@ impl Parser {
             Some(Section::Pareto) => self.pareto_line(no, trimmed)?,
             None => false,
         };
+        if handled && let Some(r) = &mut self.report {
+            r.last_line = no;
+        }
         if !handled {
             // Prose (or the perf.data header) between or after sections.
             self.section = None;
@@ -239,7 +265,7 @@ impl Parser {
 
     /// A section title: continues the current report if the section comes later in perf's
     /// order, else starts the next report.
-    fn enter(&mut self, section: Section) {
+    fn enter(&mut self, no: usize, section: Section) {
         let restart = self
             .report
             .as_ref()
@@ -248,11 +274,19 @@ impl Parser {
             self.close_report();
         }
         let cacheline_size = self.cacheline_size;
-        let label = self.prose.take();
+        // The heading names the report; else the prose line just before it.
+        let (first, label) = match (self.heading.take(), self.prose.take()) {
+            (Some(h), prose) if h.label.is_some() || prose.is_none() => (h.line, h.label),
+            (_, Some(p)) => (self.prose_line, Some(p)),
+            (_, None) => (no, None),
+        };
         self.caption = false;
-        let report = self
-            .report
-            .get_or_insert_with(|| Report::new(label, cacheline_size));
+        let report = self.report.get_or_insert_with(|| {
+            let mut r = Report::new(label, cacheline_size);
+            r.first_line = first;
+            r.last_line = no;
+            r
+        });
         report.sections_seen.push(section);
         report.prev_hash = None;
         report.in_events = false;
@@ -261,7 +295,8 @@ impl Parser {
 
     fn close_report(&mut self) {
         if let Some(r) = self.report.take() {
-            self.done.push(r.finish());
+            let place = (r.first_line, r.last_line);
+            self.done.push((r.finish(), place));
         }
     }
 
@@ -280,15 +315,16 @@ impl Parser {
         if let Some((key, _)) = trimmed.split_once(':')
             && let Some(section) = summary_section_of(key.trim())
         {
-            self.enter(section);
+            self.enter(no, section);
             return self.key_value(no, section, trimmed).map(|_| ());
         }
         // A paste may start straight at a cache line header row.
         let tokens: Vec<&str> = trimmed.split_whitespace().collect();
         if looks_like_cl_header(&tokens, !self.pending.is_empty()) {
             // Text between two cache lines ("[snip]", "cache line 1:") does not end the
-            // report; a caption before a line the report already has ("With this change:"
-            // over the same line 0) starts the next one.
+            // report; a mail heading ("Baseline:", "With this change:", "after this
+            // series:", "v2:") since the last line starts the next one, and so does a
+            // caption before a line the report already has ("cache line 0:" twice).
             let in_pareto = self
                 .report
                 .as_ref()
@@ -297,19 +333,37 @@ impl Parser {
                 .report
                 .as_ref()
                 .is_some_and(|r| r.repeats_line(&tokens));
-            if in_pareto && !(self.caption && repeats) {
+            let split = self.heading.as_ref().is_some_and(|h| h.strong || repeats);
+            if in_pareto && !split {
                 self.section = Some(Section::Pareto);
                 self.prose = None;
                 self.caption = false;
+                self.heading = None;
             } else {
-                self.enter(Section::Pareto);
+                self.enter(no, Section::Pareto);
             }
             let handled = self.pareto_line(no, trimmed)?;
             debug_assert!(handled);
+            if let Some(r) = &mut self.report {
+                r.last_line = no;
+            }
             return Ok(());
         }
         self.prose = label_from(trimmed);
+        self.prose_line = no;
         self.caption = trimmed.ends_with(':');
+        let strong = is_mail_heading(trimmed);
+        if self.caption || strong {
+            // A weaker caption does not replace a mail heading ("Before:" then "cache
+            // line 0:").
+            if strong || !self.heading.as_ref().is_some_and(|h| h.strong) {
+                self.heading = Some(Heading {
+                    line: no,
+                    label: self.prose.clone(),
+                    strong,
+                });
+            }
+        }
         Ok(())
     }
 
@@ -527,10 +581,12 @@ impl Parser {
         self.close_report();
         let h = &self.header;
         let mut out = Vec::new();
-        for mut p in self.done {
+        let mut places = Vec::new();
+        for (mut p, place) in self.done {
             if p.lines.is_empty() && p.summary.is_empty() {
                 continue;
             }
+            places.push(place);
             let prov = &mut p.provenance;
             prov.tool_version = h.tool_version.clone();
             prov.command = h.command.clone();
@@ -538,6 +594,34 @@ impl Parser {
             prov.machine.numa_nodes = (h.nodes > 0).then_some(h.nodes);
             prov.machine.description = h.description.clone();
             out.push(p);
+        }
+        let n = out.len();
+        let starts: Vec<String> = out
+            .iter()
+            .zip(&places)
+            .enumerate()
+            .map(|(i, (p, (first, _)))| match &p.label {
+                Some(l) => format!("{} \"{l}\" at line {first}", i + 1),
+                None => format!("{} at line {first}", i + 1),
+            })
+            .collect();
+        for (i, (p, (first, last))) in out.iter_mut().zip(&places).enumerate() {
+            let prov = &mut p.provenance;
+            prov.settings
+                .insert("report".into(), format!("{} of {n}", i + 1));
+            prov.settings
+                .insert("report_lines".into(), format!("{first}-{last}"));
+            if n > 1 {
+                let note = format!(
+                    "the text holds {n} reports ({}); this is report {} (lines {first}-{last})",
+                    starts.join(", "),
+                    i + 1
+                );
+                prov.note = Some(match prov.note.take() {
+                    Some(old) => format!("{note}; {old}"),
+                    None => note,
+                });
+            }
         }
         if out.is_empty() {
             return Err(ProfileError::NoData(
@@ -557,6 +641,8 @@ impl Report {
         let mut profile = Profile::new("perf c2c report", Unit::Samples, cacheline_size);
         profile.label = label;
         Report {
+            first_line: 0,
+            last_line: 0,
             profile,
             sections_seen: Vec::new(),
             snoop: None,
@@ -1975,6 +2061,46 @@ fn strip_quote(raw: &str) -> &str {
 }
 
 /// A prose line that can name the next report: "Baseline:", "With this change:".
+/// A mail author's heading over a report: short, and naming a side of a comparison
+/// ("Baseline:", "With this change:", "Before", "after this series:", "v2:", "Without the
+/// patch:", "patched kernel:"). Sentences that merely mention one ("With this change,
+/// Pipe-based Context Switching 160 parallel score is") are not headings: they are long or
+/// do not end the line with a colon.
+fn is_mail_heading(trimmed: &str) -> bool {
+    let t = trimmed.trim_end_matches(':').trim().to_ascii_lowercase();
+    if t.is_empty() || t.len() > 80 {
+        return false;
+    }
+    let words: Vec<&str> = t
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let colon = trimmed.ends_with(':');
+    if !(colon || words.len() <= 3) {
+        return false;
+    }
+    let version = |w: &str| {
+        w.strip_prefix('v')
+            .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+    };
+    let side = [
+        "baseline",
+        "base",
+        "before",
+        "after",
+        "without",
+        "patched",
+        "unpatched",
+        "vanilla",
+        "original",
+        "upstream",
+    ];
+    words.iter().any(|w| side.contains(w) || version(w))
+        || t.starts_with("with this")
+        || t.starts_with("with the patch")
+        || t.starts_with("with patch")
+}
+
 fn label_from(trimmed: &str) -> Option<String> {
     let label = trimmed.trim_end_matches(':').trim();
     (!label.is_empty() && label.len() <= 80 && label.chars().any(char::is_alphabetic))

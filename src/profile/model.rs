@@ -879,6 +879,22 @@ fn summary_nan<'de, D: serde::Deserializer<'de>>(
 // ---------------------------------------------------------------------------------------
 
 impl Profile {
+    /// Where this report lies in a text that holds several (`report 2 of 6, lines 40-55`),
+    /// from the c2c importer's `report` and `report_lines` settings; `None` for a text of
+    /// one report or evidence of another kind.
+    pub fn report_place(&self) -> Option<String> {
+        let s = &self.provenance.settings;
+        let report = s.get("report")?;
+        let (_, n) = report.split_once(" of ")?;
+        if n.trim() == "1" {
+            return None;
+        }
+        Some(match s.get("report_lines") {
+            Some(lines) => format!("report {report}, lines {lines}"),
+            None => format!("report {report}"),
+        })
+    }
+
     pub fn new(tool: impl Into<String>, unit: Unit, cacheline_size: u64) -> Self {
         Profile {
             schema_version: SCHEMA_VERSION,
