@@ -1163,9 +1163,97 @@ pub fn split_verdict(options: &[SplitOption], scope: ReadScope, queued: Option<f
     }
 }
 
+/// Raises unit alignments (and returns the struct's) so that the units in their current
+/// order lay out at their current offsets, as a compiler would: BTF records no alignment,
+/// and a zero-size marker the kernel aligns (`__cacheline_group_begin_aligned`) or a member
+/// whose hole the inference leaves unexplained would otherwise be priced, and printed,
+/// somewhere else than the struct has it. An offset no alignment explains is left alone.
+pub fn fit_aligns(units: &mut [Unit], current: &Placement, min_align: u64) -> u64 {
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&u| (current.offsets[u], u));
+    let mut cursor = 0u64;
+    let mut struct_align = min_align.max(1);
+    for &u in &order {
+        let want = current.offsets[u];
+        let mut a = units[u].align.max(1);
+        while cursor.div_ceil(a) * a < want && want.is_multiple_of(a * 2) {
+            a *= 2;
+        }
+        if cursor.div_ceil(a) * a == want {
+            units[u].align = a;
+        }
+        struct_align = struct_align.max(units[u].align);
+        cursor = cursor.max(want + units[u].size);
+    }
+    let mut a = struct_align;
+    while cursor.div_ceil(a) * a < current.size && current.size.is_multiple_of(a * 2) {
+        a *= 2;
+    }
+    if cursor.div_ceil(a) * a == current.size {
+        a.max(min_align)
+    } else {
+        min_align
+    }
+}
+
+/// The unit of a trailing array the allocation extends (`area[0]`, `buf[1]`, a flexible
+/// array member): the struct's last member, an array of at most one element. It must stay
+/// last, whatever the order.
+pub fn trailing_array(layout: &crate::layout::Layout, units: &[Unit]) -> Option<usize> {
+    let last = layout.members.len().checked_sub(1)?;
+    let f = &layout.members[last];
+    let d = f.declarator.trim_end();
+    let extends = d.ends_with("[]") || d.ends_with("[0]") || d.ends_with("[1]");
+    if !extends || d.matches('[').count() != 1 {
+        return None;
+    }
+    units.iter().position(|u| u.member_indices.contains(&last))
+}
+
+/// `plan` with unit `last` moved to the end of the order (a trailing array), laid out again
+/// and priced again with `price`.
+pub fn keep_last(
+    mut plan: Plan,
+    units: &[Unit],
+    last: usize,
+    cls: u64,
+    min_align: u64,
+    price: impl Fn(&Placement) -> Cost,
+) -> Plan {
+    if plan.order.last() == Some(&last) {
+        return plan;
+    }
+    plan.order.retain(|&u| u != last);
+    plan.order.push(last);
+    plan.line_aligned.retain(|&u| u != last);
+    let aligned: BTreeSet<usize> = plan.line_aligned.iter().copied().collect();
+    plan.placement = derive(units, &plan.order, &aligned, cls, min_align);
+    plan.cost = price(&plan.placement);
+    plan
+}
+
+/// `plan` replaced by the current layout, as it is (costing `cost`): what `optimize`
+/// proposes when the model finds nothing cheaper, so that it adds no group, alignment or
+/// claim the model gives no gain for.
+pub fn as_current(mut plan: Plan, units: &[Unit], current: &Placement, cost: Cost) -> Plan {
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&u| (current.offsets[u], u));
+    plan.order = order;
+    plan.line_aligned.clear();
+    plan.placement = current.clone();
+    plan.cost = cost;
+    plan.moved.clear();
+    plan.write_lines.clear();
+    plan
+}
+
 /// The struct `id` with its members in `order` at the offsets of `placement`, as a new type
-/// for the layout engine and the printers. Units in `line_aligned` get a declared alignment
-/// of `cls` (what `____cacheline_aligned` records in DWARF; BTF readers infer it from holes).
+/// for the layout engine and the printers. Every unit's first member declares the alignment
+/// the placement was priced with: `cls` for units in `line_aligned`, and any alignment
+/// beyond its type's that the unit had already (inferred from BTF holes, declared in DWARF);
+/// the struct declares `min_align` where its members do not reach it. What is declared is
+/// what the printers write, so the declaration lays out as priced.
+#[allow(clippy::too_many_arguments)]
 pub fn rearranged<'a>(
     types: &Types<'a>,
     id: TypeId,
@@ -1174,6 +1262,7 @@ pub fn rearranged<'a>(
     line_aligned: &[usize],
     placement: &Placement,
     cls: u64,
+    min_align: u64,
 ) -> Option<Type<'a>> {
     let original = types.get(id);
     let c = types.composite(id)?;
@@ -1184,16 +1273,42 @@ pub fn rearranged<'a>(
         for (k, &mi) in unit.member_indices.iter().enumerate() {
             let mut m = c.members.get(mi)?.clone();
             m.bit_offset = (m.bit_offset as i64 + shift * 8) as u64;
-            if k == 0 && line_aligned.contains(&u) {
-                m.declared_align = Some(cls as u32);
+            if k == 0 {
+                let mut want = if unit.align > unit.natural_align {
+                    unit.align
+                } else {
+                    1
+                };
+                if line_aligned.contains(&u) {
+                    want = want.max(cls);
+                }
+                m.declared_align = m
+                    .declared_align
+                    .map(u64::from)
+                    .max((want > 1).then_some(want))
+                    .map(|a| a as u32);
             }
             members.push(m);
         }
     }
+    let members_align = order
+        .iter()
+        .map(|&u| {
+            units[u]
+                .align
+                .max(if line_aligned.contains(&u) { cls } else { 1 })
+        })
+        .max()
+        .unwrap_or(1);
+    let declared_align = match c.declared_align {
+        Some(a) => Some(a),
+        None if min_align > members_align => Some(min_align as u32),
+        None => None,
+    };
     let kind = Composite {
         size: placement.size,
         members,
-        declared_align: c.declared_align,
+        declared_align,
         is_declaration: false,
         origin: c.origin.clone(),
     };

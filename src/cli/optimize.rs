@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde::Serialize;
 
 use lineup::analysis::cost::Cost;
@@ -430,13 +430,13 @@ pub fn run(args: Args) -> Result<()> {
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);
     let ev = subject::gather(
         &mut profile,
-        &types,
+        (&types, &opened.label),
         id,
         &args.subject.type_name,
         size,
         args.subject.line_offset,
     )?;
-    let model = args.model.build(&types, id, &profile, &ev.accesses)?;
+    let mut model = args.model.build(&types, id, &profile, &ev.accesses)?;
     if model.streams.is_empty() {
         bail!(
             "no access of the profile falls on a member of struct {}",
@@ -444,6 +444,12 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     let cls = model.cls;
+    // Alignment the struct has that BTF does not record: priced, and so printed.
+    let fitted_align = optimize::fit_aligns(
+        &mut model.units,
+        &model.current,
+        model.layout.forced_align.unwrap_or(1),
+    );
     let flavour = match args.flavour.as_deref() {
         Some("kernel") => Flavour::Kernel,
         Some(_) => Flavour::Userspace,
@@ -528,7 +534,7 @@ pub fn run(args: Args) -> Result<()> {
             kept_together.push(names);
         }
     }
-    let min_align = model.layout.forced_align.unwrap_or(1);
+    let min_align = fitted_align;
     let started = Instant::now();
     let plan = optimize::optimize(
         &model.units,
@@ -544,6 +550,10 @@ pub fn run(args: Args) -> Result<()> {
     let search_ms = started.elapsed().as_secs_f64() * 1e3;
     let current = model.evaluate(&model.current);
     let mut plan = plan;
+    // A trailing array the allocation extends stays last (a derived rule, never an abort).
+    if let Some(t) = optimize::trailing_array(&model.layout, &model.units) {
+        plan = optimize::keep_last(plan, &model.units, t, cls, min_align, |p| model.evaluate(p));
+    }
 
     let element_lines: Vec<lineup::profile::ElementLine> = profile
         .types
@@ -636,78 +646,48 @@ pub fn run(args: Args) -> Result<()> {
         plan.cost = model.evaluate(&plan.placement);
     }
 
+    // A layout the model prices no lower than the current one adds nothing: no group, no
+    // alignment, no claim (the current order, as it is).
+    if plan.cost.total_cycles() >= current.total_cycles() - 1e-9 * current.total_cycles().abs()
+        && padded_units.is_none()
+        && element_lines.is_empty()
+    {
+        plan = optimize::as_current(plan, &model.units, &model.current, current.clone());
+    }
     // The new layout as a type, for the printers.
     let aligned_names: Vec<String> = plan
         .line_aligned
         .iter()
-        .map(|&u| model.units[u].members.first().cloned().unwrap_or_default())
+        .map(|&u| plan_units[u].members.first().cloned().unwrap_or_default())
         .collect();
-    let mut new_type = optimize::rearranged(
-        &types,
+    let accepted_slots = slots.as_ref().filter(|s| s.accepted);
+    let new_layout = emit::proposal::layout_of(
+        &mut types,
         id,
+        &model.layout,
         plan_units,
-        &plan.order,
-        &plan.line_aligned,
-        &plan.placement,
+        &plan,
         cls,
+        min_align,
+        |types, new_type| {
+            if let Some(sa) = accepted_slots {
+                let slot_types: Vec<lineup::types::TypeId> = sa
+                    .arrays
+                    .iter()
+                    .map(|a| lineup::analysis::slots::slot_array_type(types, a, cls))
+                    .collect();
+                lineup::analysis::slots::retype(new_type, &sa.arrays, &slot_types);
+            }
+        },
     )
-    .context("the struct has no members to rearrange")?;
-    if let Some(sa) = slots.as_ref().filter(|s| s.accepted) {
-        let slot_types: Vec<lineup::types::TypeId> = sa
-            .arrays
-            .iter()
-            .map(|a| lineup::analysis::slots::slot_array_type(&mut types, a, cls))
-            .collect();
-        lineup::analysis::slots::retype(&mut new_type, &sa.arrays, &slot_types);
-    }
-    let new_id = types.push(new_type);
-    let mut new_layout =
-        lineup::layout::layout(&types, new_id, cls).expect("rearranged struct has a layout");
-    // The new type has no typedef of its own: a struct without a tag keeps the original's
-    // typedef name, which the printers spell `typedef struct { ... } name;`.
-    new_layout.name = model.layout.name.clone();
-    new_layout.tagless = model.layout.tagless;
+    .map_err(|e| anyhow::anyhow!("struct {}: {e}", args.subject.type_name))?;
+    // What is printed is what was priced: the declaration, read back and laid out again.
     // Write lines made of the struct's own cache-line groups keep those groups (and their
     // asserts, in the kernel's source): lineup makes a group only of what none holds.
-    let marker_blocks: Vec<Vec<usize>> = optimize::marker_blocks(&model.units)
-        .into_iter()
-        .filter(|b| {
-            model.units[b[0]]
-                .name
-                .starts_with("__cacheline_group_begin__")
-        })
-        .collect();
-    let in_kernel_group = |name: &String| {
-        model
-            .units
-            .iter()
-            .position(|u| &u.name == name)
-            .is_some_and(|u| marker_blocks.iter().any(|b| b.contains(&u)))
-    };
-    let marks = emit::c::Marks {
-        groups: plan
-            .write_lines
-            .iter()
-            .filter(|g| !g.iter().all(in_kernel_group))
-            .map(|g| {
-                // Name the group's members by their first declared name, in layout order.
-                let mut v: Vec<String> = g
-                    .iter()
-                    .filter_map(|n| {
-                        model
-                            .units
-                            .iter()
-                            .find(|u| &u.name == n)
-                            .and_then(|u| u.members.first().cloned())
-                    })
-                    .collect();
-                v.sort_by_key(|n| new_layout.members.iter().position(|f| &f.name == n));
-                v
-            })
-            .collect(),
-        line_aligned: aligned_names.clone(),
-    };
-    let declaration = emit::c::declaration(&new_layout, &marks, flavour);
+    let (_marks, declaration) =
+        emit::proposal::declaration(&new_layout, plan_units, &plan, &types, flavour).map_err(
+            |e| anyhow::anyhow!("struct {}: {e}; nothing printed", args.subject.type_name),
+        )?;
 
     // Split advice for members that stay truly shared.
     let mut splits = Vec::new();
@@ -1127,8 +1107,30 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         let _ = writeln!(s, "moved: {}", plan.moved.join(", "));
     }
+    // A claim of a line of its own holds in the priced placement, or is not made.
+    let hot: Vec<bool> = (0..plan_units.len())
+        .map(|u| plan_streams.iter().any(|st| st.unit == u))
+        .collect();
     for g in &plan.write_lines {
-        let _ = writeln!(s, "own cache line for hot member(s): {}", g.join(", "));
+        let shared = emit::proposal::shared_claims(
+            plan_units,
+            &hot,
+            std::slice::from_ref(g),
+            &plan.placement,
+            cls,
+        );
+        match shared.first() {
+            None => {
+                let _ = writeln!(s, "own cache line for hot member(s): {}", g.join(", "));
+            }
+            Some((_, other)) => {
+                let _ = writeln!(
+                    s,
+                    "hot member(s) kept together: {} (their line also holds {other})",
+                    g.join(", ")
+                );
+            }
+        }
     }
     for g in &kept_together {
         let _ = writeln!(

@@ -84,6 +84,11 @@ fn kernel_marker(f: &Field) -> Option<String> {
     None
 }
 
+/// The zero-size member that carries the alignment of bit-field `name`.
+pub fn align_member(name: &str) -> String {
+    format!("__lineup_align_{name}")
+}
+
 /// The kernel attribute that aligns a member to a `cls`-byte line. `____cacheline_aligned`
 /// is `__aligned(SMP_CACHE_BYTES)`: 64 on x86-64, 128 on POWER and arm64 with 128-byte
 /// lines, 256 on s390. A layout priced at another line size says so explicitly.
@@ -125,14 +130,27 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
     }
     // (group index, group name, end of the group's last line)
     let mut open_group: Option<(usize, String, u64)> = None;
-    for f in &layout.members {
+    for (i, f) in layout.members.iter().enumerate() {
+        // A trailing array the allocation extends must stay last: a group closes before it.
+        let trailing = i + 1 == layout.members.len() && f.size == 0 && f.declarator.ends_with(']');
+        // An anonymous struct or union is known by its first named member (as units are).
+        let key = if f.name.is_empty() {
+            f.members
+                .iter()
+                .map(|m| &m.name)
+                .find(|n| !n.is_empty())
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            f.name.clone()
+        };
         let starts_group = marks
             .groups
             .iter()
-            .position(|g| g.first() == Some(&f.name) && !f.name.is_empty());
+            .position(|g| g.first() == Some(&key) && !key.is_empty());
         // Close a group where its lines end.
         if let Some((_, name, end)) = &open_group
-            && (starts_group.is_some() || f.offset >= *end || f.end() > *end)
+            && (starts_group.is_some() || f.offset >= *end || f.end() > *end || trailing)
         {
             if flavour == Flavour::Kernel {
                 let _ = writeln!(out, "\t__cacheline_group_end({name});");
@@ -161,22 +179,34 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
                 .unwrap_or(f.end());
             open_group = Some((i, name, last_end.max(f.offset + 1).div_ceil(cls) * cls));
         }
-        let aligned = marks.line_aligned.contains(&f.name) && !f.name.is_empty();
+        // Every alignment the layout was priced with is written out: a line start the
+        // optimizer chose, and alignment the member had before (a read-mostly/read-write
+        // boundary, an aligned lock block): dropping one moves the members after it.
+        let line = (marks.line_aligned.contains(&key) && !key.is_empty()).then_some(cls);
+        let want = line.max(f.forced_align).filter(|&a| a > 1);
         let mut d = String::new();
         match kernel_marker(f) {
             Some(m) if flavour == Flavour::Kernel => d = m,
             _ => decl(f, 1, flavour, &mut d),
         }
-        if aligned && !(flavour == Flavour::Kernel && starts_group.is_some()) {
-            // Attach the alignment to the declaration.
-            let attr = match flavour {
-                Flavour::Kernel => format!(" {}", kernel_line_align(cls)),
-                Flavour::Userspace => String::new(),
-            };
-            if flavour == Flavour::Userspace {
-                d = format!("\talignas({cls}) {}", d.trim_start_matches('\t'));
+        // A group's begin marker carries the line alignment in the kernel flavour.
+        let covered = flavour == Flavour::Kernel && starts_group.is_some();
+        if let Some(a) = want.filter(|&a| !(covered && a <= cls)) {
+            if f.is_bitfield() {
+                // C allows no alignment on a bit-field: a zero-size member before it carries it.
+                let attr = match flavour {
+                    Flavour::Userspace => format!("alignas({a}) unsigned char"),
+                    Flavour::Kernel => "unsigned char".to_string(),
+                };
+                let after = match flavour {
+                    Flavour::Userspace => String::new(),
+                    Flavour::Kernel => format!(" {}", kernel_line_align(a)),
+                };
+                d = format!("\t{attr} {}[0]{after};\n{d}", align_member(&f.name));
+            } else if flavour == Flavour::Userspace {
+                d = format!("\talignas({a}) {}", d.trim_start_matches('\t'));
             } else if let Some(pos) = d.rfind(';') {
-                d.insert_str(pos, &attr);
+                d.insert_str(pos, &format!(" {}", kernel_line_align(a)));
             }
         }
         out.push_str(&d);
@@ -186,10 +216,17 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
     {
         let _ = writeln!(out, "\t__cacheline_group_end({name});");
     }
+    // Alignment of the whole type beyond its members' (an instance-alignment the struct
+    // already had): it rounds the size up and moves the struct within its parents.
+    let whole = match layout.forced_align.filter(|&a| a > 1) {
+        Some(a) if flavour == Flavour::Kernel => format!(" {}", kernel_line_align(a)),
+        Some(a) => format!(" __attribute__((aligned({a})))"),
+        None => String::new(),
+    };
     if layout.tagless {
-        let _ = writeln!(out, "}} {};", layout.name);
+        let _ = writeln!(out, "}}{whole} {};", layout.name);
     } else {
-        out.push_str("};\n");
+        let _ = writeln!(out, "}}{whole};");
     }
 
     // Build-time checks.
@@ -202,6 +239,36 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
     if hot.is_empty() {
         return out;
     }
+    // offsetof and sizeof take no bit-field: a bit-field is checked by the zero-size member
+    // that aligns it, or not at all.
+    let find = |n: &String| {
+        layout
+            .members
+            .iter()
+            .flat_map(|f| std::iter::once(f).chain(f.members.iter()))
+            .find(|f| &f.name == n)
+    };
+    let checkable = |n: &String| find(n).is_none_or(|f| !f.is_bitfield());
+    let hot: Vec<(usize, Vec<String>)> = hot
+        .into_iter()
+        .map(|(i, g)| {
+            let v: Vec<String> = g
+                .iter()
+                .enumerate()
+                .filter_map(|(k, n)| {
+                    if checkable(n) {
+                        Some(n.clone())
+                    } else if k == 0 && flavour == Flavour::Userspace {
+                        Some(align_member(n))
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            (i, v)
+        })
+        .filter(|(_, g)| !g.is_empty())
+        .collect();
     match flavour {
         Flavour::Kernel => {
             let _ = writeln!(

@@ -6,3 +6,4 @@ pub mod json;
 pub mod layout_diff;
 pub mod pahole;
 pub mod patch;
+pub mod proposal;

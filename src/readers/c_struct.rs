@@ -43,6 +43,12 @@ pub struct Decl {
     pub block: Option<usize>,
     /// `__cacheline_group_begin/end(...)` markers are kept as declarations without names.
     pub marker: bool,
+    /// A marker's members as the kernel's macros name them (`__cacheline_group_begin__GROUP`),
+    /// with their alignment (`__cacheline_group_end_aligned` adds an aligned pad).
+    pub marker_members: Vec<(String, Option<Align>)>,
+    /// The declaration's code without its attributes (`char pad[48]`), for sizing members
+    /// the struct being priced lacks.
+    pub code: String,
 }
 
 /// An `#if`...`#endif` block at the top level of the body.
@@ -62,6 +68,8 @@ pub struct CStruct {
     pub close_line: usize,
     pub decls: Vec<Decl>,
     pub blocks: Vec<Block>,
+    /// Alignment of the whole type (`} ____cacheline_aligned;`, `struct __aligned(64) s {`).
+    pub align: Option<Align>,
 }
 
 impl CStruct {
@@ -87,6 +95,34 @@ impl CStruct {
         }
         out
     }
+
+    /// [`CStruct::members`] with the kernel's group markers as the members they expand to
+    /// (zero-size arrays that take their place, and their alignment, in the layout).
+    pub fn members_and_markers(&self) -> Vec<(String, Option<Align>)> {
+        let mut out = Vec::new();
+        for d in &self.decls {
+            if d.marker {
+                out.extend(d.marker_members.iter().cloned());
+                continue;
+            }
+            for (k, n) in d.names.iter().enumerate() {
+                out.push((n.clone(), if k == 0 { d.align } else { None }));
+            }
+        }
+        out
+    }
+}
+
+/// Alignment attributes in `s` (the text between a struct's `}` and its `;`, or between its
+/// keyword and its `{`).
+fn attributes_align(s: &str) -> Option<Align> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    parse_decl(&format!("int x {s}"), 0, 0, None)
+        .ok()
+        .and_then(|d| d.align)
 }
 
 /// The line of the `{` of `typedef struct [tag] { ... } NAME;` (or union), if `lines` hold one.
@@ -278,12 +314,25 @@ pub fn find_struct(text: &str, name: &str) -> Result<CStruct, String> {
                         if !block_stack.is_empty() {
                             return Err(format!("struct {name}: #if without #endif"));
                         }
+                        // Attributes of the whole type follow the `}` up to the `;`.
+                        let mut tail: String = chars[k + 1..].iter().collect();
+                        for next in lines.iter().skip(i + 1).take(4) {
+                            if tail.contains(';') {
+                                break;
+                            }
+                            tail.push(' ');
+                            tail.push_str(strip_line_comment(next));
+                        }
+                        let tail = tail.split(';').next().unwrap_or("");
+                        let head = strip_line_comment(lines[open_line]);
+                        let head = head.split('{').next().unwrap_or("");
                         return Ok(CStruct {
                             name: name.to_string(),
                             open_line,
                             close_line: i,
                             decls,
                             blocks,
+                            align: attributes_align(tail).or_else(|| attributes_align(head)),
                         });
                     }
                 }
@@ -455,6 +504,7 @@ fn parse_decl(
     }
     let mut align = None;
     let mut marker = false;
+    let mut marker_members = Vec::new();
     for m in [
         "__cacheline_group_begin_aligned",
         "__cacheline_group_begin",
@@ -463,10 +513,35 @@ fn parse_decl(
     ] {
         if find_word(&s, m).is_some() {
             marker = true;
-            if m == "__cacheline_group_begin_aligned" {
-                align = Some(Align::Line);
+            let (rest, arg) = remove_call(&s, m);
+            s = rest;
+            let arg = arg.unwrap_or_default();
+            let mut parts = arg.splitn(2, ',');
+            let group = parts.next().unwrap_or("").trim().to_string();
+            // The optional second argument is the alignment (default: the line).
+            let line = match parts.next().map(str::trim).filter(|a| !a.is_empty()) {
+                Some(a) => align_of(a),
+                None => Align::Line,
+            };
+            // The kernel's <linux/cache.h>: the aligned begin aligns its marker; the aligned
+            // end aligns its marker to a long and adds an empty struct aligned to the line.
+            match m {
+                "__cacheline_group_begin_aligned" => {
+                    align = Some(line);
+                    marker_members.push((format!("__cacheline_group_begin__{group}"), Some(line)));
+                }
+                "__cacheline_group_begin" => {
+                    marker_members.push((format!("__cacheline_group_begin__{group}"), None))
+                }
+                "__cacheline_group_end_aligned" => {
+                    marker_members.push((
+                        format!("__cacheline_group_end__{group}"),
+                        Some(Align::Bytes(8)),
+                    ));
+                    marker_members.push((format!("__cacheline_group_pad__{group}"), Some(line)));
+                }
+                _ => marker_members.push((format!("__cacheline_group_end__{group}"), None)),
             }
-            s = remove_call(&s, m).0;
         }
     }
     for w in [
@@ -508,6 +583,12 @@ fn parse_decl(
     }
     let s = s.trim();
     if marker && s.is_empty() {
+        // `__cacheline_group_begin(g) ____cacheline_aligned;`: the attribute is the marker's.
+        if let (Some(a), Some(first)) = (align, marker_members.first_mut())
+            && first.1.is_none()
+        {
+            first.1 = Some(a);
+        }
         return Ok(Decl {
             names: vec![],
             anonymous_inline: false,
@@ -518,6 +599,8 @@ fn parse_decl(
             code_line: first_line,
             block,
             marker: true,
+            marker_members: std::mem::take(&mut marker_members),
+            code: String::new(),
         });
     }
     if s.is_empty() {
@@ -548,6 +631,8 @@ fn parse_decl(
             code_line: first_line,
             block,
             marker: false,
+            marker_members: Vec::new(),
+            code: s.to_string(),
         });
     }
     // `type a, *b, c[4]`: the type is everything before the first declarator.
@@ -574,6 +659,8 @@ fn parse_decl(
         code_line: first_line,
         block,
         marker: false,
+        marker_members: Vec::new(),
+        code: s.to_string(),
     })
 }
 
