@@ -688,6 +688,28 @@ pub struct Outcome {
     pub unbound: Vec<Unbound>,
 }
 
+/// The side the types describe, for every command that binds (one rule): kernel BTF and the
+/// DWARF of a `vmlinux` or a `.ko` are the kernel's; other DWARF is a userspace program's only
+/// when the evidence's rows run that program's code (a row's object is the file). Otherwise
+/// (an object file or program compiled to replicate a kernel struct, a C header) the types
+/// say nothing of the side: a replica binds kernel lines by offsets and prototypes, as the
+/// struct it copies would.
+pub fn types_domain(types: &Types<'_>, path: &str, profile: &Profile) -> Option<Domain> {
+    match source_domain(types, path) {
+        Domain::Kernel => Some(Domain::Kernel),
+        Domain::User => {
+            let base = path.rsplit('/').next().unwrap_or(path);
+            let runs = profile.lines.iter().flat_map(|l| &l.accesses).any(|a| {
+                a.code
+                    .as_ref()
+                    .and_then(|c| c.object.as_deref())
+                    .is_some_and(|o| o.rsplit('/').next() == Some(base))
+            });
+            runs.then_some(Domain::User)
+        }
+    }
+}
+
 /// The side a type source describes: kernel BTF is the kernel's; DWARF of a `vmlinux` or a
 /// `.ko` too; other DWARF is a userspace program's.
 pub fn source_domain(types: &Types<'_>, path: &str) -> Domain {

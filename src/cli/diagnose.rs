@@ -231,7 +231,7 @@ pub fn run(args: Args) -> Result<()> {
         Vec::new()
     };
     let input = bind::BindInput {
-        domain: Some(bind::source_domain(&types, &source_path)),
+        domain: bind::types_domain(&types, &source_path, &profile),
         line_start: args.line_offset,
         decoded,
         prototypes,
@@ -343,6 +343,7 @@ pub fn run(args: Args) -> Result<()> {
         unbound,
         accesses,
         missing,
+        ..
     } = subject::gather_with(&mut profile, &types, id, &type_name, layout.size, &input)?;
     let run = diagnose::RunTotals::from_profile(&profile);
     let mut d = diagnose::diagnose_in_run(&layout, &accesses, profile.provenance.machine.cpus, run);

@@ -149,7 +149,7 @@ pub fn run(args: Args) -> Result<i32> {
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);
     let ev = subject::gather(
         &mut profile,
-        &types,
+        (&types, &opened.label),
         id,
         &args.subject.type_name,
         size,

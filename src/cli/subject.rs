@@ -5,7 +5,7 @@ use anyhow::{Result, bail};
 
 use std::path::PathBuf;
 
-use lineup::analysis::bind::{self, BindInput, Decoded, Domain, Unbound};
+use lineup::analysis::bind::{self, BindInput, Decoded, Unbound};
 use lineup::analysis::cost;
 use lineup::analysis::diagnose::{self, LineBinding};
 use lineup::analysis::machine::{self, MachineModel};
@@ -53,24 +53,95 @@ pub struct Evidence {
     pub accesses: Vec<Access>,
     /// Fields the profile names that the struct lacks.
     pub missing: Vec<String>,
+    /// The binding in words ([`binding_text`]), for the command to print once it succeeds.
+    pub binding: String,
 }
 
 /// Binds raw lines of `profile` to struct `id` and returns its accesses; an error when the
 /// profile holds none for it.
+///
+/// The same rule as `diagnose` for the types' side ([`bind::types_domain`]), and the binding
+/// in words in [`Evidence::binding`]: which line went where and why, which row to which
+/// member.
 pub fn gather(
     profile: &mut Profile,
-    types: &Types<'_>,
+    (types, source): (&Types<'_>, &str),
     id: TypeId,
     type_name: &str,
     size: u64,
     line_offset: Option<i64>,
 ) -> Result<Evidence> {
     let input = BindInput {
-        domain: (types.source == lineup::types::SourceFormat::Btf).then_some(Domain::Kernel),
+        domain: bind::types_domain(types, source, profile),
         line_start: line_offset,
         ..Default::default()
     };
-    gather_with(profile, types, id, type_name, size, &input)
+    let mut ev = gather_with(profile, types, id, type_name, size, &input)?;
+    ev.binding = binding_text(profile, types, id, type_name, &ev);
+    Ok(ev)
+}
+
+/// The binding in words: per raw line bound, the struct bytes it covers, how (exact,
+/// inferred, as given) and the evidence; per row, the member it landed on; the lines left
+/// unbound and why. Empty when the evidence was already in struct coordinates.
+pub fn binding_text(
+    profile: &Profile,
+    types: &Types<'_>,
+    id: TypeId,
+    type_name: &str,
+    ev: &Evidence,
+) -> String {
+    use std::fmt::Write;
+    let mut text = String::new();
+    let cls = profile.cacheline_size.max(1);
+    let members = lineup::layout::layout(types, id, cls)
+        .map(|l| l.members)
+        .unwrap_or_default();
+    let member_at = |x: i64| {
+        members
+            .iter()
+            .find(|m| m.offset as i64 <= x && x < (m.offset + m.size.max(1)) as i64)
+            .map(|m| m.name.to_string())
+            .unwrap_or_else(|| "a hole".into())
+    };
+    for b in &ev.bindings {
+        let _ = writeln!(
+            text,
+            "binding: data line {:#x} is bytes {}..{} of struct {type_name} ({}: {})",
+            b.address,
+            b.line_start,
+            b.line_start + cls as i64 - 1,
+            b.binding.label(),
+            b.reasons.join("; ")
+        );
+        let Some(line) = profile.lines.iter().find(|l| l.address == b.address) else {
+            continue;
+        };
+        for a in line.accesses.iter().take(12) {
+            let Some(off) = a.offset else { continue };
+            let x = b.line_start + off as i64;
+            let _ = writeln!(
+                text,
+                "  row {} at line offset {off:#x} -> struct offset {x}: {}",
+                a.code
+                    .as_ref()
+                    .map(|c| c.display())
+                    .unwrap_or_else(|| "?".into()),
+                member_at(x)
+            );
+        }
+        if line.accesses.len() > 12 {
+            let _ = writeln!(text, "  and {} more rows", line.accesses.len() - 12);
+        }
+    }
+    for u in &ev.unbound {
+        let _ = writeln!(
+            text,
+            "binding: data line {:#x} left unbound: {}",
+            u.address, u.reason
+        );
+    }
+    text
 }
 
 /// [`gather`] with everything binding takes: the types' side, decoded instructions.
@@ -126,6 +197,7 @@ pub fn gather_with(
         unbound: outcome.unbound,
         accesses,
         missing,
+        binding: String::new(),
     })
 }
 
