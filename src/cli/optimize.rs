@@ -1065,6 +1065,7 @@ pub fn run(args: Args) -> Result<()> {
         "queueing: the busiest line of the current layout runs at utilization {:.2} ({})",
         model.queueing.utilization, model.utilization_source
     );
+    s.push_str(&ev.binding);
     if plan.optimal {
         let _ = writeln!(
             s,

@@ -282,6 +282,7 @@ pub fn run(args: Args) -> Result<()> {
         "queueing: the busiest line of the current layout runs at utilization {:.2} ({})\n",
         model.queueing.utilization, model.utilization_source
     )?;
+    out.write_all(ev.binding.as_bytes())?;
     out.write_all(subject::cost_table(&refs).as_bytes())?;
     for (name, c) in &rows {
         let hot: Vec<String> = c
