@@ -580,14 +580,22 @@ fn btf_and_perf_data_read_from_pipes() {
     feeder.join().unwrap();
     assert_eq!(body(&from_fifo), body(&want));
     // perf.data too (it was mapped, which a pipe cannot be).
-    let data = std::fs::read(common::repo().join("tests/data/perf/page_faults.data")).unwrap();
+    let data =
+        std::fs::read(common::repo().join("fuzz/corpus/perf_data/mem_classes.data")).unwrap();
     let profile = |out: String| {
         let mut v: serde_json::Value = serde_json::from_str(&out).unwrap();
         v["provenance"]["input"] = serde_json::Value::Null;
         v["provenance"]["loaded_from"] = serde_json::Value::Null;
         v
     };
-    let want = profile(run(&["import", "--perf-data", "tests/data/perf/page_faults.data"]).ok());
+    let want = profile(
+        run(&[
+            "import",
+            "--perf-data",
+            "fuzz/corpus/perf_data/mem_classes.data",
+        ])
+        .ok(),
+    );
     let piped = profile(run_with(&["import", "--perf-data", "/dev/stdin"], Some(data)).ok());
     assert_eq!(piped, want);
     // An empty pipe is still an empty file.
