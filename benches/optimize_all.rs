@@ -61,6 +61,7 @@ fn main() {
                 rmw: 0.0,
                 cpus: [1u32, 8, 40, 160][(next() % 4) as usize],
                 cpu_list: Vec::new(),
+                lock: false,
             });
         }
         let current = cost::current_placement(&l, &units);

@@ -178,9 +178,21 @@ fn check(dir: &Path) -> Outcome {
             }
         }
     }
+    check_diagnosis(&name, &case, &common_args, &mut failures);
     let negative = case.get("negative").and_then(|v| v.as_bool()) == Some(true);
     if negative {
+        let before_expect = failures.len();
         check_expect(&name, &case, &o, &common_args, dir, &mut failures);
+        // `expect_miss_negative = "why"`: a known miss of the expect, checked to still miss.
+        if let Some(why) = s("expect_miss_negative") {
+            if failures.len() == before_expect {
+                failures.push(format!(
+                    "known miss of expect now met ({why}): drop expect_miss_negative"
+                ));
+            } else {
+                failures.truncate(before_expect);
+            }
+        }
         return Outcome { name, failures };
     }
     let merged_miss = s("expect_miss_merged");
@@ -243,6 +255,121 @@ fn check(dir: &Path) -> Outcome {
         }
     }
     Outcome { name, failures }
+}
+
+/// Verdicts that a layout change (moving, aligning, padding) can fix.
+const FIXABLE: [&str; 5] = [
+    "false_sharing",
+    "adjacent_pair",
+    "locality",
+    "misaligned",
+    "read_mostly_next_to_write_hot",
+];
+
+/// Whether a member name lineup shows (`mask`, `hits[3]`, `lock.rlock`) is the member the
+/// engineers name (or lies inside it, or holds it).
+fn names_member(shown: &str, wanted: &str) -> bool {
+    let inside = |a: &str, b: &str| {
+        a == b || a.starts_with(&format!("{b}.")) || a.starts_with(&format!("{b}["))
+    };
+    inside(shown, wanted) || inside(wanted, shown)
+}
+
+/// The engineers' diagnosis (`[[diagnosis]]`: `members`, `verdict`, optional `paths`) against
+/// `lineup diagnose --json` on the case's evidence and machine: some line or finding of that
+/// verdict names every member (and path); `nothing_to_fix`: no line or finding that touches
+/// them has a verdict a layout change fixes. `expect_miss = "why"` marks a known miss.
+fn check_diagnosis(
+    name: &str,
+    case: &toml::Table,
+    common_args: &[String],
+    failures: &mut Vec<String>,
+) {
+    let Some(entries) = case.get("diagnosis").and_then(|v| v.as_array()) else {
+        return;
+    };
+    let mut args: Vec<String> = vec!["diagnose".into()];
+    args.extend(common_args.iter().cloned());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let d = lineup_json(&refs);
+    // (verdict, members, paths) of every line and finding.
+    let mut seen: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+    for l in d["lines"].as_array().unwrap() {
+        let members: Vec<String> = l["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap().to_string())
+            .collect();
+        let paths: Vec<String> = l["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["functions"].as_array().unwrap().iter())
+            .map(|f| f["name"].as_str().unwrap().to_string())
+            .collect();
+        seen.push((l["verdict"].as_str().unwrap().to_string(), members, paths));
+    }
+    for f in d["findings"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+        let list = |k: &str| -> Vec<String> {
+            f[k].as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_str().unwrap().to_string())
+                .collect()
+        };
+        seen.push((
+            f["verdict"].as_str().unwrap().to_string(),
+            list("members"),
+            list("paths"),
+        ));
+    }
+    for e in entries {
+        let want = e["verdict"].as_str().unwrap();
+        let members: Vec<&str> = e["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
+        let paths: Vec<&str> = e
+            .get("paths")
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().map(|x| x.as_str().unwrap()).collect())
+            .unwrap_or_default();
+        let has = |shown: &[String], m: &str| shown.iter().any(|n| names_member(n, m));
+        let met = if want == "nothing_to_fix" {
+            !seen.iter().any(|(v, ms, _)| {
+                FIXABLE.contains(&v.as_str()) && members.iter().any(|m| has(ms, m))
+            })
+        } else {
+            seen.iter().any(|(v, ms, ps)| {
+                v == want
+                    && members.iter().all(|m| has(ms, m))
+                    && paths.iter().all(|p| ps.iter().any(|x| x == p))
+            })
+        };
+        let got: Vec<String> = seen
+            .iter()
+            .filter(|(_, ms, _)| members.iter().any(|m| has(ms, m)))
+            .map(|(v, ms, _)| format!("{v} {ms:?}"))
+            .collect();
+        match (met, e.get("expect_miss").and_then(|v| v.as_str())) {
+            (true, Some(why)) => failures.push(format!(
+                "diagnosis {want} {members:?} now met ({why}): drop expect_miss"
+            )),
+            (false, None) => failures.push(format!(
+                "diagnosis: the engineers say {want} {members:?}; lineup: {}",
+                if got.is_empty() {
+                    "nothing on those members".to_string()
+                } else {
+                    got.join(", ")
+                }
+            )),
+            _ => {}
+        }
+    }
+    let _ = name;
 }
 
 /// A negative case's `expect`: `no_change` (lineup's plan keeps every member where it is and

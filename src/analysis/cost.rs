@@ -124,6 +124,10 @@ pub struct Stream {
     /// The CPUs themselves, when the evidence lists them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cpu_list: Vec<u32>,
+    /// The bytes are a lock (by the member's type: `spinlock_t`, `struct mutex`...): what
+    /// its holders write next to it is written in one critical section with it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub lock: bool,
 }
 
 impl Stream {
@@ -170,18 +174,36 @@ pub struct Cost {
     /// Cache lines each hot path touches.
     pub path_lines: BTreeMap<String, u64>,
     pub locality_cycles: f64,
+    /// What aligned pairs of lines add on a machine with an adjacent-line prefetcher
+    /// (`contention::pairs`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pair_cycles: f64,
     pub size: u64,
     pub cachelines: u64,
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 impl Cost {
     pub fn total_cycles(&self) -> f64 {
-        self.false_cycles + self.true_cycles + self.locality_cycles
+        self.false_cycles + self.true_cycles + self.locality_cycles + self.pair_cycles
     }
 }
 
 /// The movable units of a laid-out struct.
 pub fn units(types: &Types<'_>, layout: &Layout) -> Vec<Unit> {
+    units_with(layout, |f| types.natural_align(f.ty))
+}
+
+/// [`units`] where only the current placement is priced (`diagnose`): alignment cannot
+/// matter, so a layout without its type graph will do (natural alignment taken as 1).
+pub fn units_in_place(layout: &Layout) -> Vec<Unit> {
+    units_with(layout, |_| 1)
+}
+
+fn units_with(layout: &Layout, natural_align: impl Fn(&crate::layout::Field) -> u64) -> Vec<Unit> {
     let mut out: Vec<Unit> = Vec::new();
     let mut index = 0usize;
     let mut i = 0usize;
@@ -201,11 +223,7 @@ pub fn units(types: &Types<'_>, layout: &Layout) -> Vec<Unit> {
                 idx.push(index + (j - i));
                 j += 1;
             }
-            let align = fields[i..j]
-                .iter()
-                .map(|f| types.natural_align(f.ty))
-                .max()
-                .unwrap_or(1);
+            let align = fields[i..j].iter().map(&natural_align).max().unwrap_or(1);
             let names: Vec<String> = names.into_iter().filter(|n| !n.is_empty()).collect();
             out.push(Unit {
                 name: names.join("/"),
@@ -236,12 +254,8 @@ pub fn units(types: &Types<'_>, layout: &Layout) -> Vec<Unit> {
             member_indices: vec![index],
             offset: f.offset,
             size: f.size,
-            align: f
-                .forced_align
-                .unwrap_or(0)
-                .max(types.natural_align(f.ty))
-                .max(1),
-            natural_align: types.natural_align(f.ty).max(1),
+            align: f.forced_align.unwrap_or(0).max(natural_align(f)).max(1),
+            natural_align: natural_align(f).max(1),
         });
         index += 1;
         i += 1;
@@ -282,6 +296,22 @@ pub fn is_marker(u: &Unit) -> bool {
     u.size == 0
 }
 
+/// Whether a member is a lock: by its type (`spinlock_t`, `struct mutex`...), or an integer
+/// or atomic word named as one (`lock`, `foo_lock`: nginx's `ngx_atomic_t lock`, a hand-made
+/// spinlock).
+fn is_lock_member(f: &crate::layout::Field) -> bool {
+    if super::optimize::is_lock_type(&f.type_name) {
+        return true;
+    }
+    let name = f.name.to_ascii_lowercase();
+    let named = name == "lock" || name.ends_with("_lock") || name.starts_with("lock_");
+    let word = !f.type_name.contains('*')
+        && !f.type_name.starts_with("struct ")
+        && !f.declarator.contains('[')
+        && f.size <= 8;
+    named && word
+}
+
 /// Streams from accesses with struct-relative offsets: one per (unit, bytes, path), counts
 /// summed, CPUs the most any access reported. `machine_cpus` stands for "all CPUs" and for
 /// accesses that do not say.
@@ -309,10 +339,12 @@ pub fn streams(
             .map(|c| c.function())
             .or_else(|| a.groups.first().cloned())
             .unwrap_or_else(|| "?".to_string());
-        let field = super::diagnose::display_member(&layout.members, off)
+        let shown = super::diagnose::display_member(&layout.members, off);
+        let field = shown
             .map(|f| f.name.clone())
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| unit.name.clone());
+        let lock = shown.is_some_and(is_lock_member);
         let cpus = match &a.cpus {
             Some(c) if c.all => machine_cpus,
             Some(c) => c.distinct().unwrap_or(machine_cpus),
@@ -333,6 +365,7 @@ pub fn streams(
                 rmw: 0.0,
                 cpus: 1,
                 cpu_list: Vec::new(),
+                lock,
             });
         s.reads += a.counts.loads;
         // A read-modify-write both reads and writes; it counts once, as a write.
@@ -357,8 +390,111 @@ pub fn streams(
         .collect()
 }
 
+/// Why a modeled miss happens, which says what removes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sharing {
+    /// The missing access touches bytes the writer writes: only splitting the data (per CPU,
+    /// per node, shards) or writing less often removes it.
+    SameBytes,
+    /// The missing access is the writer's own code path: it touches the writer's bytes in
+    /// the same run (fields one path writes together), so it would take the writer's line
+    /// wherever the other bytes sat. Moving them apart adds a line; it removes nothing.
+    SamePath,
+    /// A lock and what its holders write beside it: one critical section, the same CPUs
+    /// one after another. Apart, each holder would fetch two lines where it fetched one.
+    UnderLock,
+    /// Another code path touching other bytes: moving them apart removes the miss.
+    False,
+}
+
+impl Sharing {
+    /// Whether moving bytes apart removes this kind of miss.
+    pub fn is_false(self) -> bool {
+        self == Sharing::False
+    }
+}
+
+/// One term of a line's cost: the misses that one write stream causes on one stream.
+#[derive(Clone, Debug, Serialize)]
+pub struct Contribution {
+    /// The write stream: indices of its members in the line's streams.
+    pub writer: Vec<usize>,
+    /// The stream that misses (index in the line's streams).
+    pub victim: usize,
+    pub sharing: Sharing,
+    pub transfers: f64,
+    pub cycles: f64,
+}
+
+/// A line's cost, term by term ([`line_breakdown`]).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LineTerms {
+    pub false_transfers: f64,
+    pub true_transfers: f64,
+    pub false_cycles: f64,
+    pub true_cycles: f64,
+    pub contributions: Vec<Contribution>,
+    /// CPUs that touch the line, as the model counted them.
+    pub cpus: f64,
+    /// The evidence gave CPU counts but not which CPUs: different code paths were taken to
+    /// run on different CPUs (up to the machine's), the assumption a verdict must state.
+    pub cpus_assumed: bool,
+}
+
+impl LineTerms {
+    pub fn totals(&self) -> (f64, f64, f64, f64) {
+        (
+            self.false_transfers,
+            self.true_transfers,
+            self.false_cycles,
+            self.true_cycles,
+        )
+    }
+}
+
 /// Transfers and cycles of a set of streams sharing one line:
-/// (false transfers, true transfers, false cycles, true cycles).
+/// (false transfers, true transfers, false cycles, true cycles). See [`line_breakdown`].
+pub fn line_terms(streams: &[&Stream], machine: &MachineModel) -> (f64, f64, f64, f64) {
+    line_breakdown(streams, machine).totals()
+}
+
+/// Whether a miss by `b` after a write by the write stream `a` is removable by moving `b`'s
+/// bytes away, and if not, why.
+fn sharing_of(a: &[&Stream], b: &Stream) -> Sharing {
+    if a.iter().any(|s| s.overlaps(b)) {
+        return Sharing::SameBytes;
+    }
+    // The path's own loads and plain stores beside its write: it takes the line for the write
+    // anyway. Not its atomics: each takes the line on its own, and another CPU takes it in
+    // between (seed 003: `cpupri_set`'s `atomic_inc` of `count` and set_bit on `mask`, one
+    // line; the published split measured faster).
+    if b.rmw <= 0.0 && a.iter().any(|s| s.path == b.path) {
+        // The lock's own path reading or writing beside it: what the lock guards.
+        return if a.iter().any(|s| s.lock) {
+            Sharing::UnderLock
+        } else {
+            Sharing::SamePath
+        };
+    }
+    // A lock and the data beside it that the lock's CPUs write: where both list their CPUs,
+    // the sets must meet; a lock written by no listed CPU of `b` guards something else.
+    let lock_pair =
+        (a.iter().any(|s| s.lock) && b.writes > 0.0) || (b.lock && a.iter().all(|s| !s.lock));
+    if lock_pair {
+        let meet = a.iter().any(|s| {
+            s.cpu_list.is_empty()
+                || b.cpu_list.is_empty()
+                || s.cpu_list.iter().any(|c| b.cpu_list.contains(c))
+        });
+        if meet {
+            return Sharing::UnderLock;
+        }
+    }
+    Sharing::False
+}
+
+/// A line's cost, term by term.
 ///
 /// The plain stores of one code path from one set of CPUs are one *write stream* of the
 /// line: an execution of the path that stores to two neighbouring fields drains both from
@@ -370,14 +506,18 @@ pub fn streams(
 /// line, which the published split measured faster). Loads stay per field too: a load
 /// before the path's write is a miss of its own, which moving the read field off the line
 /// removes.
-pub fn line_terms(streams: &[&Stream], machine: &MachineModel) -> (f64, f64, f64, f64) {
-    let mut out = (0.0, 0.0, 0.0, 0.0);
+///
+/// Each miss is classed by what would remove it ([`Sharing`]): only a miss by another code
+/// path on other bytes is false sharing. Where the evidence gives CPU counts but not the
+/// CPUs, different code paths are taken to run on different CPUs ([`LineTerms::cpus_assumed`]).
+pub fn line_breakdown(streams: &[&Stream], machine: &MachineModel) -> LineTerms {
+    let mut out = LineTerms::default();
     // Writers: (rate, the streams whose bytes they write).
     // (Each member with its index in `streams`: looking it up again was quadratic in the
     // line's streams, 10^8 steps per evaluation for a sketch of 10^4 code paths.)
     type WriteStream<'s> = (&'s str, u32, &'s [u32]);
     let mut plain: BTreeMap<WriteStream<'_>, Vec<(usize, &Stream)>> = BTreeMap::new();
-    let mut writers: Vec<(f64, Vec<&Stream>)> = Vec::new();
+    let mut writers: Vec<(f64, Vec<(usize, &Stream)>)> = Vec::new();
     for (i, s) in streams.iter().enumerate() {
         if s.stores() > 0.0 {
             plain
@@ -386,7 +526,7 @@ pub fn line_terms(streams: &[&Stream], machine: &MachineModel) -> (f64, f64, f64
                 .push((i, s));
         }
         if s.rmw > 0.0 {
-            writers.push((s.rmw, vec![s]));
+            writers.push((s.rmw, vec![(i, s)]));
         }
     }
     // Each stream's accesses as the line sees them: its loads, its atomics, and its share of
@@ -398,24 +538,33 @@ pub fn line_terms(streams: &[&Stream], machine: &MachineModel) -> (f64, f64, f64
         for &(i, m) in &members {
             weight[i] += m.stores() * max / sum;
         }
-        writers.push((max, members.into_iter().map(|(_, s)| s).collect()));
+        writers.push((max, members));
     }
     let w: f64 = writers.iter().map(|g| g.0).sum();
     let x: f64 = weight.iter().sum();
-    if w <= 0.0 || x <= 0.0 {
-        return out;
-    }
-    // The CPUs that touch the line: the union of the lists when every stream has one, else
-    // the widest stream (smaller sets assumed inside it).
-    let n = if streams.iter().all(|s| !s.cpu_list.is_empty()) {
+    let listed = streams.iter().all(|s| !s.cpu_list.is_empty());
+    // The CPUs that touch the line: the union of the lists when every stream has one; else
+    // each code path on CPUs of its own (its widest stream's count), up to the machine's.
+    let n = if listed {
         streams
             .iter()
             .flat_map(|s| s.cpu_list.iter())
             .collect::<BTreeSet<_>>()
             .len() as f64
     } else {
-        f64::from(streams.iter().map(|s| s.cpus).max().unwrap_or(1).max(1))
+        let mut per_path: BTreeMap<&str, u32> = BTreeMap::new();
+        for s in streams {
+            let e = per_path.entry(s.path.as_str()).or_default();
+            *e = (*e).max(s.cpus.max(1));
+        }
+        out.cpus_assumed = per_path.len() > 1;
+        let sum: u32 = per_path.values().sum();
+        f64::from(sum.clamp(1, machine.cpus.max(1)))
     };
+    out.cpus = n;
+    if w <= 0.0 || x <= 0.0 {
+        return out;
+    }
     // Each CPU touches the line between two writes with probability p and then misses once,
     // whichever bytes it touches first; the writer itself does not miss. Where every stream
     // lists its CPUs, each CPU has its own rate (a consumer that glances at the producer's
@@ -426,26 +575,26 @@ pub fn line_terms(streams: &[&Stream], machine: &MachineModel) -> (f64, f64, f64
     let loads = streams.iter().map(|s| s.reads).sum::<f64>().min(x) / x;
     // Per CPU: (probability it touches the line between two writes, share of its accesses
     // that are loads).
-    let per_cpu: Option<BTreeMap<u32, (f64, f64)>> =
-        streams.iter().all(|s| !s.cpu_list.is_empty()).then(|| {
-            let mut rate: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
-            for (s, xs) in streams.iter().zip(&weight) {
-                let k = s.cpu_list.len() as f64;
-                let loads = s.reads.min(*xs);
-                for &c in &s.cpu_list {
-                    let e = rate.entry(c).or_default();
-                    e.0 += xs / k;
-                    e.1 += loads / k;
-                }
+    let per_cpu: Option<BTreeMap<u32, (f64, f64)>> = listed.then(|| {
+        let mut rate: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
+        for (s, xs) in streams.iter().zip(&weight) {
+            let k = s.cpu_list.len() as f64;
+            let loads = s.reads.min(*xs);
+            for &c in &s.cpu_list {
+                let e = rate.entry(c).or_default();
+                e.0 += xs / k;
+                e.1 += loads / k;
             }
-            rate.into_iter()
-                .map(|(c, (r, l))| (c, (1.0 - (-r / w).exp(), if r > 0.0 { l / r } else { 0.0 })))
-                .collect()
-        });
+        }
+        rate.into_iter()
+            .map(|(c, (r, l))| (c, (1.0 - (-r / w).exp(), if r > 0.0 { l / r } else { 0.0 })))
+            .collect()
+    });
     let price = machine.transfer_cycles(n as u32);
     // A CPU's node, the machine's CPUs numbered node by node.
     let node = |c: u32| c / machine.cpus_per_node();
-    for (wa, a) in &writers {
+    for (wa, group) in &writers {
+        let a: Vec<&Stream> = group.iter().map(|(_, s)| *s).collect();
         let (misses, cycles) = match &per_cpu {
             Some(pc) => {
                 // Every CPU that touched the line since the last write misses once, less the
@@ -517,19 +666,51 @@ pub fn line_terms(streams: &[&Stream], machine: &MachineModel) -> (f64, f64, f64
             continue;
         }
         // The miss lands on whatever that CPU touches first: stream b with its share of the
-        // line's accesses; true sharing when b touches bytes the writer writes.
-        for (b, xb) in streams.iter().zip(&weight) {
+        // line's accesses.
+        for (bi, (b, xb)) in streams.iter().zip(&weight).enumerate() {
             let share = xb / x;
             if share <= 0.0 {
                 continue;
             }
             let (m, c) = (misses * share, cycles * share);
-            if a.iter().any(|s| s.overlaps(b)) {
-                out.1 += m;
-                out.3 += c;
+            let sharing = sharing_of(&a, b);
+            // The path's own accesses beside its write are its own only in the runs that
+            // write: where it reads `b` more often than it writes the line (seed 003's
+            // `cpupri_set` loads `mask` 600 times to 41 stores of `count`), the runs that only
+            // read would not need the line if `b` moved, and those misses are false sharing.
+            let own = if matches!(sharing, Sharing::SamePath | Sharing::UnderLock)
+                && b.rmw <= 0.0
+                && a.iter().any(|s| s.path == b.path)
+            {
+                let writes: f64 = streams
+                    .iter()
+                    .filter(|s| s.path == b.path)
+                    .map(|s| s.writes)
+                    .fold(0.0, f64::max);
+                (writes / (b.reads + b.writes).max(f64::MIN_POSITIVE)).min(1.0)
             } else {
-                out.0 += m;
-                out.2 += c;
+                1.0
+            };
+            let writer: Vec<usize> = group.iter().map(|(i, _)| *i).collect();
+            for (sharing, part) in [(sharing, own), (Sharing::False, 1.0 - own)] {
+                if part <= 0.0 {
+                    continue;
+                }
+                let (m, c) = (m * part, c * part);
+                if sharing.is_false() {
+                    out.false_transfers += m;
+                    out.false_cycles += c;
+                } else {
+                    out.true_transfers += m;
+                    out.true_cycles += c;
+                }
+                out.contributions.push(Contribution {
+                    writer: writer.clone(),
+                    victim: bi,
+                    sharing,
+                    transfers: m,
+                    cycles: c,
+                });
             }
         }
     }
@@ -626,6 +807,10 @@ pub fn evaluate(
         cost.path_lines.insert(path.to_string(), n);
         cost.locality_cycles += rate * n.saturating_sub(1) as f64 * locality_price(machine);
     }
+    cost.pair_cycles = super::contention::pairs(streams, placement, cls, machine, q)
+        .iter()
+        .map(|p| p.cycles)
+        .sum();
     cost
 }
 
@@ -646,6 +831,7 @@ mod tests {
             rmw: 0.0,
             cpus,
             cpu_list: Vec::new(),
+            lock: false,
         }
     }
 
@@ -930,12 +1116,91 @@ mod tests {
     fn a_cpu_misses_once_per_write_whatever_it_touches() {
         // Two CPUs: one writes a field, both read a neighbour. Moving the neighbour away
         // saves little, because the reading CPU touches the line between writes anyway.
+        // (The same two CPUs, listed: without lists, two paths are taken to be four CPUs.)
         let m = preset("icelake-2s").unwrap();
-        let w = stream(0, 100.0, 100.0, 2, "update");
-        let r = stream(1, 100.0, 0.0, 2, "read");
+        let mut w = stream(0, 100.0, 100.0, 2, "update");
+        w.cpu_list = vec![0, 1];
+        let mut r = stream(1, 100.0, 0.0, 2, "read");
+        r.cpu_list = vec![0, 1];
         let together = line_terms(&[&w, &r], &m);
         let apart = line_terms(&[&w], &m);
         let (t, a) = (together.0 + together.1, apart.0 + apart.1);
         assert!(t >= a && t <= a * 1.25, "together {t} apart {a}");
+    }
+
+    #[test]
+    fn what_one_path_writes_together_is_one_stream_and_not_false_sharing() {
+        // `head` and `tail` both stored by `push` on 8 CPUs: the misses land on the path's
+        // own fields, which moving apart cannot remove.
+        let m = preset("icelake-2s").unwrap();
+        let a = stream(0, 0.0, 1000.0, 8, "push");
+        let b = stream(1, 0.0, 1000.0, 8, "push");
+        let t = line_breakdown(&[&a, &b], &m);
+        assert_eq!(t.false_transfers, 0.0, "{t:?}");
+        assert!(t.true_transfers > 0.0);
+        // One write stream of both fields (a miss on either is on the stream's own bytes).
+        assert!(t.contributions.iter().all(|c| c.writer == vec![0, 1]));
+        assert!(t.contributions.iter().all(|c| !c.sharing.is_false()));
+        // Loads of `tail` by `push` beside an atomic `head` of `push`: its own path.
+        let mut ra = a.clone();
+        ra.rmw = ra.writes;
+        let rb = stream(1, 1000.0, 0.0, 8, "push");
+        let t = line_breakdown(&[&ra, &rb], &m);
+        assert_eq!(t.false_transfers, 0.0, "{t:?}");
+        assert!(
+            t.contributions
+                .iter()
+                .any(|c| c.sharing == Sharing::SamePath)
+        );
+        // Read by another path, `b` is false sharing.
+        let c = stream(1, 1000.0, 0.0, 8, "pop");
+        let t = line_breakdown(&[&a, &c], &m);
+        assert!(t.false_transfers > 0.0, "{t:?}");
+    }
+
+    #[test]
+    fn data_a_lock_guards_is_not_false_sharing_but_a_neighbour_read_elsewhere_is() {
+        // The lock taken by `lock_acquire`, the data stored by `enqueue` on the same CPUs.
+        let m = preset("icelake-2s").unwrap();
+        let mut lock = stream(0, 0.0, 500.0, 4, "_raw_spin_lock");
+        lock.rmw = 500.0;
+        lock.lock = true;
+        lock.cpu_list = vec![0, 1, 2, 3];
+        let mut data = stream(1, 100.0, 500.0, 4, "enqueue");
+        data.cpu_list = vec![0, 1, 2, 3];
+        let t = line_breakdown(&[&lock, &data], &m);
+        assert_eq!(t.false_transfers, 0.0, "{t:?}");
+        assert!(
+            t.contributions
+                .iter()
+                .any(|c| c.sharing == Sharing::UnderLock)
+        );
+        // Data written by other CPUs than the lock's: not under it.
+        let mut other = data.clone();
+        other.cpu_list = vec![8, 9];
+        let t = line_breakdown(&[&lock, &other], &m);
+        assert!(t.false_transfers > 0.0, "{t:?}");
+        // A read-only neighbour read by another path misses falsely.
+        let mut reader = stream(2, 1000.0, 0.0, 4, "lookup");
+        reader.cpu_list = vec![4, 5, 6, 7];
+        let t = line_breakdown(&[&lock, &data, &reader], &m);
+        assert!(t.false_transfers > 0.0, "{t:?}");
+    }
+
+    #[test]
+    fn without_cpu_lists_different_paths_run_on_different_cpus() {
+        // A producer on 1 CPU and a consumer on 1 CPU, counts but no lists: two CPUs, and
+        // the consumer's reads of its own index beside the producer's miss.
+        let m = preset("icelake-2s").unwrap();
+        let prod = stream(0, 0.0, 1000.0, 1, "produce");
+        let cons = stream(1, 1000.0, 0.0, 1, "consume");
+        let t = line_breakdown(&[&prod, &cons], &m);
+        assert!(t.cpus_assumed);
+        assert_eq!(t.cpus, 2.0);
+        assert!(t.false_transfers > 0.0, "{t:?}");
+        // One path alone on one CPU: nothing assumed, nothing moves.
+        let t = line_breakdown(&[&prod], &m);
+        assert!(!t.cpus_assumed);
+        assert_eq!(t.true_transfers + t.false_transfers, 0.0);
     }
 }

@@ -28,6 +28,10 @@ pub struct MachineModel {
     pub llc_hit: f64,
     pub local_hitm: f64,
     pub remote_hitm: f64,
+    /// The L2 fetches 128-byte aligned pairs of lines (Intel's spatial, or adjacent-line,
+    /// prefetcher): hot lines of one pair contend though they are different lines.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adjacent_line_pairs: bool,
 }
 
 /// An L2 hit where a machine file does not say: the presets' middle (14-16 cycles).
@@ -195,6 +199,7 @@ impl MachineModel {
             llc_hit: 40.0,
             local_hitm: 100.0,
             remote_hitm: 250.0,
+            adjacent_line_pairs: false,
         }
     }
 

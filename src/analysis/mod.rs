@@ -4,6 +4,7 @@
 pub mod attribute;
 pub mod bind;
 pub mod candidate;
+pub mod contention;
 pub mod contract;
 pub mod cost;
 pub mod diagnose;

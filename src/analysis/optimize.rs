@@ -1377,6 +1377,7 @@ mod tests {
             rmw: 0.0,
             cpus: cpus.len() as u32,
             cpu_list: cpus.to_vec(),
+            lock: false,
         }
     }
 

@@ -245,6 +245,7 @@ mod tests {
             rmw: 0.0,
             cpus: 1,
             cpu_list: vec![cpu],
+            lock: false,
         }
     }
 

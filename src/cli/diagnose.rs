@@ -63,6 +63,11 @@ pub struct Args {
     source: super::source::SourceArgs,
     #[command(flatten)]
     code: subject::CodeArgs,
+    /// Price the lines on this machine (a preset, `host`, or a machine file: see `lineup
+    /// optimize --help`); default: the evidence's CPUs with generic latencies. Presets of
+    /// Intel parts also price aligned 128-byte pairs of lines (adjacent-line prefetch)
+    #[arg(long, value_name = "NAME")]
+    machine: Option<String>,
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
@@ -346,7 +351,24 @@ pub fn run(args: Args) -> Result<()> {
         ..
     } = subject::gather_with(&mut profile, &types, id, &type_name, layout.size, &input)?;
     let run = diagnose::RunTotals::from_profile(&profile);
-    let mut d = diagnose::diagnose_in_run(&layout, &accesses, profile.provenance.machine.cpus, run);
+    let machine = match &args.machine {
+        Some(name) => Some(
+            subject::ModelArgs {
+                machine: name.clone(),
+                cacheline_size: None,
+                utilization: None,
+            }
+            .machine()?,
+        ),
+        None => None,
+    };
+    let mut d = diagnose::diagnose_on(
+        &layout,
+        &accesses,
+        profile.provenance.machine.cpus,
+        run,
+        machine.as_ref(),
+    );
     d.unresolved_fields = missing;
     if let Some(t) = profile.types.iter().find(|t| t.type_name == type_name) {
         diagnose::name_elements(&mut d, &layout, &t.element_lines);
@@ -543,7 +565,9 @@ pub fn run(args: Args) -> Result<()> {
             line.start,
             line.end,
             line.verdict.label(),
-            if line.cost > 0.0 {
+            if line.cost > 0.0 && !line.terms.is_empty() {
+                format!(", modeled {:.0} transfer cycles", line.cost)
+            } else if line.cost > 0.0 {
                 format!(", estimated cost {:.0}", line.cost)
             } else {
                 String::new()
@@ -578,10 +602,19 @@ pub fn run(args: Args) -> Result<()> {
         }
         text.push('\n');
     }
+    for f in &d.findings {
+        let _ = writeln!(
+            text,
+            "{} (lines {:?}): {}\n",
+            f.verdict.label(),
+            f.lines,
+            f.explanation
+        );
+    }
     let _ = writeln!(
         text,
-        "{} cache line(s) without recorded accesses\n",
-        d.cold_lines
+        "{} cache line(s) without recorded accesses; lines priced on {} (modeled cycles are in the evidence's unit: per sample, per event or per unit of sketch weight)\n",
+        d.cold_lines, d.machine
     );
     out.write_all(text.as_bytes())?;
 

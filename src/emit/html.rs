@@ -506,6 +506,8 @@ mod tests {
             members: vec![hot],
             unresolved_fields: vec![],
             misfits: vec![],
+            findings: vec![],
+            machine: String::new(),
         };
         // `hot` moves to its own line at 64; `a` stays; the rest is hole and padding.
         let placement = Placement {

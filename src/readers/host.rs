@@ -456,6 +456,10 @@ pub fn host_machine(sys: &Path, cpuinfo: &str, cache_dir: &Path) -> MachineModel
             )
         }
     }
+    // Intel parts pair lines in L2 (data/machines.toml, adjacent_line_pairs).
+    m.adjacent_line_pairs = cpuinfo
+        .lines()
+        .any(|l| l.starts_with("vendor_id") && l.contains("GenuineIntel"));
     m
 }
 

@@ -1,0 +1,651 @@
+//! The contention model's view of one layout on one machine, term by term, and the verdicts
+//! derived from it.
+//!
+//! [`cost::line_breakdown`] prices each cache line as a sum of terms: the misses one write
+//! stream causes on one stream, each classed by what would remove it. This module groups those
+//! terms per line ([`LineModel`]), per code path (the lines a path needs against the fewest
+//! that hold its bytes: [`PathLocality`]) and per aligned pair of lines (the adjacent-line
+//! prefetcher: [`PairModel`]), and names the verdict each line earns: the class of its
+//! largest terms, explained with the members and paths behind them. `diagnose` prints these
+//! verdicts; `optimize` and `predict` minimize and compare the same terms
+//! ([`cost::evaluate`]), so the three cannot disagree about what a line suffers from.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::cost::{self, Placement, Sharing, Stream, Unit};
+use super::diagnose::Verdict;
+use super::machine::MachineModel;
+
+/// A line is false sharing when at least this share of its modeled cycles are misses that
+/// moving bytes apart removes, even where true sharing is the larger term: the seeds moved a
+/// truly shared counter away from the fields its neighbours' readers missed on (seed 000:
+/// `load_avg` beside `rt_se`) and measured the gain. Below it, the line's verdict is its
+/// largest term, and moving members would save too little to be worth a patch.
+pub const FALSE_SHARE: f64 = 0.25;
+
+/// A path's extra lines are reported when they cost at least this share of the struct's
+/// modeled cycles (or when nothing else costs anything).
+pub const LOCALITY_SHARE: f64 = 0.1;
+
+/// Of the false-sharing misses the writers of two lines of an aligned 128-byte pair would cause
+/// each other if they were one line, the share the adjacent-line (spatial) prefetcher turns into transfers on
+/// the machines that have one. It fetches the other half of the pair on an L2 miss, not on
+/// every access, and drops the prefetch when bandwidth is short, so less than all of them:
+/// assumed half. `lineup calibrate` does not measure it yet; crossbeam, folly and the kernel's
+/// `CACHELINE_PADDING` on x86 pad to 128 bytes for this effect.
+pub const PAIR_PREFETCH_SHARE: f64 = 0.5;
+
+/// What removes a term's misses, in the engineers' words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TermClass {
+    /// Another path's accesses to other bytes: moving them apart removes the misses.
+    FalseSharing,
+    /// Fields one path writes together (or reads right beside its own writes): one stream;
+    /// apart, the path would fetch two lines where it fetches one.
+    CoWritten,
+    /// A lock and the data its holders write beside it: one critical section.
+    UnderLock,
+    /// The same bytes written from several CPUs: only splitting or writing less removes it.
+    TrueSharing,
+}
+
+/// One term of a line, summed over the streams of the same members and paths.
+#[derive(Clone, Debug, Serialize)]
+pub struct Term {
+    pub class: TermClass,
+    /// Members the write stream writes, and the paths that write them.
+    pub writers: Vec<String>,
+    pub writer_paths: Vec<String>,
+    /// CPUs of the write stream (its widest member's).
+    pub writer_cpus: u32,
+    /// The write stream is atomic read-modify-writes.
+    pub writer_atomic: bool,
+    /// The missing stream only loads.
+    pub victim_loads_only: bool,
+    /// The member whose access misses, and its path.
+    pub victim: String,
+    pub victim_path: String,
+    pub transfers: f64,
+    pub cycles: f64,
+}
+
+/// One cache line of the layout as the model sees it.
+#[derive(Clone, Debug, Serialize)]
+pub struct LineModel {
+    pub index: u64,
+    /// Modeled cycles of coherence traffic on the line, in the evidence's unit (per second
+    /// when its counts are per second, per unit of weight for a sketch), unqueued.
+    pub cycles: f64,
+    pub false_cycles: f64,
+    pub transfers: f64,
+    /// Terms, largest first.
+    pub terms: Vec<Term>,
+    /// CPUs that touch the line, as the model counted them.
+    pub cpus: f64,
+    /// The CPU count rests on the assumption that different paths run on different CPUs.
+    pub cpus_assumed: bool,
+    /// Whether any stream on the line writes.
+    pub written: bool,
+}
+
+impl LineModel {
+    /// Cycles of the terms of one class.
+    pub fn class_cycles(&self, class: TermClass) -> f64 {
+        self.terms
+            .iter()
+            .filter(|t| t.class == class)
+            .map(|t| t.cycles)
+            .sum()
+    }
+}
+
+/// The model's lines for `placement`: every line that holds a stream.
+pub fn lines(
+    units: &[Unit],
+    streams: &[Stream],
+    placement: &Placement,
+    cls: u64,
+    machine: &MachineModel,
+) -> BTreeMap<u64, LineModel> {
+    let cls = cls.max(1);
+    let mut by_line: BTreeMap<u64, Vec<&Stream>> = BTreeMap::new();
+    for s in streams {
+        by_line
+            .entry((placement.offsets[s.unit] + s.inner) / cls)
+            .or_default()
+            .push(s);
+    }
+    by_line
+        .into_iter()
+        .map(|(index, on_line)| (index, line_model(index, units, &on_line, machine)))
+        .collect()
+}
+
+fn line_model(
+    index: u64,
+    units: &[Unit],
+    on_line: &[&Stream],
+    machine: &MachineModel,
+) -> LineModel {
+    let b = cost::line_breakdown(on_line, machine);
+    let field = |i: usize| {
+        let s = on_line[i];
+        if s.field.is_empty() {
+            units[s.unit].name.clone()
+        } else {
+            s.field.clone()
+        }
+    };
+    type Key = (TermClass, Vec<String>, Vec<String>, String, String);
+    let mut merged: BTreeMap<Key, Term> = BTreeMap::new();
+    for c in &b.contributions {
+        let mut writers: Vec<String> = c.writer.iter().map(|&i| field(i)).collect();
+        writers.sort();
+        writers.dedup();
+        let writer_units: BTreeSet<usize> = c.writer.iter().map(|&i| on_line[i].unit).collect();
+        let class = match c.sharing {
+            Sharing::False => TermClass::FalseSharing,
+            Sharing::UnderLock => TermClass::UnderLock,
+            Sharing::SamePath => TermClass::CoWritten,
+            Sharing::SameBytes if writer_units.len() > 1 => TermClass::CoWritten,
+            Sharing::SameBytes => TermClass::TrueSharing,
+        };
+        let victim = on_line[c.victim];
+        let mut paths: Vec<String> = c.writer.iter().map(|&i| on_line[i].path.clone()).collect();
+        paths.sort();
+        paths.dedup();
+        let key = (
+            class,
+            writers.clone(),
+            paths.clone(),
+            field(c.victim),
+            victim.path.clone(),
+        );
+        let e = merged.entry(key).or_insert_with(|| Term {
+            class,
+            writers,
+            writer_paths: paths,
+            writer_cpus: c.writer.iter().map(|&i| on_line[i].cpus).max().unwrap_or(1),
+            writer_atomic: c
+                .writer
+                .iter()
+                .all(|&i| on_line[i].rmw > on_line[i].stores()),
+            victim_loads_only: victim.writes <= 0.0,
+            victim: field(c.victim),
+            victim_path: victim.path.clone(),
+            transfers: 0.0,
+            cycles: 0.0,
+        });
+        e.transfers += c.transfers;
+        e.cycles += c.cycles;
+    }
+    let mut terms: Vec<Term> = merged.into_values().filter(|t| t.cycles > 0.0).collect();
+    terms.sort_by(|a, b| b.cycles.total_cmp(&a.cycles));
+    LineModel {
+        index,
+        cycles: b.false_cycles + b.true_cycles,
+        false_cycles: b.false_cycles,
+        transfers: b.false_transfers + b.true_transfers,
+        terms,
+        cpus: b.cpus,
+        cpus_assumed: b.cpus_assumed,
+        written: on_line.iter().any(|s| s.writes > 0.0),
+    }
+}
+
+fn quoted(names: &[String]) -> String {
+    let q: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match q.len() {
+        0 => String::new(),
+        1 => q[0].clone(),
+        n => format!("{} and {}", q[..n - 1].join(", "), q[n - 1]),
+    }
+}
+
+fn pct(x: f64, of: f64) -> f64 {
+    if of > 0.0 { 100.0 * x / of } else { 0.0 }
+}
+
+/// The verdict the model gives a line, explained; `None` where it models no transfer (the
+/// caller says why: only loads, one writer alone, no access).
+pub fn verdict(line: &LineModel) -> Option<(Verdict, String)> {
+    if line.cycles <= 0.0 || line.terms.is_empty() {
+        return None;
+    }
+    let total = line.cycles;
+    let by_class = |c: TermClass| line.class_cycles(c);
+    let false_c = by_class(TermClass::FalseSharing);
+    let classes = [
+        TermClass::FalseSharing,
+        TermClass::CoWritten,
+        TermClass::UnderLock,
+        TermClass::TrueSharing,
+    ];
+    let largest = classes
+        .into_iter()
+        .max_by(|a, b| by_class(*a).total_cmp(&by_class(*b)))
+        .expect("four classes");
+    let class = if false_c >= FALSE_SHARE * total {
+        TermClass::FalseSharing
+    } else {
+        largest
+    };
+    let top = |c: TermClass| line.terms.iter().find(|t| t.class == c);
+    let assumption = if line.cpus_assumed {
+        format!(
+            " (the evidence counts CPUs but does not list them: the paths are taken to run on different CPUs, {:.0} in all)",
+            line.cpus
+        )
+    } else {
+        String::new()
+    };
+    let rest = |skip: TermClass| -> String {
+        let others: Vec<String> = classes
+            .into_iter()
+            .filter(|c| *c != skip && by_class(*c) >= 0.05 * total)
+            .map(|c| {
+                let t = top(c).expect("a class with cycles has a term");
+                format!(
+                    "{:.0}% {} ({} by {})",
+                    pct(by_class(c), total),
+                    class_words(c),
+                    quoted(&t.writers),
+                    t.writer_paths.join(", ")
+                )
+            })
+            .collect();
+        if others.is_empty() {
+            String::new()
+        } else {
+            format!("; the rest: {}", others.join(", "))
+        }
+    };
+    let t = top(class).expect("the chosen class has a term");
+    let share = pct(by_class(class), total);
+    let (v, text) = match class {
+        TermClass::FalseSharing => {
+            // Every writer and every member that misses falsely, most costly first.
+            let mut writers: Vec<(String, Vec<String>, u32, bool)> = Vec::new();
+            let mut victims: Vec<String> = Vec::new();
+            let mut readers: Vec<String> = Vec::new();
+            let mut loads_only = true;
+            for x in line.terms.iter().filter(|x| x.class == class) {
+                if x.cycles < 0.05 * false_c {
+                    continue;
+                }
+                loads_only &= x.victim_loads_only;
+                for w in &x.writers {
+                    match writers.iter_mut().find(|(n, _, _, _)| n == w) {
+                        Some((_, paths, cpus, _)) => {
+                            for p in &x.writer_paths {
+                                if !paths.contains(p) {
+                                    paths.push(p.clone());
+                                }
+                            }
+                            *cpus = (*cpus).max(x.writer_cpus);
+                        }
+                        None => writers.push((
+                            w.clone(),
+                            x.writer_paths.clone(),
+                            x.writer_cpus,
+                            x.writer_atomic,
+                        )),
+                    }
+                }
+                if !victims.contains(&x.victim) && !x.writers.contains(&x.victim) {
+                    victims.push(x.victim.clone());
+                }
+                if !readers.contains(&x.victim_path) {
+                    readers.push(x.victim_path.clone());
+                }
+            }
+            let written: Vec<String> = writers
+                .iter()
+                .map(|(w, paths, cpus, atomic)| {
+                    format!(
+                        "`{w}` is {} by {}{}",
+                        if *atomic {
+                            "atomically updated"
+                        } else {
+                            "stored"
+                        },
+                        paths.join(" and "),
+                        cpus_words(*cpus)
+                    )
+                })
+                .collect();
+            let neighbours = if victims.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " while {} on the same line {} {} by {}",
+                    quoted(&victims),
+                    if victims.len() == 1 { "is" } else { "are" },
+                    if loads_only { "loaded" } else { "touched" },
+                    readers.join(" and ")
+                )
+            };
+            (
+                Verdict::FalseSharing,
+                format!(
+                    "{}{neighbours}{assumption}: {share:.0}% of the line's modeled cycles are misses of one path on bytes another path writes, which moving them apart removes{}",
+                    written.join(", and "),
+                    rest(class)
+                ),
+            )
+        }
+        TermClass::CoWritten => {
+            let mut members = t.writers.clone();
+            if !members.contains(&t.victim) {
+                members.push(t.victim.clone());
+            }
+            (
+                Verdict::CoWritten,
+                format!(
+                    "{} {} written together by {}{assumption}: one write stream, so the line moves once per run of the path ({share:.0}% of the line's modeled cycles). Keep them together: apart, each run would fetch two lines. No layout removes it; writing less often, or splitting the data per CPU or node, does{}",
+                    quoted(&members),
+                    if members.len() == 1 { "is" } else { "are" },
+                    t.writer_paths.join(", "),
+                    rest(class)
+                ),
+            )
+        }
+        TermClass::UnderLock => (
+            Verdict::TrueSharing,
+            format!(
+                "{} and {} are one critical section: a lock and the data its holders write beside it, the same CPUs one after another{assumption} ({share:.0}% of the line's modeled cycles). This is true sharing: padding or reordering changes nothing (each holder would fetch two lines); take the lock less often, split or shard what it guards{}",
+                quoted(&t.writers),
+                quoted(std::slice::from_ref(&t.victim)),
+                rest(class)
+            ),
+        ),
+        TermClass::TrueSharing => (
+            Verdict::TrueSharing,
+            format!(
+                "{} is written by {} and touched by {} on other CPUs{assumption}: the same bytes, so {share:.0}% of the line's modeled cycles are true sharing. No layout helps: only splitting it (per CPU, per LLC or per node), sharding it, or writing it less often does{}",
+                quoted(&t.writers),
+                t.writer_paths.join(", "),
+                t.victim_path,
+                rest(class)
+            ),
+        ),
+    };
+    Some((v, text))
+}
+
+fn cpus_words(n: u32) -> String {
+    match n {
+        0 | 1 => " on 1 CPU".to_string(),
+        n => format!(" on {n} CPUs"),
+    }
+}
+
+fn class_words(c: TermClass) -> &'static str {
+    match c {
+        TermClass::FalseSharing => "false sharing",
+        TermClass::CoWritten => "co-written",
+        TermClass::UnderLock => "under one lock",
+        TermClass::TrueSharing => "true sharing",
+    }
+}
+
+/// One code path's lines against the fewest that could hold what it touches.
+#[derive(Clone, Debug, Serialize)]
+pub struct PathLocality {
+    pub path: String,
+    /// Members it touches, by offset.
+    pub members: Vec<String>,
+    /// Whether it only reads them.
+    pub reads_only: bool,
+    pub lines: u64,
+    /// The fewest lines its members' bytes fit in.
+    pub fewest: u64,
+    /// How often it runs (its busiest access), in the evidence's unit.
+    pub rate: f64,
+    /// What its extra lines cost, modeled: an L2 hit per run per extra line.
+    pub cycles: f64,
+}
+
+/// Every path whose members span more lines than their bytes need, most costly first.
+pub fn locality(
+    units: &[Unit],
+    streams: &[Stream],
+    placement: &Placement,
+    cls: u64,
+    machine: &MachineModel,
+) -> Vec<PathLocality> {
+    let cls = cls.max(1);
+    let mut paths: BTreeMap<&str, (f64, BTreeSet<u64>, BTreeMap<u64, (String, u64)>, bool)> =
+        BTreeMap::new();
+    for s in streams {
+        let e = paths
+            .entry(s.path.as_str())
+            .or_insert_with(|| (0.0, BTreeSet::new(), BTreeMap::new(), true));
+        e.0 = e.0.max(s.reads + s.writes);
+        let at = placement.offsets[s.unit] + s.inner;
+        e.1.insert(at / cls);
+        let name = if s.field.is_empty() {
+            units[s.unit].name.clone()
+        } else {
+            s.field.clone()
+        };
+        e.2.entry(placement.offsets[s.unit])
+            .or_insert((name, units[s.unit].size.max(s.size).max(1)));
+        e.3 &= s.writes <= 0.0;
+    }
+    let mut out: Vec<PathLocality> = paths
+        .into_iter()
+        .filter_map(|(path, (rate, lines, members, reads_only))| {
+            let bytes: u64 = members.values().map(|(_, size)| *size).sum();
+            let fewest = bytes.div_ceil(cls).max(1);
+            let n = lines.len() as u64;
+            (n > fewest).then(|| PathLocality {
+                path: path.to_string(),
+                members: members.into_values().map(|(n, _)| n).collect(),
+                reads_only,
+                lines: n,
+                fewest,
+                rate,
+                cycles: rate * (n - fewest) as f64 * cost::locality_price(machine),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| b.cycles.total_cmp(&a.cycles).then(a.path.cmp(&b.path)));
+    out
+}
+
+/// An aligned pair of lines whose streams the adjacent-line prefetcher couples.
+#[derive(Clone, Debug, Serialize)]
+pub struct PairModel {
+    /// The even line of the pair; the other is `first + 1`.
+    pub first: u64,
+    /// Members written on one line whose writes the other line's users miss on, and theirs.
+    pub members: Vec<String>,
+    pub paths: Vec<String>,
+    /// Modeled cycles the pairing adds (queued like the lines).
+    pub cycles: f64,
+}
+
+/// What the adjacent-line prefetcher adds, per aligned pair with streams on both lines, on a
+/// machine that has one ([`MachineModel::adjacent_line_pairs`]); empty elsewhere.
+pub fn pairs(
+    streams: &[Stream],
+    placement: &Placement,
+    cls: u64,
+    machine: &MachineModel,
+    q: &cost::Queueing,
+) -> Vec<PairModel> {
+    if !machine.adjacent_line_pairs || cls != 64 {
+        return Vec::new();
+    }
+    let mut by_line: BTreeMap<u64, Vec<&Stream>> = BTreeMap::new();
+    for s in streams {
+        by_line
+            .entry((placement.offsets[s.unit] + s.inner) / cls)
+            .or_default()
+            .push(s);
+    }
+    let mut out = Vec::new();
+    for (&even, a) in by_line.range(..).filter(|(l, _)| *l % 2 == 0) {
+        let Some(b) = by_line.get(&(even + 1)) else {
+            continue;
+        };
+        // A prefetch takes the other line shared: it costs only where that line is written
+        // too, so only the two lines' writers couple (seed 000's fix moved read-mostly
+        // `rt_se` to the line beside `load_avg`'s and measured the false sharing gone).
+        let a: Vec<&Stream> = a.iter().copied().filter(|s| s.writes > 0.0).collect();
+        let b: Vec<&Stream> = b.iter().copied().filter(|s| s.writes > 0.0).collect();
+        if a.is_empty() || b.is_empty() {
+            continue;
+        }
+        let both: Vec<&Stream> = a.iter().chain(b.iter()).copied().collect();
+        let false_of = |set: &[&Stream]| cost::queued_line_terms(set, machine, q).2;
+        let extra = (false_of(&both) - false_of(&a) - false_of(&b)).max(0.0) * PAIR_PREFETCH_SHARE;
+        if extra <= 0.0 {
+            continue;
+        }
+        let mut members: Vec<String> = Vec::new();
+        let mut paths: Vec<String> = Vec::new();
+        for s in &both {
+            if !members.contains(&s.field) {
+                members.push(s.field.clone());
+            }
+            if !paths.contains(&s.path) {
+                paths.push(s.path.clone());
+            }
+        }
+        out.push(PairModel {
+            first: even,
+            members,
+            paths,
+            cycles: extra,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::machine::preset;
+
+    fn unit(name: &str, offset: u64) -> Unit {
+        Unit {
+            name: name.to_string(),
+            members: vec![name.to_string()],
+            member_indices: vec![],
+            offset,
+            size: 8,
+            align: 8,
+            natural_align: 8,
+        }
+    }
+
+    fn stream(unit: usize, path: &str, reads: f64, rmw: f64, cpus: &[u32]) -> Stream {
+        Stream {
+            unit,
+            inner: 0,
+            size: 8,
+            field: String::new(),
+            path: path.to_string(),
+            reads,
+            writes: rmw,
+            rmw,
+            cpus: cpus.len() as u32,
+            cpu_list: cpus.to_vec(),
+            lock: false,
+        }
+    }
+
+    #[test]
+    fn an_aligned_pair_of_written_lines_is_priced_on_intel_presets_only() {
+        // `head` at 0 (line 0) pushed by CPUs 0-3, `tail` at 64 (line 1) popped by CPUs 4-7.
+        let units = vec![unit("head", 0), unit("tail", 64)];
+        let streams = vec![
+            stream(0, "push", 10.0, 100.0, &[0, 1, 2, 3]),
+            stream(1, "pop", 10.0, 100.0, &[4, 5, 6, 7]),
+        ];
+        let p = Placement {
+            offsets: vec![0, 64],
+            size: 128,
+        };
+        let q = cost::Queueing::NONE;
+        let intel = preset("icelake-2s").unwrap();
+        let found = pairs(&streams, &p, 64, &intel, &q);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].first, 0);
+        assert!(found[0].cycles > 0.0);
+        // The same lines 128 bytes apart: no pair.
+        let apart = Placement {
+            offsets: vec![0, 128],
+            size: 192,
+        };
+        assert!(pairs(&streams, &apart, 64, &intel, &q).is_empty());
+        // POWER10 has no adjacent-line pairs; its lines are 128 bytes anyway.
+        assert!(pairs(&streams, &p, 64, &preset("power10-96").unwrap(), &q).is_empty());
+        // And the cost the optimizer minimizes carries the term.
+        let c = cost::evaluate(&units, &streams, &p, 64, &intel, &q);
+        assert!((c.pair_cycles - found[0].cycles).abs() < 1e-9);
+        assert_eq!(
+            cost::evaluate(&units, &streams, &apart, 64, &intel, &q).pair_cycles,
+            0.0
+        );
+    }
+
+    #[test]
+    fn a_path_reading_eight_members_over_four_lines_is_told_they_fit_in_one() {
+        let units: Vec<Unit> = (0..8).map(|i| unit(&format!("m{i}"), i * 32)).collect();
+        let streams: Vec<Stream> = (0..8)
+            .map(|i| stream(i, "lookup", 1000.0, 0.0, &[0, 1]))
+            .collect();
+        let p = Placement {
+            offsets: (0..8).map(|i| i * 32).collect(),
+            size: 256,
+        };
+        let m = preset("icelake-2s").unwrap();
+        let found = locality(&units, &streams, &p, 64, &m);
+        assert_eq!(found.len(), 1);
+        let f = &found[0];
+        assert_eq!((f.path.as_str(), f.lines, f.fewest), ("lookup", 4, 1));
+        assert!(f.reads_only);
+        assert_eq!(f.members.len(), 8);
+        assert!((f.cycles - 1000.0 * 3.0 * m.l2_hit).abs() < 1e-6);
+        // Packed into one line: nothing to say.
+        let packed = Placement {
+            offsets: (0..8).map(|i| i * 8).collect(),
+            size: 64,
+        };
+        assert!(locality(&units, &streams, &packed, 64, &m).is_empty());
+    }
+
+    #[test]
+    fn the_verdict_is_the_largest_term_and_false_sharing_needs_its_share() {
+        // A counter incremented on 8 CPUs beside a field another path reads rarely: true
+        // sharing dominates, and the verdict says so (no padding advice).
+        let m = preset("icelake-2s").unwrap();
+        let units = vec![unit("count", 0), unit("flags", 8)];
+        let streams = vec![
+            stream(0, "inc", 0.0, 1000.0, &[0, 1, 2, 3, 4, 5, 6, 7]),
+            stream(1, "peek", 5.0, 0.0, &[8]),
+        ];
+        let p = Placement {
+            offsets: vec![0, 8],
+            size: 16,
+        };
+        let line = &lines(&units, &streams, &p, 64, &m)[&0];
+        let (v, why) = verdict(line).unwrap();
+        assert_eq!(v, Verdict::TrueSharing, "{why}");
+        // Read as often as it is written, from other CPUs: false sharing.
+        let streams = vec![
+            stream(0, "inc", 0.0, 1000.0, &[0, 1, 2, 3]),
+            stream(1, "peek", 4000.0, 0.0, &[8, 9, 10, 11]),
+        ];
+        let line = &lines(&units, &streams, &p, 64, &m)[&0];
+        let (v, why) = verdict(line).unwrap();
+        assert_eq!(v, Verdict::FalseSharing, "{why}");
+        assert!(why.contains("`flags`") && why.contains("peek"), "{why}");
+    }
+}
