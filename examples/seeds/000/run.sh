@@ -48,8 +48,11 @@ grep -q 'of the struct (inferred)' "$WORK/diagnose.txt" &&
 means "measured: the counts per member are the paste's; modeled: nothing (the verdict follows from who writes and who reads); how sure: $place"
 
 step "3. fix: lineup's layout on the seed's machine, as a patch of the kernel-style header"
-$L optimize "${EVIDENCE[@]}" --machine icelake-2s --header $D/task_group.h | sed -n '1,10p;/^--- a/,$p' | tee "$WORK/optimize.txt"
-means "modeled, not measured: lineup's $(row lineup "$WORK/optimize.txt") is the change of cache-line transfer cycles the cost model counts on icelake-2s at the paste's rates (docs/cost-model.md), not a speed-up: the kernel spends most of its time elsewhere; nothing ran"
+# The heading lines, the cost table and the patch (the binding is step 2's).
+$L optimize "${EVIDENCE[@]}" --machine icelake-2s --header $D/task_group.h |
+    sed -n '/^layout from/p;/^struct [^{]* on /p;/^queueing/p;/^search/p;/^layout  *size/,/^$/p;/^moved/p;/^--- a/,$p' |
+    tee "$WORK/optimize.txt"
+means "modeled, not measured: lineup's $(row lineup "$WORK/optimize.txt" || true) is the change of cache-line transfer cycles the cost model counts on icelake-2s at the paste's rates (docs/cost-model.md), not a speed-up: the kernel spends most of its time elsewhere; nothing ran"
 
 step "4. predict: current vs lineup vs the seed's own patch, on the seed's machine and on this one"
 $L predict "${EVIDENCE[@]}" --machine icelake-2s --layout $D/seed_fix.h | tee "$WORK/predict.txt"
