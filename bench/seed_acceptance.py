@@ -76,7 +76,8 @@ def check_case(d, tmp):
                 fails.append(f"known miss now met ({c['expect_miss']})")
             else:
                 del fails[before_this:]
-    tot = lambda c: c["false_cycles"] + c["true_cycles"] + c["locality_cycles"]
+    # Every term the model prices, the adjacent-line pairs' included (cost::Cost::total_cycles).
+    tot = lambda c: c["false_cycles"] + c["true_cycles"] + c["locality_cycles"] + c.get("pair_cycles", 0.0)
     rows = [("before", before_size, tot(o["current"]))]
     if "merged" in case:
         v = run_json(["predict", *common, "--layout", os.path.join(d, case["merged"])])

@@ -226,13 +226,15 @@ fn check(dir: &Path) -> Outcome {
             m
         }
         None => {
-            let ours = o["plan"]["cost"]["false_cycles"].as_f64().unwrap()
-                + o["plan"]["cost"]["true_cycles"].as_f64().unwrap()
-                + o["plan"]["cost"]["locality_cycles"].as_f64().unwrap();
-            let cur = &o["current"];
-            let theirs = cur["false_cycles"].as_f64().unwrap()
-                + cur["true_cycles"].as_f64().unwrap()
-                + cur["locality_cycles"].as_f64().unwrap();
+            // Every term the model prices (cost::Cost::total_cycles).
+            let total = |c: &serde_json::Value| {
+                ["false_cycles", "true_cycles", "locality_cycles", "pair_cycles"]
+                    .iter()
+                    .map(|k| c[*k].as_f64().unwrap_or(0.0))
+                    .sum::<f64>()
+            };
+            let ours = total(&o["plan"]["cost"]);
+            let theirs = total(&o["current"]);
             if ours > theirs * (1.0 + 1e-9) + 1e-9 {
                 failures.push(format!(
                     "costs {ours:.0} cycles, the merged layout {theirs:.0}"
