@@ -228,10 +228,15 @@ fn check(dir: &Path) -> Outcome {
         None => {
             // Every term the model prices (cost::Cost::total_cycles).
             let total = |c: &serde_json::Value| {
-                ["false_cycles", "true_cycles", "locality_cycles", "pair_cycles"]
-                    .iter()
-                    .map(|k| c[*k].as_f64().unwrap_or(0.0))
-                    .sum::<f64>()
+                [
+                    "false_cycles",
+                    "true_cycles",
+                    "locality_cycles",
+                    "pair_cycles",
+                ]
+                .iter()
+                .map(|k| c[*k].as_f64().unwrap_or(0.0))
+                .sum::<f64>()
             };
             let ours = total(&o["plan"]["cost"]);
             let theirs = total(&o["current"]);
