@@ -110,15 +110,7 @@ pub fn lines(
     cls: u64,
     machine: &MachineModel,
 ) -> BTreeMap<u64, LineModel> {
-    let cls = cls.max(1);
-    let mut by_line: BTreeMap<u64, Vec<&Stream>> = BTreeMap::new();
-    for s in streams {
-        by_line
-            .entry((placement.offsets[s.unit] + s.inner) / cls)
-            .or_default()
-            .push(s);
-    }
-    by_line
+    cost::streams_by_line(streams, placement, cls)
         .into_iter()
         .map(|(index, on_line)| (index, line_model(index, units, &on_line, machine)))
         .collect()
@@ -481,13 +473,7 @@ pub fn pairs(
     if !machine.adjacent_line_pairs || cls != 64 {
         return Vec::new();
     }
-    let mut by_line: BTreeMap<u64, Vec<&Stream>> = BTreeMap::new();
-    for s in streams {
-        by_line
-            .entry((placement.offsets[s.unit] + s.inner) / cls)
-            .or_default()
-            .push(s);
-    }
+    let by_line = cost::streams_by_line(streams, placement, cls);
     let mut out = Vec::new();
     for (&even, a) in by_line.range(..).filter(|(l, _)| *l % 2 == 0) {
         let Some(b) = by_line.get(&(even + 1)) else {

@@ -728,13 +728,12 @@ pub fn queued_line_terms(
     (ft, tt, fc * f, tc * f)
 }
 
-/// Unqueued transfer cycles of the busiest line of `placement` (the queueing reference).
-pub fn busiest_line(
-    streams: &[Stream],
+/// The streams on each cache line of `placement`, by line index.
+pub fn streams_by_line<'s>(
+    streams: &'s [Stream],
     placement: &Placement,
     cacheline_size: u64,
-    machine: &MachineModel,
-) -> f64 {
+) -> BTreeMap<u64, Vec<&'s Stream>> {
     let cls = cacheline_size.max(1);
     let mut by_line: BTreeMap<u64, Vec<&Stream>> = BTreeMap::new();
     for s in streams {
@@ -744,6 +743,16 @@ pub fn busiest_line(
             .push(s);
     }
     by_line
+}
+
+/// Unqueued transfer cycles of the busiest line of `placement` (the queueing reference).
+pub fn busiest_line(
+    streams: &[Stream],
+    placement: &Placement,
+    cacheline_size: u64,
+    machine: &MachineModel,
+) -> f64 {
+    streams_by_line(streams, placement, cacheline_size)
         .values()
         .map(|v| {
             let (_, _, f, t) = line_terms(v, machine);
@@ -763,10 +772,7 @@ pub fn evaluate(
 ) -> Cost {
     let cls = cacheline_size.max(1);
     let line_of = |s: &Stream| (placement.offsets[s.unit] + s.inner) / cls;
-    let mut by_line: BTreeMap<u64, Vec<&Stream>> = BTreeMap::new();
-    for s in streams {
-        by_line.entry(line_of(s)).or_default().push(s);
-    }
+    let by_line = streams_by_line(streams, placement, cls);
     let mut cost = Cost {
         size: placement.size,
         cachelines: placement.size.div_ceil(cls),
