@@ -22,6 +22,7 @@ use super::subject;
                   lineup diagnose --c2c c2c.txt --line 2 --json     # one line, every struct ranked\n  \
                   lineup diagnose --type mm_struct --c2c c2c.txt --vmlinux vmlinux --kallsyms kallsyms\n  \
                   lineup diagnose --type root_domain --sketch examples/sketches/seed003_root_domain.toml\n  \
+                  lineup diagnose --type task_group --c2c c2c.txt --machine icelake-2s   # price on a preset\n  \
                   lineup diagnose --type task_group --perf-typeoff typeoff.txt    # perf report -s type,typeoff\n  \
                   lineup diagnose --profile linreg.json --alloc linreg.c:48     # a recording's heap blocks by site\n  \
                   lineup diagnose --type task_group --c2c mail.txt --report 2 --line-offset 256 --json"
