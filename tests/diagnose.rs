@@ -406,3 +406,48 @@ mod element_names {
         assert_eq!(named(&lines).1, None);
     }
 }
+
+/// Issue 24 item 3: a struct that is per CPU already (BTF's `.data..percpu` section declares
+/// `struct rq runqueues`) gets no advice to split it; one that is not (`task_group`) does.
+#[test]
+fn a_per_cpu_struct_is_not_told_to_split() {
+    let file = InputFile::open(&common::bundled_btf()).unwrap();
+    let types = load(&file, Format::Btf, None).unwrap();
+    let rq = types.find_composites("rq")[0];
+    let tg = types.find_composites("task_group")[0];
+    assert!(types.is_per_cpu(rq));
+    assert!(!types.is_per_cpu(tg));
+    let dir = std::env::temp_dir().join(format!("lineup-percpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The owner stores a counter; four other CPUs read it while balancing.
+    let sketch = |ty: &str, field: &str| {
+        format!(
+            "[sketch]\ntitle = \"owner and balancers\"\n[machine]\ncpus = 64\n[[type]]\nname = \"{ty}\"\n\
+             [[type.access]]\nfield = \"{field}\"\nkind = \"store\"\nby = \"owner\"\nweight = 100\ncpus = [0]\n\
+             [[type.access]]\nfield = \"{field}\"\nkind = \"load\"\nby = \"balance\"\nweight = 100\ncpus = [1, 2, 3, 4]\n"
+        )
+    };
+    let run = |ty: &str, field: &str| {
+        let path = dir.join(format!("{ty}.toml"));
+        std::fs::write(&path, sketch(ty, field)).unwrap();
+        let v = common::lineup_json(&[
+            "diagnose",
+            "--type",
+            ty,
+            "--btf",
+            common::bundled_btf().to_str().unwrap(),
+            "--sketch",
+            path.to_str().unwrap(),
+            "--json",
+        ]);
+        let line = v["lines"][0].clone();
+        assert_eq!(line["verdict"], "true_sharing", "{line:#}");
+        line["explanation"].as_str().unwrap().to_string()
+    };
+    let per_cpu = run("rq", "nr_running");
+    assert!(per_cpu.contains("per CPU already"), "{per_cpu}");
+    assert!(!per_cpu.contains("only splitting"), "{per_cpu}");
+    let shared = run("task_group", "shares");
+    assert!(shared.contains("only splitting it (per CPU"), "{shared}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -63,6 +63,8 @@ pub struct Term {
     pub writer_cpus: u32,
     /// The write stream is atomic read-modify-writes.
     pub writer_atomic: bool,
+    /// The write stream writes a lock.
+    pub writer_lock: bool,
     /// The missing stream only loads.
     pub victim_loads_only: bool,
     /// The member whose access misses, and its path.
@@ -165,6 +167,7 @@ fn line_model(
                 .writer
                 .iter()
                 .all(|&i| on_line[i].rmw > on_line[i].stores()),
+            writer_lock: c.writer.iter().any(|&i| on_line[i].lock),
             victim_loads_only: victim.writes <= 0.0,
             victim: field(c.victim),
             victim_path: victim.path.clone(),
@@ -204,6 +207,12 @@ fn pct(x: f64, of: f64) -> f64 {
 /// The verdict the model gives a line, explained; `None` where it models no transfer (the
 /// caller says why: only loads, one writer alone, no access).
 pub fn verdict(line: &LineModel) -> Option<(Verdict, String)> {
+    verdict_for(line, false)
+}
+
+/// [`verdict`] for a struct that is `per_cpu` already (one instance per CPU): no advice to
+/// split what is split.
+pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)> {
     if line.cycles <= 0.0 || line.terms.is_empty() {
         return None;
     }
@@ -337,10 +346,15 @@ pub fn verdict(line: &LineModel) -> Option<(Verdict, String)> {
             (
                 Verdict::CoWritten,
                 format!(
-                    "{} {} written together by {}{assumption}: one write stream, so the line moves once per run of the path ({share:.0}% of the line's modeled cycles). Keep them together: apart, each run would fetch two lines. No layout removes it; writing less often, or splitting the data per CPU or node, does{}",
+                    "{} {} written together by {}{assumption}: one write stream, so the line moves once per run of the path ({share:.0}% of the line's modeled cycles). Keep them together: apart, each run would fetch two lines. No layout removes it; {}{}",
                     quoted(&members),
                     if members.len() == 1 { "is" } else { "are" },
                     t.writer_paths.join(", "),
+                    if per_cpu {
+                        "the struct is per CPU already, so only touching another CPU's instance less often does"
+                    } else {
+                        "writing less often, or splitting the data per CPU or node, does"
+                    },
                     rest(class)
                 ),
             )
@@ -348,19 +362,31 @@ pub fn verdict(line: &LineModel) -> Option<(Verdict, String)> {
         TermClass::UnderLock => (
             Verdict::TrueSharing,
             format!(
-                "{} and {} are one critical section: a lock and the data its holders write beside it, the same CPUs one after another{assumption} ({share:.0}% of the line's modeled cycles). This is true sharing: padding or reordering changes nothing (each holder would fetch two lines); take the lock less often, split or shard what it guards{}",
+                "{} and {} are one critical section: a lock and the data its holders write beside it, the same CPUs one after another{assumption} ({share:.0}% of the line's modeled cycles). This is true sharing: padding or reordering changes nothing (each holder would fetch two lines); {}{}",
                 quoted(&t.writers),
                 quoted(std::slice::from_ref(&t.victim)),
+                if per_cpu {
+                    "take the lock less often from other CPUs (the struct is per CPU already)"
+                } else {
+                    "take the lock less often, or shard what it guards (a lock per shard)"
+                },
                 rest(class)
             ),
         ),
         TermClass::TrueSharing => (
             Verdict::TrueSharing,
             format!(
-                "{} is written by {} and touched by {} on other CPUs{assumption}: the same bytes, so {share:.0}% of the line's modeled cycles are true sharing. No layout helps: only splitting it (per CPU, per LLC or per node), sharding it, or writing it less often does{}",
+                "{} is written by {} and touched by {} on other CPUs{assumption}: the same bytes, so {share:.0}% of the line's modeled cycles are true sharing. No layout helps: {}{}",
                 quoted(&t.writers),
                 t.writer_paths.join(", "),
                 t.victim_path,
+                if per_cpu {
+                    "the struct is per CPU already (one instance per CPU), so splitting does not apply; the transfers are other CPUs touching this CPU's instance (remote wakeups, balancing): touch it from other CPUs less often"
+                } else if t.writer_lock {
+                    "a lock is not split; take it less often, or shard what it guards (a lock per shard)"
+                } else {
+                    "only splitting it (per CPU, per LLC or per node), sharding it, or writing it less often does"
+                },
                 rest(class)
             ),
         ),

@@ -364,7 +364,7 @@ pub fn diagnose_in_run(
     machine_cpus: Option<u32>,
     run: Option<RunTotals>,
 ) -> Diagnosis {
-    diagnose_on(layout, accesses, machine_cpus, run, None)
+    diagnose_on(layout, accesses, machine_cpus, run, None, false)
 }
 
 /// The machine a diagnosis is priced on when none is given: the evidence's CPUs, one node,
@@ -406,6 +406,7 @@ pub fn diagnose_on(
     machine_cpus: Option<u32>,
     run: Option<RunTotals>,
     machine: Option<&MachineModel>,
+    per_cpu: bool,
 ) -> Diagnosis {
     let cls = layout.cacheline_size;
     let own;
@@ -585,7 +586,10 @@ pub fn diagnose_on(
     };
     let mut lines: Vec<LineDiagnosis> = lines
         .into_iter()
-        .map(|(line, members)| judge(line, cls, members, scale, model.lines.get(&line)))
+        .map(|(line, members)| {
+            let m = model.lines.get(&line);
+            judge(line, cls, members, scale, m.map(|m| (m, per_cpu)))
+        })
         .collect();
     let findings = model.findings(&lines);
     lines.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.index.cmp(&b.index)));
@@ -904,8 +908,13 @@ fn judge(
     cls: u64,
     members: Vec<MemberUse>,
     scale: Scale,
-    model: Option<&contention::LineModel>,
+    model: Option<(&contention::LineModel, bool)>,
 ) -> LineDiagnosis {
+    // The model's line, and whether the struct is per CPU already.
+    let (model, per_cpu) = match model {
+        Some((m, p)) => (Some(m), p),
+        None => (None, false),
+    };
     let total: f64 = members.iter().map(MemberUse::total).sum();
     let significant: Vec<&MemberUse> = members
         .iter()
@@ -963,7 +972,7 @@ fn judge(
     let no_cpus = members.iter().all(|m| m.cpus == 0) && transfers <= 0.0;
     let modeled = model
         .filter(|_| !no_cpus)
-        .and_then(|m| contention::verdict(m).map(|v| (v, m.cycles)));
+        .and_then(|m| contention::verdict_for(m, per_cpu).map(|v| (v, m.cycles)));
     if let Some(((verdict, explanation), cycles)) = modeled {
         return LineDiagnosis {
             index,

@@ -369,6 +369,7 @@ pub fn run(args: Args) -> Result<()> {
         profile.provenance.machine.cpus,
         run,
         machine.as_ref(),
+        types.is_per_cpu(id),
     );
     d.unresolved_fields = missing;
     if let Some(t) = profile.types.iter().find(|t| t.type_name == type_name) {

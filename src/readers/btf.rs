@@ -244,6 +244,9 @@ fn read_types<'a>(
     // A rough count lets us allocate once: the smallest record is 12 bytes.
     types.types.reserve(hdr.types.len() / 16);
     let first_new = types.types.len() as u64;
+    // Variables' types by variable id, and the variables of the per-CPU section.
+    let mut var_type: std::collections::HashMap<usize, u32> = std::collections::HashMap::new();
+    let mut per_cpu_vars: Vec<usize> = Vec::new();
     while c.pos < c.data.len() {
         let id = types.types.len();
         let name_off = c.u32()?;
@@ -386,11 +389,20 @@ fn read_types<'a>(
             }
             KIND_VAR | KIND_DECL_TAG => {
                 c.u32()?;
+                if kind_no == KIND_VAR {
+                    var_type.insert(id, size_or_type);
+                }
                 Kind::Other
             }
             KIND_DATASEC => {
                 need(12)?;
-                c.pos += vlen * 12;
+                for _ in 0..vlen {
+                    let var = c.u32()?;
+                    c.pos += 8;
+                    if name == ".data..percpu" {
+                        per_cpu_vars.push(var as usize);
+                    }
+                }
                 Kind::Other
             }
             KIND_FLOAT => Kind::Float { size: size_or_type },
@@ -408,7 +420,16 @@ fn read_types<'a>(
         let name = if kind_no == KIND_TYPE_TAG { "" } else { name };
         types.types.push(Type { name, kind });
     }
-    validate_refs(types, first_new)
+    validate_refs(types, first_new)?;
+    // Only ids that name a type (corrupt BTF may point anywhere).
+    let n = types.types.len() as u64;
+    types.per_cpu.extend(
+        per_cpu_vars
+            .iter()
+            .filter_map(|v| var_type.get(v))
+            .filter(|&&t| u64::from(t) < n),
+    );
+    Ok(())
 }
 
 fn at(id: usize, e: BtfError) -> BtfError {

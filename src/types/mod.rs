@@ -192,6 +192,9 @@ pub struct Types<'a> {
     /// Functions with their prototypes (BTF `FUNC` records), for binding evidence rows to
     /// the types their functions take; empty when the input records none.
     pub functions: Vec<Function<'a>>,
+    /// Types of per-CPU variables (BTF's `.data..percpu` section: `struct rq runqueues`),
+    /// as the variables declare them: one instance per CPU, already split.
+    pub per_cpu: Vec<TypeId>,
     /// log2 of each type's natural alignment, computed on first use.
     align_memo: std::sync::OnceLock<Vec<u8>>,
 }
@@ -207,6 +210,7 @@ impl<'a> Types<'a> {
             source: SourceFormat::Btf,
             warnings: Vec::new(),
             functions: Vec::new(),
+            per_cpu: Vec::new(),
             align_memo: std::sync::OnceLock::new(),
         }
     }
@@ -241,6 +245,14 @@ impl<'a> Types<'a> {
             }
         }
         id
+    }
+
+    /// Whether `id` is the type of a per-CPU variable (arrays of it included).
+    pub fn is_per_cpu(&self, id: TypeId) -> bool {
+        let id = self.resolve(id);
+        self.per_cpu
+            .iter()
+            .any(|&v| self.resolve(self.strip_arrays(self.resolve(v))) == id)
     }
 
     /// Follows qualifiers and type tags, but not typedefs.
