@@ -456,7 +456,9 @@ impl LineTerms {
 /// Transfers and cycles of a set of streams sharing one line:
 /// (false transfers, true transfers, false cycles, true cycles). See [`line_breakdown`].
 pub fn line_terms(streams: &[&Stream], machine: &MachineModel) -> (f64, f64, f64, f64) {
-    line_breakdown(streams, machine).totals()
+    // Totals only: the optimizer calls this for every candidate line, and a line of many
+    // paths has writers x streams terms, too many to keep one by one.
+    breakdown(streams, machine, false).totals()
 }
 
 /// Whether a miss by `b` after a write by the write stream `a` is removable by moving `b`'s
@@ -511,6 +513,11 @@ fn sharing_of(a: &[&Stream], b: &Stream) -> Sharing {
 /// path on other bytes is false sharing. Where the evidence gives CPU counts but not the
 /// CPUs, different code paths are taken to run on different CPUs ([`LineTerms::cpus_assumed`]).
 pub fn line_breakdown(streams: &[&Stream], machine: &MachineModel) -> LineTerms {
+    breakdown(streams, machine, true)
+}
+
+/// [`line_breakdown`], keeping each term only when `terms` is set.
+fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTerms {
     let mut out = LineTerms::default();
     // Writers: (rate, the streams whose bytes they write).
     // (Each member with its index in `streams`: looking it up again was quadratic in the
@@ -691,7 +698,11 @@ pub fn line_breakdown(streams: &[&Stream], machine: &MachineModel) -> LineTerms 
             } else {
                 1.0
             };
-            let writer: Vec<usize> = group.iter().map(|(i, _)| *i).collect();
+            let writer: Vec<usize> = if terms {
+                group.iter().map(|(i, _)| *i).collect()
+            } else {
+                Vec::new()
+            };
             for (sharing, part) in [(sharing, own), (Sharing::False, 1.0 - own)] {
                 if part <= 0.0 {
                     continue;
@@ -703,6 +714,9 @@ pub fn line_breakdown(streams: &[&Stream], machine: &MachineModel) -> LineTerms 
                 } else {
                     out.true_transfers += m;
                     out.true_cycles += c;
+                }
+                if !terms {
+                    continue;
                 }
                 out.contributions.push(Contribution {
                     writer: writer.clone(),
