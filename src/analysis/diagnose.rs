@@ -1,7 +1,13 @@
 //! `diagnose`: for one struct and one access profile, who touches each member and what each
 //! cache line suffers from, in the words the seeds' engineers use.
 //!
-//! Verdicts per cache line:
+//! For sampled and sketched evidence, a line's verdict is the cost model's
+//! (`contention::verdict`): the class of its largest terms, false sharing when a quarter of
+//! its modeled cycles are removable by moving, co-written, true sharing (a lock's critical
+//! section included); locality and adjacent-line pairs are `findings` beside the lines. The
+//! rules below remain only where the model cannot price a line: no CPU information at all
+//! (read-mostly next to write-hot), loads whose writer was not sampled, and recordings, whose
+//! exact per-thread evidence is judged by who writes what (`judge_exact`):
 //! - **false sharing**: different members, at least one written, touched from more than one
 //!   CPU: removable by moving them apart;
 //! - **true sharing**: one member written from many CPUs and nothing else of note on the line:
