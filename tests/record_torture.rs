@@ -974,8 +974,12 @@ fn sigterm_during_post_processing_loses_nothing_silently() {
 fn timeout_sends_one_sigterm_to_the_program_as_without_lineup() {
     let dir = scratch("server");
     let prog = build("server", None, "-O1");
+    // --foreground: timeout signals the command only. Without it, GNU timeout sends SIGTERM
+    // to the command and then to its process group, and whether the program's handler runs
+    // once or twice depends on scheduling (the plain run printed "terms 2" 1 time in 4 on a
+    // loaded machine). Group signals through lineup are tested in record_cli_safety.
     let mut c = Command::new("timeout");
-    c.arg("1").arg(&prog).current_dir(&dir);
+    c.arg("--foreground").arg("1").arg(&prog).current_dir(&dir);
     let base = spawn(c, &dir, "plain").wait();
     assert_eq!(base.stdout, "terms 1\n", "plain: {}", base.stderr);
     assert_eq!(base.code(), Some(124));
@@ -984,7 +988,8 @@ fn timeout_sends_one_sigterm_to_the_program_as_without_lineup() {
             let ctx = format!("timeout 1 lineup record, {mode:?} run {i}");
             let _ = std::fs::remove_file(dir.join("r.json"));
             let mut c = in_dir(Command::new("timeout"), &dir);
-            c.arg("1")
+            c.arg("--foreground")
+                .arg("1")
                 .arg(env!("CARGO_BIN_EXE_lineup"))
                 .arg("record")
                 .args(mode.args())
