@@ -248,10 +248,14 @@ pub struct Finding {
 
 impl Diagnosis {
     pub fn has_contention(&self) -> bool {
+        // Co-written lines move between caches as much as truly shared ones do.
         self.lines.iter().any(|l| {
             matches!(
                 l.verdict,
-                Verdict::FalseSharing | Verdict::TrueSharing | Verdict::ReadMostlyNextToWriteHot
+                Verdict::FalseSharing
+                    | Verdict::TrueSharing
+                    | Verdict::CoWritten
+                    | Verdict::ReadMostlyNextToWriteHot
             )
         })
     }
