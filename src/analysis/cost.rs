@@ -496,6 +496,35 @@ fn sharing_of(a: &[&Stream], b: &Stream) -> Sharing {
     Sharing::False
 }
 
+/// The accesses of a lock's holders to the lock's line, counted as the line sees them: a
+/// holder that takes the lock and then touches the data beside it finds the line it just
+/// took, so its critical section touches the line once, at its most-touched stream's rate,
+/// not at the sum of its streams' (nginx's peer check takes the lock and then reads `down`,
+/// `slow_start` and `start_time`: one touch per check, whether the three sit beside the lock
+/// or not; the pull request that moved the lock measured no gain). The streams of each such
+/// path (on one set of CPUs) keep their proportions and sum to that rate. Only under a lock:
+/// a path without one (a ring's enqueue: an atomic on its head, a store to its tail) can lose
+/// the line between its accesses, each of which then misses again.
+fn touches_per_run(streams: &[&Stream], weight: &mut [f64]) {
+    type PathKey<'s> = (&'s str, u32, &'s [u32]);
+    // Per path: (sum of its weights, its most-touched stream, whether it writes a lock here).
+    let mut per_path: BTreeMap<PathKey<'_>, (f64, f64, bool)> = BTreeMap::new();
+    for (s, &x) in streams.iter().zip(weight.iter()) {
+        let e = per_path
+            .entry((s.path.as_str(), s.cpus, s.cpu_list.as_slice()))
+            .or_default();
+        e.0 += x;
+        e.1 = e.1.max(s.reads + s.writes);
+        e.2 |= s.lock && s.writes > 0.0;
+    }
+    for (s, x) in streams.iter().zip(weight.iter_mut()) {
+        let (sum, max, holds) = per_path[&(s.path.as_str(), s.cpus, s.cpu_list.as_slice())];
+        if holds && sum > max && sum > 0.0 {
+            *x *= max / sum;
+        }
+    }
+}
+
 /// A line's cost, term by term.
 ///
 /// The plain stores of one code path from one set of CPUs are one *write stream* of the
@@ -547,6 +576,7 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
         }
         writers.push((max, members));
     }
+    touches_per_run(streams, &mut weight);
     let w: f64 = writers.iter().map(|g| g.0).sum();
     let x: f64 = weight.iter().sum();
     let listed = streams.iter().all(|s| !s.cpu_list.is_empty());
