@@ -89,6 +89,7 @@ enum {
     CH_BURSTS = 8,
     CH_HITS = 9,
     CH_NOTE = 10, /* something the runtime did differently, and why: struct rt_note */
+    CH_SUM = 11,  /* per-site summaries of the memory budget: struct sum_entry */
 };
 struct chunk_head {
     uint32_t magic, type, thread, count;
@@ -126,9 +127,10 @@ struct rt_thread {
 struct rt_end {
     uint64_t tsc_end, ns_end;
     uint64_t traced, decimation;
-    /* The memory budget: the level reached (0: full resolution; 1: entries of lines only
-     * one thread touched summarized per code site; 2: every entry summarized, trace
-     * stopped), accesses summarized, bytes of counts written, chunks lost. */
+    /* The memory budget: the level reached (0: full resolution; 1: entries of lines not
+     * contended summarized per code site; 2: the trace thinned four times faster; 3: the
+     * trace stopped, contended lines still exact; 4: every entry summarized), accesses
+     * summarized, bytes of counts written, chunks lost. */
     uint64_t level, summarized, agg_bytes, lost;
     /* Adaptive sampling (LINEUP_ADAPTIVE): accesses skipped and stood for by the weights of
      * the bursts around them, and the largest period a code site backed off to. */
@@ -137,6 +139,13 @@ struct rt_end {
 /* key = address | info << 48; info = size | kind << 8 */
 struct agg_entry {
     uint64_t key, pc, count, eligible;
+};
+/* A code site's summary under the memory budget: as agg_entry (the key's address is the
+ * first one counted), and the addresses it covered, [lo, hi): lineup names the lines and
+ * objects whose per-place counts were given up, instead of piling the count onto the one
+ * address. The site cache counts at `count` and keeps lo and hi at count[2] and count[3]. */
+struct sum_entry {
+    uint64_t key, pc, count, eligible, lo, hi;
 };
 struct trace_ev {
     uint64_t tsc, key, pc;
@@ -213,6 +222,7 @@ static inline uint64_t per_record(uint64_t key) { return ((key >> 56) & 3) == K_
 #define ABURST 256
 #define MORE_TRACED 1
 #define MORE_BURST 2
+#define MORE_RANGE 4 /* a summary's entry: widen its address range */
 #define AMAX 64
 struct site {
     uint64_t tag;             /* pc ^ info << 48; 0: empty */
@@ -253,7 +263,7 @@ struct tstate {
     /* Cold. */
     uintptr_t saved_lo, saved_size;
     struct alloc_ev *abuf;
-    struct agg_entry *sum;
+    struct sum_entry *sum;
     uint32_t sum_used;
     uint32_t an, index, tid;
     uint64_t tsc_start, accesses, dropped;
@@ -303,9 +313,11 @@ static uint64_t g_budget = 1u << 16; /* trace events per decimation level */
 static volatile uint64_t g_decim;    /* window mask: trace windows w with (w & g_decim) == 0 */
 static uint64_t g_traced;
 /* Memory budget (LINEUP_MEMORY bytes): counts and trace written may take 1/64 of it at
- * full resolution, then lines that are not contended (private, or shared and only read
- * since) are summarized per code site, and past 1/16 everything is and the trace stops;
- * lineup reads them into about eight times their size. */
+ * full resolution, then lines that are not contended (one thread's, or shared and only
+ * read since) are summarized per code site; past 1/16 the trace thins four times faster,
+ * and past 1/8 it stops. Contended lines (shared and written) keep every place, which is
+ * what the answer rests on, until 1/4: only there is everything summarized (the last
+ * resort, said loudly: the answer may change). */
 static uint64_t g_memory = 512ull << 20;
 static volatile uint64_t g_agg_bytes;
 static volatile uint32_t g_level;
@@ -632,13 +644,17 @@ static void read_name(struct tstate *t, char name[16]) {
 
 /* Bytes of counts and trace written so far, against the budget's thresholds. */
 static uint32_t budget_level(uint64_t bytes) {
-    return bytes >= g_memory / 16 ? 2 : bytes >= g_memory / 64 ? 1 : 0;
+    return bytes >= g_memory / 4    ? 4
+           : bytes >= g_memory / 8  ? 3
+           : bytes >= g_memory / 16 ? 2
+           : bytes >= g_memory / 64 ? 1
+                                    : 0;
 }
 
 static void raise_level(uint32_t want) {
     if (want > g_level) {
         g_level = want;
-        if (want == 2)
+        if (want >= 3)
             g_decim = ~(uint64_t)0; /* the trace stops: only window 0 */
     }
 }
@@ -655,7 +671,10 @@ static void flush_trace(struct tstate *t) {
     account(n * sizeof(struct trace_ev));
     t->tpos = t->tbuf;
     uint64_t total = __atomic_add_fetch(&g_traced, n, __ATOMIC_RELAXED);
-    uint64_t level = total / g_budget;
+    /* Past the budget's second step the trace thins four times faster: its windows stay
+     * spread over the run, and the contended lines' counts, which are the answer, keep the
+     * room. */
+    uint64_t level = total / (g_level >= 2 && g_budget >= 4 ? g_budget / 4 : g_budget);
     if (level > 40)
         level = 40;
     uint64_t mask = (1ull << level) - 1;
@@ -693,21 +712,21 @@ static void flush_sum(struct tstate *t) {
             n++;
         }
     if (n)
-        emit(CH_AGG, t->index, n, t->sum, n * sizeof(struct agg_entry));
-    zero(t->sum, ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry));
+        emit(CH_SUM, t->index, n, t->sum, n * sizeof(struct sum_entry));
+    zero(t->sum, ((size_t)1 << SUM_BITS) * sizeof(struct sum_entry));
     t->sum_used = 0;
     __atomic_add_fetch(&g_summarized, summarized, __ATOMIC_RELAXED);
 }
 
 /* The summary entry of a code site (size, kind, return address; the address dropped, written
  * as 0), inserted with count 0 when new. */
-static struct agg_entry *sum_entry(struct tstate *t, uint64_t key, uint64_t pc) {
-    uint64_t addr = key & ADDR_MASK;
+static struct sum_entry *sum_entry(struct tstate *t, uint64_t key, uint64_t pc) {
+    uint64_t addr = key & ADDR_MASK, size = (key >> 48) & 0xff;
     key = (key & ~ADDR_MASK) | SUM_KEY;
     uint64_t h = (key ^ (pc * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
     uint32_t mask = (1u << SUM_BITS) - 1, i = (uint32_t)(h >> 40) & mask;
     for (;;) {
-        struct agg_entry *s = &t->sum[i];
+        struct sum_entry *s = &t->sum[i];
         if ((s->key & ~(ADDR_MASK | SUM_MANY)) == key && s->pc == pc)
             return s;
         if (!s->key) {
@@ -725,6 +744,8 @@ static struct agg_entry *sum_entry(struct tstate *t, uint64_t key, uint64_t pc) 
             s->key = key | addr;
             s->pc = pc;
             s->count = s->eligible = 0;
+            s->lo = addr;
+            s->hi = addr + size;
             t->sum_used++;
             return s;
         }
@@ -734,9 +755,14 @@ static struct agg_entry *sum_entry(struct tstate *t, uint64_t key, uint64_t pc) 
 
 /* Folds an entry into its code site's summary: the address is dropped, the count kept exact. */
 static void summarize(struct tstate *t, const struct agg_entry *e) {
-    struct agg_entry *s = sum_entry(t, e->key, e->pc);
-    if ((s->key & ADDR_MASK) != (e->key & ADDR_MASK))
+    struct sum_entry *s = sum_entry(t, e->key, e->pc);
+    uint64_t addr = e->key & ADDR_MASK, end = addr + ((e->key >> 48) & 0xff);
+    if ((s->key & ADDR_MASK) != addr)
         s->key |= SUM_MANY;
+    if (addr < s->lo)
+        s->lo = addr;
+    if (end > s->hi)
+        s->hi = end;
     s->count += e->count;
     s->eligible += e->eligible;
 }
@@ -782,7 +808,7 @@ static void flush_agg(struct tstate *t) {
         if (t->agg[i].key) {
             t->accesses += t->agg[i].count * per_record(t->agg[i].key);
             uint64_t addr = t->agg[i].key & (((uint64_t)1 << 48) - 1);
-            if (level >= 2 || (level == 1 && !line_contended(addr))) {
+            if (level >= 4 || (level >= 1 && !line_contended(addr))) {
                 summarize(t, &t->agg[i]);
                 continue;
             }
@@ -845,7 +871,8 @@ static void flush_thread(struct tstate *t, int final) {
 
 static size_t state_bytes(void) {
     return sizeof(struct tstate) +
-           (((size_t)1 << AGG_BITS) + ((size_t)1 << SUM_BITS)) * sizeof(struct agg_entry) +
+           ((size_t)1 << AGG_BITS) * sizeof(struct agg_entry) +
+           ((size_t)1 << SUM_BITS) * sizeof(struct sum_entry) +
            TRACE_CAP * sizeof(struct trace_ev) + ALLOC_CAP * sizeof(struct alloc_ev) +
            ((size_t)1 << SITES_BITS) * sizeof(struct site) + 64;
 }
@@ -868,8 +895,8 @@ static struct tstate *thread_init(void) {
     t->agg = (struct agg_entry *)mem;
     t->agg_mask = (1u << AGG_BITS) - 1;
     mem += ((size_t)1 << AGG_BITS) * sizeof(struct agg_entry);
-    t->sum = (struct agg_entry *)mem;
-    mem += ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry);
+    t->sum = (struct sum_entry *)mem;
+    mem += ((size_t)1 << SUM_BITS) * sizeof(struct sum_entry);
     t->tbuf = t->tpos = (struct trace_ev *)mem;
     t->tend = t->tbuf + TRACE_CAP;
     mem += TRACE_CAP * sizeof(struct trace_ev);
@@ -2155,7 +2182,7 @@ static void fork_child(void) {
     if (keep) {
         zero(keep->agg, (size_t)(keep->agg_mask + 1) * sizeof(struct agg_entry));
         keep->agg_used = 0;
-        zero(keep->sum, ((size_t)1 << SUM_BITS) * sizeof(struct agg_entry));
+        zero(keep->sum, ((size_t)1 << SUM_BITS) * sizeof(struct sum_entry));
         keep->sum_used = 0;
         keep->sites = keep->site_table;
         zero(keep->site_table, ((size_t)1 << SITES_BITS) * sizeof(struct site));
@@ -2344,22 +2371,25 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
     uint32_t contended = (v & F_SHARED) && (v & F_WRITTEN);
     uint32_t hot = (v & (F_SHARED | F_MOVED)) && (v & F_WRITTEN);
     uint32_t level = g_level;
-    if (level >= 2 ||
+    uint8_t range = 0;
+    if (level >= 4 ||
         (level && ((v & (OWNER_MASK | ATAG_MASK | F_SHARED)) == mine ||
                    (kind == K_LOAD && (v & (F_SHARED | F_WRITTEN)) == F_SHARED)))) {
         /* Past the budget's first threshold, a line only this thread has touched, or a load
          * from a line shared but not written since, is counted into its code site's summary
-         * (past the second, every line is: the trace has stopped): streaming over a large
+         * (past the last, every line is: the trace has stopped): streaming over a large
          * array then costs a small table instead of one entry per address, and the entry
-         * covers the whole line. */
+         * covers the whole line. A line that threads share and write is never summarized
+         * before that: its places are the answer. */
         /* The site's summary is keyed by the site alone. While it has counted one address
          * (a counter, a member through a fixed pointer), it covers that address only and
          * stays exact: lineup then treats it as a place of its own. From its second
          * address on, it covers every address whose line is in the same state. */
-        struct agg_entry *e = sum_entry(t, key, pc);
+        struct sum_entry *e = sum_entry(t, key, pc);
         s->count = &e->count;
         if ((e->key & ADDR_MASK) != a)
             e->key |= SUM_MANY;
+        range = (e->key & SUM_MANY) != 0;
         if (!(e->key & SUM_MANY)) {
             s->lo = a;
             s->span = 1;
@@ -2383,7 +2413,8 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
     s->v = v;
     s->hot |= (uint8_t)hot;
     s->hotline = (uint8_t)hot;
-    s->more = (uint8_t)((s->traced ? MORE_TRACED : 0) | (s->burst ? MORE_BURST : 0));
+    s->more = (uint8_t)((s->traced ? MORE_TRACED : 0) | (s->burst ? MORE_BURST : 0) |
+                        (range ? MORE_RANGE : 0));
 }
 
 /* Adaptive sampling: the burst is over; skip what its weight stood for, then decide the
@@ -2452,6 +2483,16 @@ static inline __attribute__((always_inline)) void count_at(struct tstate *t, str
     uint8_t m = s->more;
     if (LIKELY(!m))
         return;
+    if (m & MORE_RANGE) {
+        /* A summary's entry (never traced): the addresses it covers, for lineup to name. */
+        uint64_t end = a + (info & 0xff);
+        if (a < s->count[2])
+            s->count[2] = a;
+        if (end > s->count[3])
+            s->count[3] = end;
+        if (!(m & MORE_BURST))
+            return;
+    }
     if (m & MORE_TRACED)
         s->count[1] += w; /* eligible: the entry's next word */
     if (m & MORE_BURST) {

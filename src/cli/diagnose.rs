@@ -96,6 +96,10 @@ struct Report<'a> {
     /// Where the struct's (or array's) heap blocks were allocated (recorded profiles).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     allocations: &'a [lineup::profile::AllocationSite],
+    /// Accesses a recording's memory budget counted per code site over a range of bytes:
+    /// exact in total, not split over the members and lines they cover.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    degraded: &'a [lineup::profile::DegradedRange],
     #[serde(flatten)]
     diagnosis: &'a Diagnosis,
 }
@@ -155,6 +159,42 @@ struct OverviewReport<'a> {
 }
 
 /// Text of the overview: per line, candidate types with their reasons.
+/// What a recording's memory budget degraded, one line per site and thread (the first
+/// eight), for the text report.
+fn degraded_text(degraded: &[lineup::profile::DegradedRange]) -> String {
+    let mut text = String::new();
+    for g in degraded.iter().take(8) {
+        let counts: Vec<String> = [(g.loads, "loads"), (g.stores, "stores"), (g.rmw, "rmw")]
+            .iter()
+            .filter(|(n, _)| *n > 0.0)
+            .map(|(n, what)| format!("{n:.0} {what}"))
+            .collect();
+        let offsets = match (g.offset_start, g.offset_end) {
+            (Some(a), Some(b)) => format!(" (struct bytes {a}..{})", b.saturating_sub(1)),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            text,
+            "degraded by the memory budget: {} by thread {} at {} over bytes {}..{}{offsets} of {}, {} line(s): counted per code site, exact in total, their split over those places not known",
+            counts.join(" and "),
+            g.tid,
+            g.code,
+            g.start,
+            g.end.saturating_sub(1),
+            g.object,
+            g.lines
+        );
+    }
+    if degraded.len() > 8 {
+        let _ = writeln!(
+            text,
+            "degraded by the memory budget: {} more (--json lists them)",
+            degraded.len() - 8
+        );
+    }
+    text
+}
+
 fn overview_text(lines: &[bind::LineOverview], label: &str, evidence: &str) -> String {
     let mut text = String::new();
     let _ = writeln!(
@@ -323,6 +363,10 @@ pub fn run(args: Args) -> Result<()> {
         .type_profile(&type_name)
         .map(|t| t.allocations.clone())
         .unwrap_or_default();
+    let degraded = profile
+        .type_profile(&type_name)
+        .map(|t| t.degraded.clone())
+        .unwrap_or_default();
     let built = match profile.type_profile(&type_name) {
         Some(tp) if types.find_composites(&type_name).is_empty() => {
             let tp = tp.clone();
@@ -450,6 +494,7 @@ pub fn run(args: Args) -> Result<()> {
             bindings: &bindings,
             unbound: &unbound,
             allocations: &allocations,
+            degraded: &degraded,
             diagnosis: &d,
         };
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -502,6 +547,7 @@ pub fn run(args: Args) -> Result<()> {
             );
         }
     }
+    text.push_str(&degraded_text(&degraded));
     for b in &bindings {
         let how = b.binding.label();
         let _ = write!(
@@ -613,10 +659,23 @@ pub fn run(args: Args) -> Result<()> {
             f.explanation
         );
     }
+    // Lines whose accesses the memory budget counted only per code site are not cold.
+    let summarized = lineup::record::degraded_lines(&degraded, cls, d.size)
+        .into_iter()
+        .filter(|l| !d.lines.iter().any(|x| x.index == *l))
+        .count() as u64;
     let _ = writeln!(
         text,
-        "{} cache line(s) without recorded accesses; lines priced on {} (modeled cycles are in the evidence's unit: per sample, per event or per unit of sketch weight)\n",
-        d.cold_lines, d.machine
+        "{} cache line(s) without recorded accesses{}; lines priced on {} (modeled cycles are in the evidence's unit: per sample, per event or per unit of sketch weight)\n",
+        d.cold_lines.saturating_sub(summarized),
+        if summarized > 0 {
+            format!(
+                ", and {summarized} whose accesses the memory budget counted per code site only (degraded, above)"
+            )
+        } else {
+            String::new()
+        },
+        d.machine
     );
     out.write_all(text.as_bytes())?;
 

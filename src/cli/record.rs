@@ -1354,21 +1354,15 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
         wait_for_stop();
     }
     if built.budget_level > 0 {
-        // The runtime steps at 1/64 and 1/16 of the budget (runtime/lineup_rt.c,
+        // The runtime steps at 1/64, 1/16, 1/8 and 1/4 of the budget (runtime/lineup_rt.c,
         // budget_level): say which step, in bytes, not just "the budget".
-        let (step, share, what) = if built.budget_level >= 2 {
-            (
-                "second",
-                16,
-                "every place was summarized per code site and the ordered trace stopped from then on",
-            )
-        } else {
-            (
-                "first",
-                64,
-                "places on lines not contended (one thread's, handed over to one thread, or only read since shared) were summarized per code site",
-            )
+        let (step, share) = match built.budget_level {
+            1 => ("first", 64),
+            2 => ("second", 16),
+            3 => ("third", 8),
+            _ => ("last", 4),
         };
+        let what = lineup::record::budget_step(built.budget_level);
         eprintln!(
             "lineup: {shown}: past {} of counts and trace written, the {step} step of the {} MiB memory budget (--memory; 1/{share} of it): {what}; {}, see the profile's note",
             size_text(args.memory / share),

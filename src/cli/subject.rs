@@ -187,6 +187,29 @@ pub fn gather_with(
         } else {
             format!("; it describes {}", about.join(", "))
         };
+        // A recording whose memory budget counted every access to the type per code site.
+        if let Some(t) = profile.type_profile(type_name)
+            && !t.degraded.is_empty()
+        {
+            let n: f64 = t.degraded.iter().map(|d| d.loads + d.stores + d.rmw).sum();
+            bail!(
+                "{}: every access to struct {type_name} ({n:.0}, over {} range(s): {}) was counted per code site by the memory budget (degraded: the profile's `degraded`), none per place; record again with a larger --memory for its members and lines",
+                evidence_label(profile),
+                t.degraded.len(),
+                t.degraded
+                    .iter()
+                    .take(2)
+                    .map(|d| format!(
+                        "bytes {}..{} of {}, {} line(s)",
+                        d.start,
+                        d.end.saturating_sub(1),
+                        d.object,
+                        d.lines
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+        }
         bail!(
             "{}: the profile holds no access to struct {type_name} ({size} bytes){hint}",
             evidence_label(profile),

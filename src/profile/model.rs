@@ -208,6 +208,39 @@ pub struct TypeProfile {
     /// lose this, since every element is the same type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub element_lines: Vec<ElementLine>,
+    /// Accesses to objects of this type that the memory budget of a recording counted per
+    /// code site (`docs/record.md`): their count is exact, but which of the covered places
+    /// each went to is not known, so they are not in [`TypeProfile::accesses`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<DegradedRange>,
+}
+
+/// One code site's accesses by one thread, counted as a whole over a range of one object's
+/// bytes (a recording's memory budget gave up their per-place counts). Only ever lines one
+/// thread had to itself, or only read since they were shared: lines that threads share and
+/// write keep every place.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DegradedRange {
+    /// The object: a global's name, or the heap array's allocation (`main+42
+    /// (hist.c:213)`).
+    pub object: String,
+    /// Bytes `[start, end)` covered, from the object's first byte.
+    pub start: u64,
+    pub end: u64,
+    /// The same in the type's coordinates, when the range lies within one element
+    /// (`[offset_start, offset_end)`); absent when it spans elements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_start: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_end: Option<u64>,
+    /// Physical cache lines the range touches.
+    pub lines: u64,
+    pub loads: f64,
+    pub stores: f64,
+    pub rmw: f64,
+    /// The thread (kernel id) and the code site (`symbol+offset`, `file.c:line`).
+    pub tid: i64,
+    pub code: String,
 }
 
 /// A place in the recorded program that allocated heap blocks, and what lineup found they

@@ -22,8 +22,8 @@ use std::path::Path;
 
 use crate::analysis::fields::{self, Leaf};
 use crate::profile::{
-    Access, CodeLocation, Counts, CpuUse, ElementLine, ElementReader, ElementWriter, Machine,
-    Privilege, Profile, ThreadUse, Unit,
+    Access, CodeLocation, Counts, CpuUse, DegradedRange, ElementLine, ElementReader, ElementWriter,
+    Machine, Privilege, Profile, ThreadUse, Unit,
 };
 use attribute::{ObjectMap, Origin, TypeChooser, WrapperCaller, Wrappers};
 use debuginfo::{DebugInfo, Elem, ElemKind, ObjType, SiteVariable};
@@ -221,6 +221,54 @@ fn thread_ranks(runs: &[(u64, u64, u32, u64)]) -> Vec<u32> {
 }
 
 /// How the notes name an object: `global \`name\``, or its heap allocation site.
+/// What the memory budget's step `level` (the runtime's `budget_level`) gave up.
+pub fn budget_step(level: u64) -> &'static str {
+    match level {
+        0 => "nothing",
+        1 => {
+            "places on lines not contended (one thread's, handed over to one thread, or only read since shared) summarized per code site; lines that threads share and write kept every place"
+        }
+        2 => {
+            "places on lines not contended summarized per code site, and the ordered trace thinned four times faster; lines that threads share and write kept every place"
+        }
+        3 => {
+            "places on lines not contended summarized per code site, and the ordered trace stopped (transfers scaled from what was traced before); lines that threads share and write kept every place"
+        }
+        _ => {
+            "every place summarized per code site and the ordered trace stopped, lines that threads share and write included: the last resort, where the answer may change (raise --memory)"
+        }
+    }
+}
+
+/// Does a summary over `[lo, hi)` (accesses of `size` bytes) stand for one member of
+/// `obj`'s type? Only in a struct (an array of scalars has an offset per element), and only
+/// when its first and last accesses fall on the same offset of the type, within the object:
+/// one site touching one member of many elements, as a code site does as a rule.
+fn one_member(obj: &attribute::Object, lo: u64, hi: u64, size: u64) -> bool {
+    let last = hi.saturating_sub(size.max(1));
+    if last <= lo {
+        return true; // one address
+    }
+    obj.scalars.is_none()
+        && obj.ty.size > size
+        && lo >= obj.base
+        && hi <= obj.end()
+        && obj.type_offset(lo) == obj.type_offset(last)
+}
+
+/// `symbol+offset (file.c:line)` of a resolved code address.
+fn code_label(r: &debuginfo::Resolved, addr: u64) -> String {
+    let at = match (&r.symbol, r.offset) {
+        (Some(s), Some(o)) => format!("{s}+{o}"),
+        (Some(s), None) => s.clone(),
+        _ => format!("{addr:#x}"),
+    };
+    match &r.source {
+        Some(src) => format!("{at} ({src})"),
+        None => at,
+    }
+}
+
 fn object_label(debug: &DebugInfo, obj: &attribute::Object) -> String {
     match &obj.origin {
         Origin::Global(name) => format!("global `{name}`"),
@@ -519,6 +567,10 @@ pub fn build(
     // (type, array base, birth, physical line) -> elements written there by different threads.
     let mut element_lines: HashMap<(u32, u64, u64, u64), ElementLine, FastHash> =
         HashMap::default();
+    // (type, object base, birth, tid, code, kind) -> accesses the memory budget summarized
+    // over a range of the object whose per-place split is not known.
+    let mut degraded: BTreeMap<(u32, u64, u64, u32, u64, u8), DegradedRange> = BTreeMap::new();
+    let mut type_sizes: HashMap<u32, u64> = HashMap::new();
     let mut total = 0.0f64;
     let mut attributed = 0.0f64;
     let mut heap_typed = 0u64;
@@ -713,6 +765,40 @@ pub fn build(
             let Some(obj) = objects.lookup(k.addr, None) else {
                 continue;
             };
+            // A summary of many places (the memory budget's) counts one site's accesses over
+            // [lo, hi): it stands for one member only when the range holds that member alone
+            // (a site reading `p[i].cost` of many elements). Otherwise which element or line
+            // each access went to is not known: the range is named as degraded, never piled
+            // onto the element at its sample address.
+            if k.summary
+                && let Some(&(lo, hi)) = p.summary_ranges.get(&(k.thread, k.pc))
+                && !one_member(obj, lo, hi, u64::from(k.size))
+            {
+                let n = k.count as f64 * scale_of(k.thread, k.pc);
+                attributed += n;
+                let type_id = names.id(&obj.ty.name);
+                type_sizes.insert(type_id, obj.ty.size);
+                let code = site_of(k.pc);
+                let kind = k.kind as u8;
+                let d = degraded
+                    .entry((type_id, obj.base, obj.born, tid_of(k.thread), code, kind))
+                    .or_insert_with(|| DegradedRange {
+                        object: object_label(debug, obj),
+                        start: u64::MAX,
+                        tid: i64::from(tid_of(k.thread)),
+                        code: code_label(&debug.resolve(code), code),
+                        ..Default::default()
+                    });
+                let (lo, hi) = (lo.max(obj.base), hi.min(obj.end()).max(lo.max(obj.base)));
+                d.start = d.start.min(lo - obj.base);
+                d.end = d.end.max(hi - obj.base);
+                match k.kind {
+                    Kind::Load => d.loads += n,
+                    Kind::Store => d.stores += n,
+                    Kind::Rmw => d.rmw += n,
+                }
+                continue;
+            }
             // Elements of an array are objects of their own.
             let element = k.addr - obj.type_offset(k.addr);
             // Ranked by the kernel's thread id, which follows creation order, so that equally
@@ -1048,12 +1134,8 @@ pub fn build(
     if budget_level > 0 {
         s.insert("budget_level".into(), budget_level.to_string());
         note.push_str(&format!(
-            "; MEMORY BUDGET reached: {} ({summarized} accesses counted per code site: each site's count attributed to the member at one address of the site, the first it counted there; which element or line they touched is not known)",
-            if budget_level >= 2 {
-                "every place summarized and the ordered trace stopped from then on"
-            } else {
-                "places on lines not contended (one thread's, handed over to one thread, or only read since shared) summarized"
-            }
+            "; MEMORY BUDGET reached: {} ({summarized} accesses counted per code site over the range of addresses the site covered: exact in total, attributed to a member only where that range holds one member; otherwise listed per type as `degraded`, with the object, bytes and lines they covered, and in no element or line)",
+            budget_step(budget_level)
         ));
     }
     let warnings = runtime_warnings(&processes, lost, dropped);
@@ -1121,6 +1203,24 @@ pub fn build(
             .type_profile_mut(names.get(k.type_name))
             .accesses
             .push(access);
+    }
+    for ((type_id, base, ..), mut d) in degraded {
+        // Physical lines, and the type's offsets when the range lies within one element.
+        let (first, last) = (
+            (base + d.start) / line,
+            (base + d.end.max(d.start + 1) - 1) / line,
+        );
+        d.lines = last - first + 1;
+        let t = profile.type_profile_mut(names.get(type_id));
+        let size = type_sizes.get(&type_id).copied().unwrap_or(0);
+        if size > 0 && d.start / size == (d.end.max(d.start + 1) - 1) / size {
+            d.offset_start = Some(d.start % size);
+            d.offset_end = Some(d.start % size + (d.end - d.start));
+        }
+        d.loads = d.loads.round();
+        d.stores = d.stores.round();
+        d.rmw = d.rmw.round();
+        t.degraded.push(d);
     }
     let mut element_lines: Vec<((u32, u64, u64, u64), ElementLine)> =
         element_lines.into_iter().collect();
@@ -1461,6 +1561,24 @@ pub fn allocation_type<'a>(
             origin: None,
         }),
     }))
+}
+
+/// The type's lines (in its own coordinates, `cls` bytes each) that hold accesses a
+/// recording's memory budget counted only per code site: the lines of each degraded range
+/// that lies within one element, every line of the type for one that spans elements.
+pub fn degraded_lines(degraded: &[DegradedRange], cls: u64, type_size: u64) -> BTreeSet<u64> {
+    let cls = cls.max(1);
+    let lines = type_size.div_ceil(cls);
+    let mut out = BTreeSet::new();
+    for d in degraded {
+        match (d.offset_start, d.offset_end) {
+            (Some(a), Some(b)) if b > a => {
+                out.extend(a / cls..=((b - 1) / cls).min(lines.saturating_sub(1)))
+            }
+            _ => out.extend(0..lines),
+        }
+    }
+    out
 }
 
 /// What to do about a recorded array of scalars (or an untyped block), which `optimize`

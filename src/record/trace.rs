@@ -18,6 +18,7 @@ const CH_CRASH: u32 = 7;
 const CH_BURSTS: u32 = 8;
 const CH_NOTE: u32 = 10;
 const CH_HITS: u32 = 9;
+const CH_SUM: u32 = 11;
 /// Runtime format version this reader understands.
 pub const RUNTIME_VERSION: u32 = 1;
 
@@ -138,9 +139,13 @@ pub struct Process {
     pub end: Option<(u64, u64)>,
     /// Final decimation mask of the trace windows (0: every window traced).
     pub decimation: u64,
-    /// The memory budget's level at the end: 0 full resolution, 1 lines only one thread
-    /// touched summarized per code site (address 0), 2 everything summarized.
+    /// The memory budget's level at the end: 0 full resolution, 1 lines not contended
+    /// summarized per code site, 2 the trace thinned faster, 3 the trace stopped (lines
+    /// threads share and write still exact), 4 everything summarized.
     pub budget_level: u64,
+    /// Per (thread, code address): the addresses `[lo, hi)` the site's summaries of many
+    /// places covered, flushes merged. What lineup names as degraded.
+    pub summary_ranges: BTreeMap<(u32, u64), (u64, u64)>,
     /// Accesses the runtime counted into per-site summaries (address dropped).
     pub summarized: u64,
     /// Chunks the runtime could not write.
@@ -380,12 +385,19 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                     p.threads.insert(t.index, t);
                 }
             }
-            CH_AGG => {
-                need(32)?;
-                for r in body.chunks_exact(32) {
+            CH_AGG | CH_SUM => {
+                let each = if kind == CH_SUM { 48 } else { 32 };
+                need(each)?;
+                for r in body.chunks_exact(each) {
                     let (addr, size, kinds, summary) = split_key(u64_at(r, 0));
                     let pc = u64_at(r, 8);
                     let (count, eligible) = (u64_at(r, 16), u64_at(r, 24));
+                    if summary && each == 48 {
+                        let (lo, hi) = (u64_at(r, 32), u64_at(r, 40));
+                        let range = p.summary_ranges.entry((thread, pc)).or_insert((lo, hi));
+                        range.0 = range.0.min(lo);
+                        range.1 = range.1.max(hi);
+                    }
                     for &kind in kinds {
                         p.counted.push(Counted {
                             thread,
@@ -509,6 +521,7 @@ fn record_counts(bytes: &[u8]) -> (usize, usize, usize) {
         let fits = |each: usize| count.min(len.min(bytes.len() - o - 24) / each);
         match u32_at(bytes, o + 4) {
             CH_AGG => agg += fits(32),
+            CH_SUM => agg += fits(48),
             CH_TRACE => trace += fits(24),
             CH_ALLOC => alloc += fits(40),
             _ => {}
