@@ -2434,6 +2434,44 @@ static __attribute__((noinline)) void burst_end(struct tstate *t, struct site *s
     s->burst = ABURST;
 }
 
+/* The locks the thread holds (pthread mutexes and spinlocks taken through the wrappers
+ * at the end of this file), innermost last, and a tag of the innermost one stamped into
+ * each traced access: lineup tells data handed from thread to thread inside one lock's
+ * critical sections, whose accesses cannot overlap in time, from data threads use at the
+ * same time (src/record/overlap.rs). 0x8000 | 15 bits of the lock's address; 0: none. */
+enum { LOCKS_KEPT = 8 };
+static __thread uintptr_t held_locks[LOCKS_KEPT] __attribute__((tls_model("initial-exec")));
+static __thread uint32_t held_depth __attribute__((tls_model("initial-exec")));
+static __thread uint16_t lock_tag __attribute__((tls_model("initial-exec")));
+
+static void lock_tag_update(void) {
+    uint32_t n = held_depth < LOCKS_KEPT ? held_depth : LOCKS_KEPT;
+    lock_tag = n ? (uint16_t)(0x8000 | ((held_locks[n - 1] >> 2) * 0x9E3779B97F4A7C15ull) >> 49)
+                 : 0;
+}
+
+static void lock_taken(uintptr_t m) {
+    if (held_depth < LOCKS_KEPT)
+        held_locks[held_depth] = m;
+    held_depth++;
+    lock_tag_update();
+}
+
+static void lock_released(uintptr_t m) {
+    if (!held_depth)
+        return;
+    /* Locks are usually released innermost first; otherwise take the one out where it is. */
+    uint32_t n = held_depth < LOCKS_KEPT ? held_depth : LOCKS_KEPT;
+    for (uint32_t i = n; i-- > 0;)
+        if (held_locks[i] == m) {
+            for (uint32_t j = i; j + 1 < n; j++)
+                held_locks[j] = held_locks[j + 1];
+            break;
+        }
+    held_depth--;
+    lock_tag_update();
+}
+
 /* An eligible access: into the ordered trace when its time window is traced. */
 static __attribute__((noinline)) void trace_tick(struct tstate *t, uint64_t key, uintptr_t pc) {
     if (UNLIKELY(t->slow & SLOW_BUSY))
@@ -2452,7 +2490,8 @@ static __attribute__((noinline)) void trace_tick(struct tstate *t, uint64_t key,
     struct trace_ev *ev = t->tpos++;
     ev->tsc = tsc;
     ev->key = key;
-    ev->pc = pc;
+    /* A code address fits in 48 bits: the top 16 say which lock the thread held (below). */
+    ev->pc = pc | (uint64_t)lock_tag << 48;
 }
 
 /* An eligible access whose window may be open. */
@@ -3075,19 +3114,22 @@ static void resolve_locks(void) {
 }
 
 /* The lock word (an int at offset 0) is updated atomically by lock and unlock. */
-#define LOCK_HOOK(name, T, real)                                                           \
+#define LOCK_HOOK(name, T, real, then)                                                     \
     EXPORT int name(T *m) {                                                                \
         rec((uintptr_t)m, 4, K_RMW, RA());                                                 \
         if (UNLIKELY(!real))                                                               \
             resolve_locks();                                                               \
-        return real(m);                                                                    \
+        int r = real(m);                                                                   \
+        if (r == 0)                                                                        \
+            then((uintptr_t)m);                                                            \
+        return r;                                                                          \
     }
-LOCK_HOOK(pthread_mutex_lock, pthread_mutex_t, real_mutex_lock)
-LOCK_HOOK(pthread_mutex_trylock, pthread_mutex_t, real_mutex_trylock)
-LOCK_HOOK(pthread_mutex_unlock, pthread_mutex_t, real_mutex_unlock)
-LOCK_HOOK(pthread_spin_lock, pthread_spinlock_t, real_spin_lock)
-LOCK_HOOK(pthread_spin_trylock, pthread_spinlock_t, real_spin_trylock)
-LOCK_HOOK(pthread_spin_unlock, pthread_spinlock_t, real_spin_unlock)
+LOCK_HOOK(pthread_mutex_lock, pthread_mutex_t, real_mutex_lock, lock_taken)
+LOCK_HOOK(pthread_mutex_trylock, pthread_mutex_t, real_mutex_trylock, lock_taken)
+LOCK_HOOK(pthread_mutex_unlock, pthread_mutex_t, real_mutex_unlock, lock_released)
+LOCK_HOOK(pthread_spin_lock, pthread_spinlock_t, real_spin_lock, lock_taken)
+LOCK_HOOK(pthread_spin_trylock, pthread_spinlock_t, real_spin_trylock, lock_taken)
+LOCK_HOOK(pthread_spin_unlock, pthread_spinlock_t, real_spin_unlock, lock_released)
 
 /* C++ operator new, so that the call site is the user's `new`, not libstdc++'s. On
  * failure the library's own operator (found with dlsym) throws std::bad_alloc. */

@@ -31,15 +31,11 @@ const NEGLIGIBLE: f64 = 0.02;
 /// With exact evidence and no run totals, lines touched less than this share of the busiest
 /// line's accesses are too rare to judge.
 const RARE: f64 = 0.001;
-/// With run totals (a recording), a contended line matters when it holds at least this
-/// share of the run's accesses (what it could cost, whatever interleaving this run had)...
-const LINE_ACCESS_SHARE: f64 = 0.01;
-/// ...or at least this share of the run's simulated transfers...
-const RUN_TRANSFER_SHARE: f64 = 0.01;
-/// ...and, either way, one transfer per this many of the run's accesses: a transfer costs on
-/// the order of a hundred accesses, so 1e-4 of the accesses is about 1% of the run's time.
-/// A CPU whose accesses to a member are below it neither writes nor shares the member (main
-/// reading the per-thread totals at the end).
+/// With run totals (a recording), a line matters when the cost model prices at least one
+/// transfer per this many of the run's accesses on it: a transfer costs on the order of a
+/// hundred accesses, so 1e-4 of the accesses is about 1% of the run's time. A CPU whose
+/// accesses to a member are below it neither writes nor shares the member (main reading the
+/// per-thread totals at the end).
 const RUN_ACCESS_SHARE: f64 = 1e-4;
 
 /// What the whole run did, when the evidence knows it (`lineup record` counts every
@@ -79,13 +75,110 @@ impl RunTotals {
         RUN_ACCESS_SHARE * self.accesses
     }
 
-    /// Whether a line with these accesses and simulated transfers matters in the run: at
-    /// least [`LINE_ACCESS_SHARE`] of its accesses, or [`RUN_TRANSFER_SHARE`] of its
-    /// transfers, and never fewer transfers or accesses than [`RunTotals::floor`].
-    pub fn matters(&self, accesses: f64, transfers: f64) -> bool {
-        let floor = self.floor();
-        (accesses >= LINE_ACCESS_SHARE * self.accesses && accesses >= floor)
-            || (transfers >= RUN_TRANSFER_SHARE * self.transfers && transfers >= floor)
+    /// Whether a line the model prices at `modeled` transfers over the run matters in it: at
+    /// least [`RunTotals::floor`]. Never the simulated transfers: those are this run's
+    /// interleaving, which the machine's load decides.
+    pub fn matters(&self, modeled: f64) -> bool {
+        modeled > 0.0 && modeled >= self.floor()
+    }
+}
+
+/// What the cost model prices a recorded line at, over the whole run (transfers, modeled
+/// cycles): at the rates of the accesses that can meet another thread's (`concurrent`), and
+/// at the whole rates, as if every access could (`whole`).
+#[derive(Clone, Copy, Debug, Default)]
+struct RunPrice {
+    concurrent: (f64, f64),
+    whole: (f64, f64),
+    /// The line's accesses made inside critical sections of a lock every other thread on
+    /// the line held there (`sequential_accesses`): they cannot meet another thread's.
+    sequential: f64,
+}
+
+/// A recorded access's share that can meet another thread's on its line: all but what it
+/// made under a lock every other thread there held (`src/record/overlap.rs`); 1 without
+/// the evidence.
+fn concurrent_share(a: &Access) -> f64 {
+    let all = a.counts.loads + a.counts.stores + a.counts.rmw;
+    match a.details.get("sequential_accesses") {
+        Some(&s) if all > 0.0 => (1.0 - s / all).clamp(0.0, 1.0),
+        _ => 1.0,
+    }
+}
+
+/// The accesses at their concurrent share, as the cost model prices a recording: only what
+/// threads do at the same time can move a line between them. `None` when every access is
+/// wholly concurrent (nothing to scale).
+fn concurrent_accesses(accesses: &[Access]) -> Option<Vec<Access>> {
+    if accesses.iter().all(|a| concurrent_share(a) >= 1.0) {
+        return None;
+    }
+    Some(
+        accesses
+            .iter()
+            .map(|a| {
+                let c = concurrent_share(a);
+                let mut a = a.clone();
+                a.counts.loads *= c;
+                a.counts.stores *= c;
+                a.counts.rmw *= c;
+                for k in ["element_line_writes", "element_line_reads"] {
+                    if let Some(&x) = a.details.get(k) {
+                        a.details.insert(k, x * c);
+                    }
+                }
+                a
+            })
+            .collect(),
+    )
+}
+
+/// A line's price: the model's terms on the struct's own line, or, where threads use
+/// distinct elements of an array (each element its own object, so the struct's view holds
+/// one thread per member), the same model on the physical line those elements share: the
+/// line's element writes as two writers of disjoint bytes on two CPUs, its element reads as
+/// another CPU's loads beside them (beside `neighbour` writes, the type's element writes,
+/// when the line holds none of its own).
+fn line_price(
+    line: Option<&contention::LineModel>,
+    element_writes: f64,
+    element_reads: f64,
+    neighbour: f64,
+    machine: &MachineModel,
+) -> (f64, f64) {
+    let own = line.map_or((0.0, 0.0), |m| (m.transfers, m.cycles));
+    let stream = |unit: usize, reads: f64, writes: f64, cpu: u32| cost::Stream {
+        unit,
+        inner: 0,
+        size: 8,
+        field: String::new(),
+        path: format!("thread {cpu}"),
+        reads,
+        writes,
+        rmw: 0.0,
+        cpus: 1,
+        cpu_list: vec![cpu],
+        lock: false,
+    };
+    let mut streams = Vec::new();
+    if element_writes > 0.0 {
+        streams.push(stream(0, 0.0, element_writes / 2.0, 0));
+        streams.push(stream(1, 0.0, element_writes / 2.0, 1));
+    } else if element_reads > 0.0 && neighbour > 0.0 {
+        streams.push(stream(0, 0.0, neighbour, 0));
+    }
+    if element_reads > 0.0 && !streams.is_empty() {
+        streams.push(stream(2, element_reads, 0.0, 1));
+    }
+    if streams.is_empty() {
+        return own;
+    }
+    let refs: Vec<&cost::Stream> = streams.iter().collect();
+    let (ft, tt, fc, tc) = cost::line_terms(&refs, machine);
+    if ft + tt > own.0 {
+        (ft + tt, fc + tc)
+    } else {
+        own
     }
 }
 
@@ -427,7 +520,21 @@ pub fn diagnose_on(
             &own
         }
     };
-    let model = Model::new(layout, accesses, machine_cpus, machine);
+    // A recording is priced at what its threads do at the same time (`concurrent_share`);
+    // the whole rates say what the line would cost if their windows overlapped.
+    let concurrent = run.and_then(|_| concurrent_accesses(accesses));
+    let model = Model::new(
+        layout,
+        concurrent.as_deref().unwrap_or(accesses),
+        machine_cpus,
+        machine,
+    );
+    let whole_model = concurrent
+        .as_ref()
+        .map(|_| Model::new(layout, accesses, machine_cpus, machine));
+    // Per line: (element writes, element reads) at their concurrent share, and the
+    // sequential accesses.
+    let mut overlap_by_line: BTreeMap<u64, (f64, f64, f64)> = BTreeMap::new();
     // (line index, member name, member offset) -> accumulated use.
     let mut uses: Vec<(u64, MemberUse)> = Vec::new();
     let mut misfits: Vec<String> = Vec::new();
@@ -457,6 +564,13 @@ pub fn diagnose_on(
             (None, None) => (member_name(f), f.offset, f.size),
         };
         let line = off / cls;
+        if run.is_some() {
+            let c = concurrent_share(a);
+            let e = overlap_by_line.entry(line).or_default();
+            e.0 += a.details.get("element_line_writes").copied().unwrap_or(0.0) * c;
+            e.1 += a.details.get("element_line_reads").copied().unwrap_or(0.0) * c;
+            e.2 += a.details.get("sequential_accesses").copied().unwrap_or(0.0);
+        }
         let cpus = a
             .cpus
             .as_ref()
@@ -594,11 +708,36 @@ pub fn diagnose_on(
             rare: busiest * RARE,
         },
     };
+    // The type's element writes: the neighbours of a line whose elements are only read.
+    let (neighbour_whole, neighbour_concurrent) = (
+        uses.iter().map(|(_, u)| u.element_writes).sum::<f64>(),
+        overlap_by_line.values().map(|e| e.0).sum::<f64>(),
+    );
     let mut lines: Vec<LineDiagnosis> = lines
         .into_iter()
         .map(|(line, members)| {
             let m = model.lines.get(&line);
-            judge(line, cls, members, scale, m.map(|m| (m, per_cpu)))
+            let price = run.map(|_| {
+                let (ew, er, sequential) = overlap_by_line.get(&line).copied().unwrap_or_default();
+                let whole_ew: f64 = members.iter().map(|m| m.element_writes).sum();
+                let whole_er: f64 = members.iter().map(|m| m.element_reads).sum();
+                let concurrent = line_price(m, ew, er, neighbour_concurrent, machine);
+                RunPrice {
+                    concurrent,
+                    whole: match &whole_model {
+                        Some(w) => line_price(
+                            w.lines.get(&line),
+                            whole_ew,
+                            whole_er,
+                            neighbour_whole,
+                            machine,
+                        ),
+                        None => concurrent,
+                    },
+                    sequential,
+                }
+            });
+            judge(line, cls, members, scale, m.map(|m| (m, per_cpu)), price)
         })
         .collect();
     let findings = model.findings(&lines);
@@ -919,6 +1058,7 @@ fn judge(
     members: Vec<MemberUse>,
     scale: Scale,
     model: Option<(&contention::LineModel, bool)>,
+    price: Option<RunPrice>,
 ) -> LineDiagnosis {
     // The model's line, and whether the struct is per CPU already.
     let (model, per_cpu) = match model {
@@ -936,13 +1076,19 @@ fn judge(
                 judge_exact(index, cls, &members, &significant, total, rare, 0.0)
             }
             Scale::Run(run) => {
-                let transfers: f64 = members.iter().map(|m| m.counts.transfers()).sum();
-                if run.matters(total, transfers) {
-                    judge_exact(index, cls, &members, &significant, total, 0.0, run.floor())
+                // Who writes what names the class; the model, priced at the rates of the
+                // accesses that can meet another thread's, says whether it matters and what
+                // it costs.
+                let price = price.unwrap_or_default();
+                if run.matters(price.concurrent.0) {
+                    let mut d =
+                        judge_exact(index, cls, &members, &significant, total, 0.0, run.floor());
+                    priced_in_run(&mut d, total, &run, &price);
+                    d
                 } else {
-                    // What it would be, named negligible.
+                    // What it would be, named negligible or handed over.
                     let mut d = judge_exact(index, cls, &members, &significant, total, 0.0, 0.0);
-                    negligible_in_run(&mut d, total, &run);
+                    not_contended_in_run(&mut d, total, &run, &price);
                     d
                 }
             }
@@ -1186,33 +1332,72 @@ fn read_beside_written_element(members: &[MemberUse], total: f64, cpu_floor: f64
     reads > 0.0 && reads >= cpu_floor && reads >= ELEMENT_READ_SHARE * total
 }
 
-/// A contention verdict whose line moved less than the run's floor becomes
-/// [`Verdict::Negligible`], named with its numbers and left out of the ranking (cost 0).
-fn negligible_in_run(d: &mut LineDiagnosis, accesses: f64, run: &RunTotals) {
-    if !matches!(
-        d.verdict,
+fn is_contention(v: Verdict) -> bool {
+    matches!(
+        v,
         Verdict::FalseSharing | Verdict::TrueSharing | Verdict::ReadMostlyNextToWriteHot
-    ) {
+    )
+}
+
+fn pct(x: f64, of: f64) -> f64 {
+    if of > 0.0 { 100.0 * x / of } else { 0.0 }
+}
+
+/// A contended line of a recording that matters: its cost is the model's, and the
+/// explanation says what the model priced beside what this run's simulation measured.
+fn priced_in_run(d: &mut LineDiagnosis, accesses: f64, run: &RunTotals, price: &RunPrice) {
+    if !is_contention(d.verdict) {
         return;
     }
-    let transfers: f64 = d.members.iter().map(|m| m.counts.transfers()).sum();
-    if run.matters(accesses, transfers) {
-        return;
-    }
-    let pct = |x: f64, of: f64| if of > 0.0 { 100.0 * x / of } else { 0.0 };
-    d.explanation = format!(
-        "{accesses:.0} accesses ({:.3}% of the run's {:.0}) and {transfers:.0} simulated transfers ({:.2}% of the run's {:.0}): negligible; it would be {}. A line must hold {:.0}% of the run's accesses or {:.0}% of its transfers, and at least {:.0} of either ({}% of the accesses)",
-        pct(accesses, run.accesses),
-        run.accesses,
-        pct(transfers, run.transfers),
-        run.transfers,
-        d.verdict.label(),
-        LINE_ACCESS_SHARE * 100.0,
-        RUN_TRANSFER_SHARE * 100.0,
+    let simulated: f64 = d.members.iter().map(|m| m.counts.transfers()).sum();
+    d.cost = price.concurrent.1;
+    d.explanation.push_str(&format!(
+        ". Priced by the model at the threads' rates (what they do, whichever way they interleave): {:.0} transfers over the run ({:.0} of the line's {accesses:.0} accesses made under a lock every thread there held, which cannot meet), at least {:.0} ({}% of the run's accesses) to matter; this run's simulation measured {simulated:.0} ({:.2}% of its {:.0}), which depends on how the threads happened to interleave",
+        price.concurrent.0,
+        price.sequential,
         run.floor(),
-        RUN_ACCESS_SHARE * 100.0
+        RUN_ACCESS_SHARE * 100.0,
+        pct(simulated, run.transfers),
+        run.transfers,
+    ));
+}
+
+/// A contention verdict whose line the model prices under the run's floor: handed from
+/// thread to thread under a lock when it would matter at the whole rates (a lock every
+/// thread on the line holds orders their accesses), else negligible. Cost 0 either way.
+fn not_contended_in_run(d: &mut LineDiagnosis, accesses: f64, run: &RunTotals, price: &RunPrice) {
+    if !is_contention(d.verdict) {
+        return;
+    }
+    let simulated: f64 = d.members.iter().map(|m| m.counts.transfers()).sum();
+    let measured = format!(
+        "this run's simulation measured {simulated:.0} transfers ({:.2}% of its {:.0})",
+        pct(simulated, run.transfers),
+        run.transfers
     );
-    d.verdict = Verdict::Negligible;
+    if run.matters(price.whole.0) {
+        d.explanation = format!(
+            "handed from thread to thread under a lock, not contention: {:.0} of the line's {accesses:.0} accesses were made inside critical sections of a lock every thread on the line held there, so no two threads use it at the same time and it moves once per critical section, not per access; the model prices {:.0} transfers at the rates of the rest, under the run's floor of {:.0} ({}% of its accesses); if the threads used it at the same time it would be {} ({:.0} transfers); {measured}",
+            price.sequential,
+            price.concurrent.0,
+            run.floor(),
+            RUN_ACCESS_SHARE * 100.0,
+            d.verdict.label(),
+            price.whole.0,
+        );
+        d.verdict = Verdict::NotShared;
+    } else {
+        d.explanation = format!(
+            "{accesses:.0} accesses ({:.3}% of the run's {:.0}), priced by the model at {:.0} transfers over the run: negligible; it would be {}. A line must cost at least {:.0} transfers ({}% of the run's accesses: a transfer costs about a hundred accesses, so about 1% of the run's time); {measured}",
+            pct(accesses, run.accesses),
+            run.accesses,
+            price.concurrent.0,
+            d.verdict.label(),
+            run.floor(),
+            RUN_ACCESS_SHARE * 100.0,
+        );
+        d.verdict = Verdict::Negligible;
+    }
     d.cost = 0.0;
 }
 

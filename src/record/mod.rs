@@ -14,6 +14,7 @@
 pub mod attribute;
 pub mod cc;
 pub mod debuginfo;
+pub mod overlap;
 pub mod sim;
 pub mod trace;
 
@@ -313,6 +314,9 @@ struct AccessVal {
     element_writes: f64,
     /// Reads of an element whose physical line another thread writes in another element.
     element_reads: f64,
+    /// Accesses made inside critical sections of a lock that every other thread on the
+    /// line held at its accesses there: they cannot meet another thread's (`overlap.rs`).
+    sequential: f64,
     threads: BTreeSet<(u32, u32)>,
     comms: BTreeSet<String>,
     resolved: debuginfo::Resolved,
@@ -649,6 +653,9 @@ pub fn build(
             )
         });
         drop(site_of_event);
+        // Which accesses could meet another thread's on their line, from the locks the
+        // threads held rather than from this interleaving.
+        let overlap = overlap::Overlap::of(&p.traced, line);
 
         progress(Step::Attribute { process: pi, of: n });
         let debug = &facts.debug;
@@ -922,6 +929,9 @@ pub fn build(
             v.invalidations += inv;
             v.pair_true += pt;
             v.pair_false += pf;
+            if !k.summary {
+                v.sequential += n * (1.0 - overlap.share(k.thread, k.addr / line));
+            }
             let is_write = !matches!(k.kind, Kind::Load);
             // Both sides above the floor: main filling in a table that workers then read
             // writes each line a few times, which moves it no more often than that.
@@ -1174,6 +1184,7 @@ pub fn build(
         put("pair_false_sharing", v.pair_false);
         put("element_line_writes", v.element_writes);
         put("element_line_reads", v.element_reads);
+        put("sequential_accesses", v.sequential);
         let mut counts = v.counts;
         counts.lcl_hitm = counts.lcl_hitm.round();
         let access = Access {

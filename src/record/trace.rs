@@ -69,6 +69,9 @@ pub struct Traced {
     pub size: u32,
     pub kind: Kind,
     pub pc: u64,
+    /// The lock the thread held (its innermost, through the runtime's pthread mutex and
+    /// spinlock wrappers): `0x8000 | 15 bits of its address`, 0 when none.
+    pub lock: u16,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -416,6 +419,8 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                 need(24)?;
                 for r in body.chunks_exact(24) {
                     let (addr, size, kinds, _) = split_key(u64_at(r, 8));
+                    // A code address in the low 48 bits, the held lock's tag above it.
+                    let pc = u64_at(r, 16);
                     for &kind in kinds {
                         p.traced.push(Traced {
                             tsc: u64_at(r, 0),
@@ -423,7 +428,8 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                             addr,
                             size,
                             kind,
-                            pc: u64_at(r, 16),
+                            pc: pc & ((1 << 48) - 1),
+                            lock: (pc >> 48) as u16,
                         });
                     }
                 }
