@@ -1,0 +1,206 @@
+//! Issue 27 items 1 and 4: a recording's verdict is decided by what the threads do (who
+//! writes which bytes of a line, at what rates, under which lock), priced by the cost
+//! model, never by the transfers this run's interleaving happened to produce. Each replica
+//! (`tests/data/record/overlap/`) is recorded on an idle CPU and under a competing busy
+//! loop (a process spinning for the whole recording), and must get the same verdict both
+//! ways:
+//!
+//! - `lock_handed.c` (zstd -T2's checksum state: jobs feed one state in turn under a mutex):
+//!   handed from thread to thread under a lock, not contention, cost 0;
+//! - `few_stores.c` (Phoenix word_count's per-thread results: 6 stores per thread in the
+//!   run, neighbouring slots on one line): negligible;
+//! - `adjacent_blocks.c` (PARSEC streamcluster's work_mem: a 32-byte block per thread on one
+//!   line, written all the time but a small share of the run's accesses): false sharing.
+//!
+//! No assertion depends on timing: the verdicts follow from exact counts and the locks the
+//! threads held, whichever way they interleaved. Needs clang (`.ci/run` installs it).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+fn scratch() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("record-overlap-tests");
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    })
+}
+
+fn lineup() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lineup"));
+    c.env("LINEUP_CACHE_DIR", scratch().join("cache"));
+    c
+}
+
+/// A process spinning on a CPU until dropped: the "competing busy loop".
+struct Busy(Child);
+
+impl Busy {
+    fn start() -> Busy {
+        Busy(
+            Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .expect("sh"),
+        )
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn built(src: &str) -> PathBuf {
+    let stem = Path::new(src).file_stem().unwrap().to_string_lossy();
+    let prog = scratch().join(stem.as_ref());
+    common::run_ok(
+        lineup()
+            .env("LINEUP_CC", "clang")
+            .args(["cc", "-O2", "-pthread", "-Wall"])
+            .arg(common::repo().join(src))
+            .arg("-o")
+            .arg(&prog),
+    );
+    prog
+}
+
+/// Records `prog` (under a busy loop when `busy`), checks that its output is the plain
+/// run's, and returns `diagnose --json` with `select` (`--type T` or `--alloc SITE`).
+fn diagnosed(prog: &Path, busy: bool, select: &[&str]) -> Value {
+    let plain = common::run_ok(&mut Command::new(prog));
+    let profile = prog.with_extension(if busy { "busy.json" } else { "idle.json" });
+    let _spin = busy.then(Busy::start);
+    let out = common::run_ok(
+        lineup()
+            .args(["record", "-o"])
+            .arg(&profile)
+            .arg("--")
+            .arg(prog),
+    );
+    drop(_spin);
+    assert_eq!(out, plain, "the recorded run's output differs");
+    serde_json::from_slice(&common::run_ok(
+        lineup()
+            .args(["diagnose", "--json", "--profile"])
+            .arg(&profile)
+            .args(select),
+    ))
+    .unwrap()
+}
+
+fn verdicts(d: &Value) -> Vec<(u64, String)> {
+    let mut v: Vec<(u64, String)> = d["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["index"].as_u64().unwrap(),
+                l["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+const CONTENTION: [&str; 4] = [
+    "false_sharing",
+    "true_sharing",
+    "co_written",
+    "read_mostly_next_to_write_hot",
+];
+
+/// Both ways, the same verdicts; returns the idle diagnosis.
+fn same_both_ways(src: &str, select: &[&str]) -> (Value, Value) {
+    let prog = built(src);
+    let idle = diagnosed(&prog, false, select);
+    let busy = diagnosed(&prog, true, select);
+    assert_eq!(verdicts(&idle), verdicts(&busy), "{idle:#}\n{busy:#}");
+    (idle, busy)
+}
+
+#[test]
+fn a_state_handed_over_under_a_mutex_is_not_contention_idle_or_busy() {
+    let (idle, busy) = same_both_ways(
+        "tests/data/record/overlap/lock_handed.c",
+        &["--type", "serial_state"],
+    );
+    for d in [&idle, &busy] {
+        for l in d["lines"].as_array().unwrap() {
+            assert!(
+                !CONTENTION.contains(&l["verdict"].as_str().unwrap()),
+                "{l:#}"
+            );
+            assert_eq!(l["cost"].as_f64(), Some(0.0), "{l:#}");
+        }
+        // The checksum's lines: written by both workers, handed over under the mutex.
+        let handed: Vec<&Value> = d["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| {
+                l["explanation"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("handed from thread to thread under a lock")
+            })
+            .collect();
+        assert!(!handed.is_empty(), "{d:#}");
+        for l in handed {
+            assert_eq!(l["verdict"], "not_shared", "{l:#}");
+            assert!(
+                l["members"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m["name"] == "xxh"),
+                "{l:#}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_handful_of_stores_to_per_thread_slots_is_negligible_idle_or_busy() {
+    let src = "tests/data/record/overlap/few_stores.c";
+    let at = common::source_site(src, "found = aligned_alloc");
+    let (idle, busy) = same_both_ways(src, &["--alloc", &at]);
+    for d in [&idle, &busy] {
+        let v = verdicts(d);
+        assert_eq!(v, [(0, "negligible".to_string())], "{d:#}");
+        assert_eq!(d["lines"][0]["cost"].as_f64(), Some(0.0));
+    }
+}
+
+#[test]
+fn per_thread_blocks_written_on_one_line_are_false_sharing_idle_or_busy() {
+    let src = "tests/data/record/overlap/adjacent_blocks.c";
+    let at = common::source_site(src, "work_mem = aligned_alloc");
+    let (idle, busy) = same_both_ways(src, &["--alloc", &at]);
+    for d in [&idle, &busy] {
+        assert_eq!(verdicts(d), [(0, "false_sharing".to_string())], "{d:#}");
+        let line = &d["lines"][0];
+        assert!(line["cost"].as_f64().unwrap() > 0.0, "{line:#}");
+        let why = line["explanation"].as_str().unwrap();
+        assert!(
+            why.contains("`work_mem[0]`") && why.contains("`work_mem[4]`"),
+            "{why}"
+        );
+        // The model's price, with this run's simulated transfers beside it.
+        assert!(
+            why.contains("Priced by the model") && why.contains("this run's simulation measured"),
+            "{why}"
+        );
+    }
+}
