@@ -650,7 +650,12 @@ fn cli_marks_decoded_bindings_exact() {
         text.contains("data line 0x555500001000 is bytes -8..55 of the struct (exact)"),
         "{text}"
     );
-    assert!(text.contains("decoded: set_d `mov [rdi+0x30]`"), "{text}");
+    // The object file has DWARF: the row is typed from its instruction (p, a `struct s *`,
+    // in rdi), which names the member as well as the displacement does.
+    assert!(
+        text.contains("typed from its instruction `mov [rdi+0x30], rsi`: struct s +48 d"),
+        "{text}"
+    );
     let json: serde_json::Value = serde_json::from_str(&run(&["--vmlinux", vm, "--json"])).unwrap();
     let b = json["bindings"].as_array().unwrap();
     assert_eq!(b.len(), 2);

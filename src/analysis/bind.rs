@@ -776,19 +776,75 @@ fn exclusion(
     None
 }
 
-/// The exact line start a decoded row gives, when the decoded access lands on a member
-/// start of the type with the decoded size: the displacement is then the member offset.
+/// How a row's instruction places it in struct `id`, when the image gave its operand.
+enum RowPlace {
+    /// Typed from the instruction (its base register's type at that address): the struct
+    /// offset of the access, and why.
+    Typed(i64, String),
+    /// Typed as a struct that is neither `id` nor embedded in it once: not this struct's row.
+    Other(String),
+    /// Decoded only: the displacement, assuming the base register points to `id`'s start.
+    Displacement,
+}
+
+fn row_place(
+    types: &Types<'_>,
+    id: TypeId,
+    names: &[String],
+    op: &crate::readers::code::MemoryOperand,
+) -> RowPlace {
+    let Some(t) = &op.typed else {
+        return RowPlace::Displacement;
+    };
+    let why = |at: &str| {
+        format!(
+            "typed from its instruction `{}`: struct {} +{} {}{} ({})",
+            t.instruction, t.type_name, t.offset, t.member, at, t.via
+        )
+    };
+    if names.iter().any(|n| *n == t.type_name) {
+        return RowPlace::Typed(t.offset, why(""));
+    }
+    let parts: Vec<(String, u64)> = embedded_parts(types, id)
+        .into_iter()
+        .filter(|(ty, _, _)| type_names(types, *ty).contains(&t.type_name))
+        .map(|(_, path, off)| (path, off))
+        .collect();
+    match parts.as_slice() {
+        [(path, off)] => RowPlace::Typed(*off as i64 + t.offset, why(&format!(", inside {path}"))),
+        _ => RowPlace::Other(t.type_name.clone()),
+    }
+}
+
+/// The exact line starts the code gives, strongest first: a row typed from its instruction
+/// as this struct (or a struct it embeds once) puts the line where its member is (strength
+/// 2); a decoded row whose displacement lands on a member start with the decoded size, when
+/// the row was not typed as another struct, puts it there assuming the base register points
+/// to the struct's start (strength 1).
 fn decoded_start(
     scorer: &Scorer,
+    types: &Types<'_>,
+    id: TypeId,
     decoded: &Decoded,
     address: u64,
     accesses: &[(usize, LineAccess)],
-) -> Vec<(i64, String)> {
+) -> Vec<(i64, String, usize)> {
+    let names = type_names(types, id);
     let mut out = Vec::new();
     for (i, a) in accesses {
         let Some(op) = decoded.get(&(address, *i)) else {
             continue;
         };
+        match row_place(types, id, &names, op) {
+            RowPlace::Typed(at, why) => {
+                if !op.typed.as_ref().is_some_and(|t| t.indexed) {
+                    out.push((at - a.offset as i64, why, 2));
+                }
+                continue;
+            }
+            RowPlace::Other(_) => continue,
+            RowPlace::Displacement => {}
+        }
         if op.displacement < 0 {
             continue;
         }
@@ -805,9 +861,45 @@ fn decoded_start(
                 op.displacement,
                 leaf.path
             ),
+            1,
         ));
     }
+    out.sort_by_key(|e| std::cmp::Reverse(e.2));
     out
+}
+
+/// Why a line is not struct `id` by what its instructions were typed as: most of its typed
+/// weight typed as other structs (neither `id` nor embedded in it).
+fn typed_elsewhere(
+    types: &Types<'_>,
+    id: TypeId,
+    decoded: &Decoded,
+    address: u64,
+    accesses: &[(usize, LineAccess)],
+) -> Option<String> {
+    let names = type_names(types, id);
+    let (mut mine, mut other) = (0.0, 0.0);
+    let mut others: BTreeSet<String> = BTreeSet::new();
+    for (i, a) in accesses {
+        let Some(op) = decoded.get(&(address, *i)) else {
+            continue;
+        };
+        match row_place(types, id, &names, op) {
+            RowPlace::Typed(..) => mine += a.weight,
+            RowPlace::Other(t) => {
+                other += a.weight;
+                others.insert(t);
+            }
+            RowPlace::Displacement => {}
+        }
+    }
+    (other > 0.0 && other > mine).then(|| {
+        format!(
+            "its rows' instructions were typed as struct {} ({:.0}% of the typed weight), not this struct",
+            others.into_iter().collect::<Vec<_>>().join(", struct "),
+            100.0 * other / (other + mine)
+        )
+    })
 }
 
 /// Binds the raw lines of `profile` that fit struct `id` (named `type_name`), jointly per
@@ -854,7 +946,14 @@ pub fn bind_type(
         } else {
             proto.clone()
         };
-        if let Some(reason) = exclusion(line, input.domain, type_name, &proto_for_exclusion) {
+        let typed_out = if input.line_start.is_none() {
+            typed_elsewhere(types, id, &input.decoded, line.address, &accesses)
+        } else {
+            None
+        };
+        if let Some(reason) =
+            typed_out.or_else(|| exclusion(line, input.domain, type_name, &proto_for_exclusion))
+        {
             out.unbound.push(Unbound {
                 address: line.address,
                 reason,
@@ -890,7 +989,7 @@ pub fn bind_type(
                 j += 1;
             }
             let group = &fitting[i..j];
-            let placed = bind_group(&scorer, types, cls, group, &input.decoded);
+            let placed = bind_group(&scorer, types, id, cls, group, &input.decoded);
             let mut any = false;
             for (k, p) in placed.into_iter().enumerate() {
                 let (address, _, _, proto) = &group[k];
@@ -937,6 +1036,7 @@ type GroupLine = (u64, Vec<(usize, LineAccess)>, f64, PrototypeEvidence);
 fn bind_group(
     scorer: &Scorer,
     types: &Types<'_>,
+    id: TypeId,
     cls: u64,
     group: &[GroupLine],
     decoded: &Decoded,
@@ -946,16 +1046,17 @@ fn bind_group(
     // Candidate bases: every placement of every line, shifted to the first line; and the
     // decoded ones.
     let mut bases: BTreeMap<i64, usize> = BTreeMap::new();
-    let mut exact: Vec<(usize, i64, String)> = Vec::new();
+    let mut exact: Vec<(usize, i64, String, usize)> = Vec::new();
     for (k, (address, accesses, _, _)) in group.iter().enumerate() {
         let shift = (*address - first) as i64;
         let only: Vec<LineAccess> = accesses.iter().map(|(_, a)| a.clone()).collect();
         for c in scorer.candidates(types, &only, cls) {
             bases.entry(c.line_start - shift).or_default();
         }
-        for (start, why) in decoded_start(scorer, decoded, *address, accesses) {
+        for (start, why, strength) in decoded_start(scorer, types, id, decoded, *address, accesses)
+        {
             bases.insert(start - shift, 0);
-            exact.push((k, start - shift, why));
+            exact.push((k, start - shift, why, strength));
         }
     }
     let eval = |base: i64| -> (usize, f64, Vec<Option<attribute::Candidate>>) {
@@ -970,9 +1071,13 @@ fn bind_group(
                 && c.fit >= MIN_FIT
             {
                 value += w / total_w * c.score();
-                if exact.iter().any(|(kk, b, _)| *kk == k && *b == base) {
-                    ex += 1;
-                }
+                // A typed row outweighs a displacement: strength 2 against 1.
+                ex += exact
+                    .iter()
+                    .filter(|(kk, b, _, _)| *kk == k && *b == base)
+                    .map(|e| e.3)
+                    .max()
+                    .unwrap_or(0);
             }
             per.push(c);
         }
@@ -1028,8 +1133,8 @@ fn bind_group(
                     }
                     let own_exact: Vec<&String> = exact
                         .iter()
-                        .filter(|(kk, b, _)| *kk == k && *b == best)
-                        .map(|(_, _, w)| w)
+                        .filter(|(kk, b, _, _)| *kk == k && *b == best)
+                        .map(|(_, _, w, _)| w)
                         .collect();
                     let how = if own_exact.is_empty() {
                         How::Inferred
@@ -1376,11 +1481,11 @@ fn rank_one(
     fixed: Option<i64>,
 ) -> Option<TypeCandidate> {
     let only: Vec<LineAccess> = accesses.iter().map(|(_, a)| a.clone()).collect();
-    let exact = decoded_start(scorer, &input.decoded, line.address, accesses);
+    let exact = decoded_start(scorer, types, id, &input.decoded, line.address, accesses);
     let mut best = None;
     let mut how = How::Inferred;
     let mut reasons = Vec::new();
-    for (start, why) in &exact {
+    for (start, why, _) in &exact {
         if let Some(c) = scorer.at(types, &only, *start, cls)
             && c.fit >= MIN_FIT
         {

@@ -16,6 +16,7 @@ mod report_files;
 mod scalar;
 mod source;
 mod subject;
+mod typing;
 
 use clap::{Parser, Subcommand};
 
@@ -53,6 +54,7 @@ enum Command {
     Record(record::RecordArgs),
     Check(check::Args),
     Diff(diff::Args),
+    Typing(typing::Args),
 }
 
 /// Runs the command line and returns the process exit code: 0 on success (`check` and `diff`:
@@ -85,6 +87,7 @@ pub fn main() -> i32 {
         Command::Check(args) => check::run(args),
         // 0 same, 1 different, as diff(1) and codiff.
         Command::Diff(args) => diff::run(args),
+        Command::Typing(args) => typing::run(args).map(|()| 0),
     };
     match result {
         Ok(code) => code,

@@ -28,6 +28,11 @@ pub struct MemoryOperand {
     pub writes: bool,
     /// `mov [rdi+0x100]`, for the report.
     pub instruction: String,
+    /// The struct and member the access was typed as from the image's DWARF (the base
+    /// register's type at this instruction, [`super::typing`]): exact where the displacement
+    /// alone assumes the register points to the struct's start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub typed: Option<super::typing::TypedAccess>,
 }
 
 /// The instruction sets whose memory operands lineup reads, by the ELF machine.
@@ -136,6 +141,7 @@ pub fn decode_operand(bytes: &[u8], ip: u64) -> Option<MemoryOperand> {
         reads,
         writes,
         instruction,
+        typed: None,
     })
 }
 
@@ -246,6 +252,7 @@ pub fn decode_operand_aarch64(code: &[u8], at: usize) -> Option<MemoryOperand> {
             .cloned()
             .collect::<Vec<_>>()
             .join("; "),
+        typed: None,
     })
 }
 
@@ -506,22 +513,44 @@ pub type Decoded = BTreeMap<(u64, usize), MemoryOperand>;
 /// `symbol+offset` directly; a raw address through `kallsyms` when given, else as an
 /// address of the image (a kernel without KASLR, a program that is not position
 /// independent).
+///
+/// Where the image has DWARF, each row is also typed from its instruction
+/// ([`super::typing`]): the operand's `typed` names the struct and member offset.
 pub fn decode_rows(
     code: &CodeSource,
     kallsyms: Option<&Kallsyms>,
     profile: &crate::profile::Profile,
 ) -> Decoded {
     let mut out = Decoded::new();
+    let typer = match code {
+        CodeSource::Image(i) if i.isa == Isa::X86_64 => super::typing::Typer::new(&i.file).ok(),
+        _ => None,
+    };
     for line in &profile.lines {
         for (i, a) in line.accesses.iter().enumerate() {
             let Some(loc) = &a.code else { continue };
-            let op = match (&loc.symbol, loc.symbol_offset, loc.address) {
+            let mut op = match (&loc.symbol, loc.symbol_offset, loc.address) {
                 (Some(sym), Some(off), _) => {
                     code.operand_at_symbol(function_part(sym), off, kallsyms)
                 }
                 (_, _, Some(addr)) => code.operand_at_address(addr, kallsyms),
                 _ => None,
             };
+            if let (Some(t), Some(op), CodeSource::Image(image)) = (&typer, &mut op, code) {
+                let at = match (&loc.symbol, loc.symbol_offset, loc.address) {
+                    (Some(sym), Some(off), _) => {
+                        image.symbol_address(function_part(sym)).map(|s| s + off)
+                    }
+                    (_, _, Some(addr)) => match kallsyms {
+                        Some(k) => k
+                            .locate(addr)
+                            .and_then(|(s, off)| Some(image.symbol_address(s)? + off)),
+                        None => Some(addr),
+                    },
+                    _ => None,
+                };
+                op.typed = at.and_then(|pc| t.type_at(pc).ok());
+            }
             if let Some(op) = op {
                 out.insert((line.address, i), op);
             }

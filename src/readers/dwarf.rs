@@ -66,7 +66,7 @@ pub enum DwarfError {
     },
 }
 
-type Slice<'a> = EndianSlice<'a, RunTimeEndian>;
+pub(crate) type Slice<'a> = EndianSlice<'a, RunTimeEndian>;
 type Unit<'a> = gimli::Unit<Slice<'a>>;
 
 /// Largest struct we believe in (BTF's limit): anything bigger is a corrupt size.
@@ -1756,6 +1756,47 @@ fn apply_remap(types: &mut Types<'_>, remap: &[TypeId]) {
             _ => {}
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every section, for readers that need more than types
+
+/// All DWARF sections of ELF file `elf`, location and range lists included, relocated and
+/// decompressed as [`parse`] reads them: what typing an instruction from its variables'
+/// locations needs ([`crate::readers::typing`]). The first section of each name serves.
+pub(crate) fn load_all<'a>(
+    elf: &'a [u8],
+    arena: &'a typed_arena::Arena<Vec<u8>>,
+) -> Result<gimli::Dwarf<Slice<'a>>, DwarfError> {
+    let obj = object::File::parse(elf).map_err(|e| DwarfError::NotElf(e.to_string()))?;
+    if obj.format() != object::BinaryFormat::Elf {
+        return Err(DwarfError::NotElf(format!("{:?} file", obj.format())));
+    }
+    let big_endian = !obj.is_little_endian();
+    let endian = if big_endian {
+        RunTimeEndian::Big
+    } else {
+        RunTimeEndian::Little
+    };
+    let relocatable = obj.kind() == object::ObjectKind::Relocatable;
+    if obj.section_by_name(".debug_info").is_none() && obj.section_by_name(".zdebug_info").is_none()
+    {
+        return Err(DwarfError::NoDebugInfo);
+    }
+    gimli::Dwarf::load(|id: gimli::SectionId| -> Result<Slice<'a>, DwarfError> {
+        let name = id.name();
+        let compressed = name.replacen(".debug_", ".zdebug_", 1);
+        let section = obj
+            .section_by_name(name)
+            .or_else(|| obj.section_by_name(&compressed));
+        let data = match section {
+            Some(s) if s.kind() != object::SectionKind::UninitializedData => {
+                section_data(&obj, &s, name, relocatable, big_endian, arena)?
+            }
+            _ => &[],
+        };
+        Ok(EndianSlice::new(data, endian))
+    })
 }
 
 // ---------------------------------------------------------------------------------------------

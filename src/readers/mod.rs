@@ -6,6 +6,7 @@ pub mod code;
 pub mod dwarf;
 pub mod host;
 pub mod pahole_text;
+pub mod typing;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
