@@ -1096,14 +1096,7 @@ impl<'a> Typer<'a> {
         let Some(f) = self.function(pc) else {
             return Err(NotTyped::new(NO_CODE, format!("{pc:#x} is in no function")));
         };
-        // A recorded site inside a call of another length than 5 (`call [rip+x]`: the
-        // recording names the byte before the return address): that call.
-        let inside_call = || {
-            let i = f.instrs.partition_point(|x| x.ip() <= pc).checked_sub(1)?;
-            let ins = &f.instrs[i];
-            (pc < ins.next_ip() && ins.flow_control() != FlowControl::Next).then_some(i)
-        };
-        let Some(idx) = f.index_of(pc).or_else(inside_call) else {
+        let Some(idx) = f.index_of(pc) else {
             return Err(NotTyped::new(
                 NO_CODE,
                 format!("{pc:#x} is not an instruction boundary"),
