@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Negative controls (issue 27 item 4): ordinary multithreaded programs, built from their
+"""Negative controls (issue 27 item 4): ordinary multithreaded programs (zstd, pigz, xz,
+lbzip2, pbzip2: at least four of them where the mirror has their sources), built from their
 Debian source packages with `lineup cc`, recorded with `lineup record`, must produce the
 same output as their plain build and get no contention verdict above negligible.
 
@@ -77,17 +78,42 @@ def build_autotools(binary):
     return build
 
 
-# name, Debian source package, build, command (input file, output file) with two threads.
+def build_pbzip2(tree, out, cc):
+    cxx = cc.replace(" cc", " c++") if cc.endswith(" cc") else "c++"
+    sh(f"make -j2 pbzip2 CXX='{cxx}' CXXFLAGS='-O2 -pthread' LDFLAGS='-pthread' >/dev/null",
+       cwd=tree)
+    shutil.copy(os.path.join(tree, "pbzip2"), out)
+
+
+# name, Debian source package, build, command with two threads: (argv, whether the
+# compressed data goes to standard output) for an input and an output file. `lineup record`
+# runs the program itself (no shell: only a `lineup cc` build can be recorded), so output
+# to stdout is redirected by this script.
 PROGRAMS = [
     ("zstd", "zstd", build_zstd,
-     lambda exe, i, o: [exe, "-q", "-f", "-T2", "-3", i, "-o", o]),
-    ("pigz", "pigz", build_pigz,
-     lambda exe, i, o: ["sh", "-c", f"'{exe}' -p 2 -c '{i}' > '{o}'"]),
+     lambda exe, i, o: ([exe, "-q", "-f", "-T2", "-3", i, "-o", o], False)),
+    ("pigz", "pigz", build_pigz, lambda exe, i, o: ([exe, "-p", "2", "-c", i], True)),
     ("xz", "xz-utils", build_autotools("src/xz/xz"),
-     lambda exe, i, o: ["sh", "-c", f"'{exe}' -T2 --block-size=1MiB -c '{i}' > '{o}'"]),
+     lambda exe, i, o: ([exe, "-T2", "--block-size=1MiB", "-c", i], True)),
     ("lbzip2", "lbzip2", build_autotools("src/lbzip2"),
-     lambda exe, i, o: ["sh", "-c", f"'{exe}' -n 2 -c '{i}' > '{o}'"]),
+     lambda exe, i, o: ([exe, "-n", "2", "-c", i], True)),
+    ("pbzip2", "pbzip2", build_pbzip2,
+     lambda exe, i, o: ([exe, "-p2", "-c", i], True)),
 ]
+
+
+def run_to(argv_stdout, out, prefix=()):
+    """Runs the command; its standard output to `out` when the data goes there."""
+    argv, to_stdout = argv_stdout
+    if to_stdout:
+        with open(out, "wb") as f:
+            r = subprocess.run(list(prefix) + argv, stdout=f, stderr=subprocess.PIPE)
+    else:
+        r = subprocess.run(list(prefix) + argv, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        raise RuntimeError(f"failed ({r.returncode}): {argv}\n"
+                           + r.stderr.decode(errors="replace")[-2000:])
 
 
 def make_input(path, mib):
@@ -162,9 +188,10 @@ def main():
             build(os.path.join(work, "b-lineup-" + name), rec_exe, f"{LINEUP} cc")
             plain_out = os.path.join(work, name + ".out.plain")
             rec_out = os.path.join(work, name + ".out.lineup")
-            sh(command(plain_exe, data, plain_out))
+            run_to(command(plain_exe, data, plain_out), plain_out)
             profile = os.path.join(work, name + ".profile.json")
-            sh([LINEUP, "record", "-o", profile, "--"] + command(rec_exe, data, rec_out))
+            run_to(command(rec_exe, data, rec_out), rec_out,
+                   prefix=(LINEUP, "record", "-o", profile, "--"))
             same = open(plain_out, "rb").read() == open(rec_out, "rb").read()
             ntypes, errors, by_verdict, contended, accesses = diagnose_all(profile, rec_exe)
         except Exception as e:  # one program's failure is a row, not the end
