@@ -231,6 +231,107 @@ fn a_new_bool_array_is_bools_not_a_vtable() {
     );
 }
 
+/// Per-thread `size_t` slots from `posix_memalign` in a function that also handles a struct
+/// whose size divides the blocks' (`struct job *` in C, `std::thread *` in C++), built -O2
+/// with gcc and clang (issue 27 item 3): the block whose address goes into the local
+/// `slots` through posix_memalign's out-parameter is an array of size_t; the one that goes
+/// into a member of a global (no pointer variable to type it) is an array of the 8-byte
+/// elements its accesses read and write, not 1-byte `bytes`; neither is the struct.
+/// `diagnose` advises the allocation and a stride, not `alignas` on a struct.
+#[test]
+fn posix_memalign_blocks_are_typed_by_what_the_program_does_with_them() {
+    for (src, driver, wrong) in [
+        ("tests/data/record/heap_slots.c", "cc", "job"),
+        ("tests/data/record/heap_slots.cpp", "c++", "thread"),
+    ] {
+        for cc in ["gcc", "clang"] {
+            let (var, compiler) = match (driver, cc) {
+                ("cc", c) => ("LINEUP_CC", c),
+                (_, "gcc") => ("LINEUP_CXX", "g++"),
+                _ => ("LINEUP_CXX", "clang++"),
+            };
+            let ext = Path::new(src).extension().unwrap().to_string_lossy();
+            let prog = scratch().join(format!("heap_slots-{ext}-{cc}"));
+            let o = lineup()
+                .env(var, compiler)
+                .args([driver, "-O2", "-g", "-pthread", "-Wall"])
+                .arg(common::repo().join(src))
+                .arg("-o")
+                .arg(&prog)
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "lineup {driver} {src}: {}",
+                text(&o.stderr)
+            );
+            let profile = record(&prog, &["100000"]);
+            let types = profile_types(&profile);
+            let what = format!("{src} ({cc})");
+
+            let at = site(src, "posix_memalign((void **)&slots");
+            let (t, a) = allocated_at(&types, &at);
+            assert_eq!(t["type_name"], format!("slots@{at}"), "{what}: {a:#}");
+            assert_eq!(a["variable"], "slots", "{what}");
+            assert_eq!(a["element_type"], "size_t", "{what}");
+            assert_eq!(a["element_size"], 8, "{what}");
+            assert_eq!(a["found_by"], "out-parameter", "{what}");
+
+            let counts = site(src, "posix_memalign((void **)&totals.counts");
+            let (t, a) = allocated_at(&types, &counts);
+            assert_eq!(t["type_name"], format!("heap@{counts}"), "{what}: {a:#}");
+            assert_eq!(a["element_size"], 8, "{what}: {a:#}");
+            assert_eq!(a["found_by"], "access size", "{what}: {a:#}");
+
+            for at in [&at, &counts] {
+                let (t, a) = allocated_at(&types, at);
+                assert_ne!(t["type_name"], wrong, "{what}: {a:#}");
+                assert_ne!(a["element_type"], wrong, "{what}: {a:#}");
+            }
+
+            // The slots each thread writes, by element; advice about the allocation and
+            // the stride.
+            for (at, elem) in [(&at, "slots"), (&counts, "elements")] {
+                let d = diagnose_ok(&profile, at);
+                assert_eq!(d["lines"][0]["verdict"], "false_sharing", "{what}: {d:#}");
+                let names = line0_members(&d);
+                assert!(
+                    names.contains(&format!("{elem}[0]")) && names.contains(&format!("{elem}[1]")),
+                    "{what}: {names:?}"
+                );
+                let sizes: Vec<u64> = d["lines"][0]["members"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m["size"].as_u64().unwrap())
+                    .collect();
+                assert!(sizes.iter().all(|&s| s == 8), "{what}: {sizes:?}");
+                let o = lineup()
+                    .args(["diagnose", "--profile"])
+                    .arg(&profile)
+                    .args(["--alloc", at])
+                    .output()
+                    .unwrap();
+                assert!(o.status.success(), "{what}: {}", text(&o.stderr));
+                let out = text(&o.stdout);
+                let verdict = out
+                    .lines()
+                    .skip_while(|l| !l.starts_with("cache line 0"))
+                    .nth(1)
+                    .unwrap_or_default();
+                assert!(
+                    verdict.contains("stride")
+                        && verdict.contains(&format!(
+                            "aligned_alloc(64, n * size) or posix_memalign) in main at {at}"
+                        )),
+                    "{what}: {verdict}"
+                );
+                assert!(!verdict.contains("alignas"), "{what}: {verdict}");
+            }
+        }
+    }
+}
+
 /// `t->counts = calloc(8, sizeof(long))`: the block is named by the member its address is
 /// stored into, and typed by that member's pointer type. The code cannot tell which object
 /// `t` is; the recorded store to it can (the dynamic way).

@@ -418,6 +418,9 @@ pub fn run(args: Args) -> Result<()> {
     d.unresolved_fields = missing;
     if let Some(t) = profile.types.iter().find(|t| t.type_name == type_name) {
         diagnose::name_elements(&mut d, &layout, &t.element_lines);
+        if built.is_some() {
+            lineup::record::advise_scalar_lines(&mut d, t, cls);
+        }
     }
 
     if let Some(path) = &args.html {

@@ -6,19 +6,25 @@
 //! by the pointer its address goes into; its element type is that pointer's target type,
 //! found, in order: `--heap-type` (the user's override: a block whose size is the type's
 //! size or a multiple of it); a pointer variable declared on the call's line (`double *buf
-//! = malloc(...)`: the static way); the pointer-sized slot (a global, a member of another
-//! object) the allocating thread stores into on the call's line in the same function (the
-//! dynamic way, from the recorded stores); the struct types the allocating function handles
-//! pointers to, when exactly one fits. A block of structs is an array of them; a block of
-//! scalars (`double`, `_Bool`, `size_t`) is an array of scalars, shown per element; a block
-//! with no type evidence is *untyped*, shown by its site and byte offsets. A type is never
-//! taken from its size alone: a struct of libc's or of unrelated code that happens to have
-//! the block's size says nothing about it.
+//! = malloc(...)`: the static way), or the call's result stored into one after it; the
+//! pointer whose address the call gets to store the block's address into
+//! (`posix_memalign(&buf, 64, n)`: an out-parameter); the pointer-sized slot (a global, a
+//! member of another object) the allocating thread stores into on the call's line in the
+//! same function (the dynamic way, from the recorded stores); the struct types the
+//! allocating function handles pointers to, when exactly one fits and the recorded accesses
+//! to the block went through pointers to it (a `struct job` or `std::thread` of the same
+//! function that the block is never used as says nothing of it). A block of structs is an
+//! array of them; a block of scalars (`double`, `_Bool`, `size_t`) is an array of scalars,
+//! shown per element; a block with no type evidence whose recorded accesses all have one
+//! size and are aligned to it is an array of unsigned integers of that size (found by
+//! `access size`); any other is *untyped*, shown by its site and byte offsets. A type is
+//! never taken from its size alone: a struct of libc's or of unrelated code that happens to
+//! have the block's size says nothing about it.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::debuginfo::{DebugInfo, Elem, ElemKind, ObjType, SiteVariable};
-use super::trace::AllocEvent;
+use super::trace::{AllocEvent, Counted};
 
 /// Heap blocks of scalars (or untyped) larger than this are folded into pieces of this
 /// size, so that a 128 MiB buffer does not become a 128 MiB "struct".
@@ -73,8 +79,10 @@ pub enum FoundBy {
     HeapType,
     Declaration,
     Assignment,
+    OutParameter,
     Store,
     Function,
+    AccessSize,
     Nothing,
 }
 
@@ -84,8 +92,10 @@ impl FoundBy {
             FoundBy::HeapType => "--heap-type",
             FoundBy::Declaration => "declaration",
             FoundBy::Assignment => "assignment",
+            FoundBy::OutParameter => "out-parameter",
             FoundBy::Store => "store",
             FoundBy::Function => "function",
+            FoundBy::AccessSize => "access size",
             FoundBy::Nothing => "none",
         }
     }
@@ -109,6 +119,77 @@ pub struct SiteInfo {
 /// Heap blocks whose type could not be chosen: (size, site) → candidate type names.
 pub type Ambiguous = HashMap<(u64, u64), Vec<String>>;
 
+/// How the program used the blocks of one allocation site, from the recorded accesses.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BlockUse {
+    /// Struct name → accesses made through pointers to it ([`DebugInfo::pointer_used_at`]).
+    pub structs: HashMap<String, u64>,
+    /// Access size in bytes → accesses of that size.
+    pub sizes: BTreeMap<u64, u64>,
+    /// Some access was not aligned to its own size within the block.
+    pub misaligned: bool,
+}
+
+impl BlockUse {
+    /// The one size every access had, when they were all aligned to it: the element size
+    /// of an array the program reads and writes whole (`size_t` slots by 8-byte accesses).
+    pub fn element_size(&self) -> Option<u64> {
+        match (self.sizes.len(), self.sizes.keys().next()) {
+            (1, Some(&n)) if !self.misaligned && n > 1 && n.is_power_of_two() && n <= 16 => Some(n),
+            _ => None,
+        }
+    }
+}
+
+/// Per allocation site in `sites`, how its blocks were used: every recorded access to a
+/// block of `objects` allocated there (`site_of`: an access's return address to its
+/// link-time call site).
+pub fn block_uses(
+    debug: &DebugInfo,
+    tally: &[Counted],
+    objects: &ObjectMap,
+    sites: &std::collections::BTreeSet<u64>,
+    site_of: impl Fn(u64) -> u64,
+) -> HashMap<u64, BlockUse> {
+    let mut out: HashMap<u64, BlockUse> = HashMap::new();
+    let mut types_at: HashMap<u64, Option<Elem>> = HashMap::new();
+    for k in tally {
+        let Some(obj) = objects.lookup(k.addr, None) else {
+            continue;
+        };
+        let Origin::Heap { site } = obj.origin else {
+            continue;
+        };
+        if !sites.contains(&site) {
+            continue;
+        }
+        let u = out.entry(site).or_default();
+        let size = u64::from(k.size);
+        *u.sizes.entry(size).or_default() += k.count;
+        // A summary's address stands for a range of places: its alignment says nothing.
+        if !k.summary && size > 0 && !(k.addr - obj.base).is_multiple_of(size) {
+            u.misaligned = true;
+        }
+        let code = site_of(k.pc);
+        let elem = types_at
+            .entry(code)
+            .or_insert_with(|| debug.pointer_used_at(code));
+        if let Some(e) = elem.as_ref().filter(|e| e.kind == ElemKind::Struct) {
+            *u.structs.entry(e.name.clone()).or_default() += k.count;
+        }
+    }
+    out
+}
+
+/// The name of an unsigned integer of `size` bytes (an untyped block's element by the size
+/// of its accesses).
+fn unsigned_of(size: u64) -> String {
+    match size {
+        16 => "unsigned __int128".to_string(),
+        n => format!("uint{}_t", n * 8),
+    }
+}
+
 /// Typing heap blocks by their allocation sites.
 pub struct TypeChooser<'a> {
     /// `--heap-type` names with their sizes.
@@ -116,6 +197,10 @@ pub struct TypeChooser<'a> {
     pub debug: &'a DebugInfo,
     /// Per call site: the slot its blocks were seen stored into (the dynamic way).
     pub stored: HashMap<u64, SiteVariable>,
+    /// Per call site: how its blocks were used ([`block_uses`]); `None` until known, when
+    /// the allocating function's struct types are taken as they fit (the first passes,
+    /// which only need the blocks' extents and a guess for stores into them).
+    pub uses: Option<HashMap<u64, BlockUse>>,
     memo: HashMap<(u64, u64), Option<(ObjType, u64, Option<(Elem, String)>)>>,
     pub ambiguous: Ambiguous,
     pub sites: BTreeMap<u64, SiteInfo>,
@@ -127,6 +212,7 @@ impl<'a> TypeChooser<'a> {
             named,
             debug,
             stored: HashMap::new(),
+            uses: None,
             memo: HashMap::new(),
             ambiguous: HashMap::new(),
             sites: BTreeMap::new(),
@@ -177,6 +263,10 @@ impl<'a> TypeChooser<'a> {
         if let Some(v) = assigned.as_ref().filter(|v| v.elem.is_some()) {
             return (Some(v.name.clone()), v.elem.clone(), FoundBy::Assignment);
         }
+        let out = self.debug.out_parameter_at(site);
+        if let Some(v) = out.as_ref().filter(|v| v.elem.is_some()) {
+            return (Some(v.name.clone()), v.elem.clone(), FoundBy::OutParameter);
+        }
         if let Some(v) = self.stored.get(&site)
             && v.elem.is_some()
         {
@@ -186,18 +276,27 @@ impl<'a> TypeChooser<'a> {
             .first()
             .map(|v| v.name.clone())
             .or_else(|| assigned.map(|v| v.name))
+            .or_else(|| out.map(|v| v.name))
             .or_else(|| self.stored.get(&site).map(|v| v.name.clone()));
         // The struct types the allocating function handles pointers to, when exactly one
-        // fits the block: `struct ring *q = ...; q = aligned_alloc(64, sizeof *q)`.
+        // fits the block and, once the accesses are known, the block was used through
+        // pointers to it: `struct ring *q = ...; q = aligned_alloc(64, sizeof *q)`.
         let local = self.debug.pointer_types_at(site);
+        let use_of = self.uses.as_ref().map(|u| u.get(&site));
+        let used = |t: &ObjType| match use_of {
+            None => 1,
+            Some(u) => u.and_then(|u| u.structs.get(&t.name)).copied().unwrap_or(0),
+        };
         for exact in [true, false] {
             let fits: Vec<&ObjType> = local
                 .iter()
                 .filter(|t| t.size > 0 && size >= t.size && size.is_multiple_of(t.size))
                 .filter(|t| (size == t.size) == exact)
                 .collect();
-            if fits.len() == 1 {
-                let t = fits[0];
+            let best = fits.iter().map(|t| used(t)).max().unwrap_or(0);
+            let top: Vec<&&ObjType> = fits.iter().filter(|t| used(t) == best).collect();
+            if best > 0 && top.len() == 1 {
+                let t = top[0];
                 let elem = Elem {
                     name: t.name.clone(),
                     size: t.size,
@@ -205,10 +304,25 @@ impl<'a> TypeChooser<'a> {
                 };
                 return (name, Some(elem), FoundBy::Function);
             }
+            if best > 0 {
+                self.ambiguous
+                    .insert((size, site), top.iter().map(|t| t.name.clone()).collect());
+                return (name, None, FoundBy::Nothing);
+            }
         }
-        if local.len() > 1 {
-            self.ambiguous
-                .insert((size, site), local.iter().map(|t| t.name.clone()).collect());
+        // Nothing says what it is but what the program does with it: accesses of one size,
+        // aligned to it, read and write elements of that size.
+        if let Some(n) = use_of
+            .flatten()
+            .and_then(BlockUse::element_size)
+            .filter(|&n| size >= n)
+        {
+            let elem = Elem {
+                name: unsigned_of(n),
+                size: n,
+                kind: ElemKind::Int,
+            };
+            return (name, Some(elem), FoundBy::AccessSize);
         }
         (name, None, FoundBy::Nothing)
     }
@@ -486,6 +600,38 @@ mod tests {
         assert!(choose_caller(&two, 48, &alike).is_none());
         // A size that fits neither: nothing told.
         assert!(choose_caller(&two, 20, &used).is_none());
+    }
+
+    #[test]
+    fn an_untyped_block_takes_the_one_aligned_size_of_its_accesses() {
+        let d = DebugInfo::default();
+        let used = |sizes: &[(u64, u64)], misaligned| BlockUse {
+            structs: HashMap::new(),
+            sizes: sizes.iter().copied().collect(),
+            misaligned,
+        };
+        let mut c = TypeChooser::new(Vec::new(), &d);
+        c.uses = Some(
+            [
+                (1, used(&[(8, 40)], false)),
+                (2, used(&[(8, 40), (4, 1)], false)),
+                (3, used(&[(8, 40)], true)),
+            ]
+            .into_iter()
+            .collect(),
+        );
+        let (ty, count, scalars) = c.choose(32, 1).unwrap();
+        assert_eq!((ty.size, count), (32, 1));
+        let (elem, member) = scalars.unwrap();
+        assert_eq!((elem.name.as_str(), elem.size), ("uint64_t", 8));
+        assert_eq!(member, "elements");
+        assert_eq!(c.sites[&1].found_by, FoundBy::AccessSize);
+        // Two sizes, or accesses across elements: nothing says what the elements are.
+        for site in [2, 3, 4] {
+            let (_, _, scalars) = c.choose(32, site).unwrap();
+            assert!(scalars.is_none(), "site {site}");
+            assert_eq!(c.sites[&site].found_by, FoundBy::Nothing, "site {site}");
+        }
     }
 
     #[test]

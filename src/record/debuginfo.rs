@@ -60,6 +60,10 @@ struct FunctionTypes {
     /// base is `%rbp` (clang), 16 when it is the CFA (gcc; after `push %rbp; mov %rsp,
     /// %rbp`, as -O0 code has it). `None` for inlined copies and other frame bases.
     frame_from_rbp: Option<i64>,
+    /// The frame base is `%rsp` itself (clang -O2): `DW_OP_fbreg` offsets are `%rsp` ones.
+    frame_is_rsp: bool,
+    /// The frame base is the CFA (gcc): `DW_OP_fbreg` offsets count from the caller's `%rsp`.
+    frame_is_cfa: bool,
 }
 
 /// What a pointer points to, as its DWARF type says: a struct (an array of them on the
@@ -108,6 +112,11 @@ struct PointerLocal {
     rbp_offset: Option<i64>,
     /// Where an optimized variable lives in a register: (from, to, DWARF register).
     in_registers: Vec<(u64, u64, u16)>,
+    /// Where it lives in the frame at an `%rsp` offset (-O2 code without a frame pointer,
+    /// a variable whose address is taken): (from, to, offset).
+    on_stack: Vec<(u64, u64, i64)>,
+    /// Its `DW_OP_fbreg` offset where the frame base is the CFA (gcc -O2 frames).
+    cfa_offset: Option<i64>,
 }
 
 /// A global or static variable of pointer type: a slot a block's address can be stored into.
@@ -167,6 +176,10 @@ pub struct DebugInfo {
     inlined: Vec<InlinedCall>,
     /// `--alloc-wrapper` names: functions whose callers name the blocks they allocate.
     pub alloc_wrappers: Vec<String>,
+    /// `.eh_frame` (address, bytes) and `.text`'s address: where the CFA is at a code
+    /// address, for frame slots that gcc's DWARF places relative to it.
+    eh_frame: Option<(u64, Vec<u8>)>,
+    text_addr: Option<u64>,
 }
 
 impl DebugInfo {
@@ -199,6 +212,12 @@ impl DebugInfo {
                 info.code.push((section.address(), data.to_vec()));
             }
         }
+        if let Some(s) = obj.section_by_name(".eh_frame")
+            && let Ok(data) = s.data()
+        {
+            info.eh_frame = Some((s.address(), data.to_vec()));
+        }
+        info.text_addr = obj.section_by_name(".text").map(|s| s.address());
         // Sections, decompressed where needed (borrowed from `elf` where not); kept alive
         // for the borrow below.
         let mut owned: HashMap<&'static str, std::borrow::Cow<'_, [u8]>> = HashMap::new();
@@ -308,6 +327,8 @@ impl DebugInfo {
                         types.push(t);
                     }
                     let frame_from_rbp = frame_base_from_rbp(unit, entry);
+                    let frame_is_rsp = frame_base_is(unit, entry, FrameBase::Rsp);
+                    let frame_is_cfa = frame_base_is(unit, entry, FrameBase::Cfa);
                     if entry.tag() == dw::DW_TAG_inlined_subroutine
                         && let Some(call_line) =
                             attr_u64(entry, dw::DW_AT_call_line).filter(|&l| l > 0)
@@ -330,6 +351,8 @@ impl DebugInfo {
                         ranges,
                         types,
                         frame_from_rbp,
+                        frame_is_rsp,
+                        frame_is_cfa,
                     });
                     scopes.push((depth, self.functions.len() - 1));
                 }
@@ -369,6 +392,23 @@ impl DebugInfo {
                             let rbp_offset =
                                 base.and_then(|b| fbreg_offset(unit, entry).map(|o| o + b));
                             let in_registers = register_ranges(dwarf, unit, entry);
+                            let mut on_stack = rsp_ranges(dwarf, unit, entry);
+                            if self.functions[f].frame_is_rsp
+                                && let Some(off) = fbreg_offset(unit, entry)
+                            {
+                                on_stack.extend(
+                                    self.functions[f]
+                                        .ranges
+                                        .iter()
+                                        .map(|&(lo, hi)| (lo, hi, off)),
+                                );
+                            }
+                            let cfa_offset = scopes
+                                .iter()
+                                .rev()
+                                .any(|&(_, g)| self.functions[g].frame_is_cfa)
+                                .then(|| fbreg_offset(unit, entry))
+                                .flatten();
                             self.pointer_locals.push(PointerLocal {
                                 function: f,
                                 name,
@@ -377,6 +417,8 @@ impl DebugInfo {
                                 elem,
                                 rbp_offset,
                                 in_registers,
+                                on_stack,
+                                cfa_offset,
                             });
                         }
                         if let Some(t) = type_of(unit, entry).and_then(|t| pointee(dwarf, unit, t))
@@ -579,6 +621,229 @@ impl DebugInfo {
             if ins.op_count() > 0 && ins.op0_kind() == OpKind::Register {
                 let dst = ins.op0_register().full_register();
                 holding.retain(|r| *r != dst);
+            }
+        }
+        None
+    }
+
+    /// The pointer variable whose address the call at `site` (link-time) gets as its first
+    /// argument: the out-parameter of `posix_memalign(&p, align, n)`, which the allocator
+    /// stores the block's address into. The instruction that last set `%rdi` before the
+    /// call (x86-64, the function decoded from its start) is a `lea` of: a global pointer
+    /// (`%rip`-relative); a frame slot at -O0 (`%rbp`, the local living there); a frame
+    /// slot at -O2 (`%rsp`): the local whose location list puts it in that slot there, else
+    /// the local held by the register the slot is first reloaded into after the call (gcc
+    /// describes such a variable only once it is in a register).
+    pub fn out_parameter_at(&self, site: u64) -> Option<SiteVariable> {
+        use iced_x86::{
+            Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic,
+            OpAccess, Register,
+        };
+        let (start, _) = self.function_at(site)?;
+        if site - start > 1 << 16 {
+            return None;
+        }
+        let (cstart, bytes) = self
+            .code
+            .iter()
+            .find(|(s, b)| start >= *s && site < *s + b.len() as u64)?;
+        let code = &bytes[(start - cstart) as usize..];
+        let mut d = Decoder::with_ip(64, code, start, DecoderOptions::NONE);
+        let mut info = InstructionInfoFactory::new();
+        let mut setter: Option<Instruction> = None;
+        let mut rsp_moved = false;
+        let call = loop {
+            if !d.can_decode() {
+                return None;
+            }
+            let ins = d.decode();
+            if ins.ip() >= site {
+                break (ins.ip() == site && ins.flow_control() == FlowControl::Call)
+                    .then_some(ins)?;
+            }
+            if ins.flow_control() == FlowControl::Call {
+                // A call in between clobbers `%rdi`.
+                setter = None;
+                continue;
+            }
+            let writes = |info: &mut InstructionInfoFactory, reg: Register| {
+                info.info(&ins).used_registers().iter().any(|u| {
+                    u.register().full_register() == reg
+                        && matches!(
+                            u.access(),
+                            OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite
+                        )
+                })
+            };
+            if writes(&mut info, Register::RDI) {
+                setter = Some(ins);
+                rsp_moved = false;
+            } else if setter.is_some() && writes(&mut info, Register::RSP) {
+                rsp_moved = true;
+            }
+        };
+        let lea = setter
+            .filter(|i| i.mnemonic() == Mnemonic::Lea && i.memory_index() == Register::None)?;
+        let in_function = |v: &&PointerLocal| {
+            self.functions[v.function]
+                .ranges
+                .iter()
+                .any(|&(lo, hi)| site >= lo && site < hi)
+        };
+        let named = |v: &PointerLocal| SiteVariable {
+            name: v.name.clone(),
+            elem: v.elem.clone(),
+        };
+        let disp = lea.memory_displacement64() as i64;
+        match lea.memory_base() {
+            Register::RIP => self
+                .pointer_global_at(lea.ip_rel_memory_address())
+                .map(|g| SiteVariable {
+                    name: g.name.clone(),
+                    elem: g.elem.clone(),
+                }),
+            Register::RBP => self
+                .pointer_locals
+                .iter()
+                .filter(|v| v.rbp_offset == Some(disp))
+                .find(in_function)
+                .map(named),
+            Register::RSP if !rsp_moved => self
+                .stack_local_at(site, lea.ip(), disp)
+                .or_else(|| self.stack_local_at(site, call.next_ip(), disp))
+                .map(named)
+                .or_else(|| self.slot_followed_after(site, call.next_ip(), disp)),
+            _ => None,
+        }
+    }
+
+    /// The pointer local of the function around `site` that lives, at code address `ip`,
+    /// in the frame slot `%rsp + disp`: by its location list (`DW_OP_breg7`), or by its
+    /// frame offset and the CFA there (gcc).
+    fn stack_local_at(&self, site: u64, ip: u64, disp: i64) -> Option<&PointerLocal> {
+        let cfa_slot = self.cfa_above_rsp(ip).map(|k| disp - k);
+        self.pointer_locals
+            .iter()
+            .filter(|v| {
+                self.functions[v.function]
+                    .ranges
+                    .iter()
+                    .any(|&(lo, hi)| site >= lo && site < hi)
+            })
+            .find(|v| {
+                v.on_stack
+                    .iter()
+                    .any(|&(lo, hi, off)| off == disp && ip >= lo && ip < hi)
+                    || (cfa_slot.is_some() && v.cfa_offset == cfa_slot)
+            })
+    }
+
+    /// How far the CFA lies above `%rsp` at code address `pc` (link-time), from `.eh_frame`.
+    fn cfa_above_rsp(&self, pc: u64) -> Option<i64> {
+        use gimli::UnwindSection;
+        let (addr, data) = self.eh_frame.as_ref()?;
+        let eh = gimli::EhFrame::new(data, gimli::LittleEndian);
+        let bases = gimli::BaseAddresses::default()
+            .set_eh_frame(*addr)
+            .set_text(self.text_addr?);
+        let mut ctx = Box::new(gimli::UnwindContext::new());
+        let row = eh
+            .unwind_info_for_address(&bases, &mut ctx, pc, gimli::EhFrame::cie_from_offset)
+            .ok()?;
+        match row.cfa() {
+            gimli::CfaRule::RegisterAndOffset { register, offset }
+                if *register == gimli::X86_64::RSP =>
+            {
+                Some(*offset)
+            }
+            _ => None,
+        }
+    }
+
+    /// Where the address stored into the frame slot `%rsp + disp` by the call at `site`
+    /// goes next (straight-line code from `from`: a null check's fall-through, hook calls
+    /// stepped over): reloaded into a register that a pointer local's location list places
+    /// there, or copied on into another frame slot that is a pointer local's home (gcc
+    /// describes the variable by its home, not by the temporary the call wrote).
+    fn slot_followed_after(&self, site: u64, from: u64, disp: i64) -> Option<SiteVariable> {
+        use iced_x86::{
+            Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, Mnemonic, OpAccess,
+            OpKind, Register,
+        };
+        let (start, bytes) = self
+            .code
+            .iter()
+            .find(|(start, bytes)| from >= *start && from < *start + bytes.len() as u64)?;
+        let mut d = Decoder::with_ip(
+            64,
+            &bytes[(from - start) as usize..],
+            from,
+            DecoderOptions::NONE,
+        );
+        let named = |v: &PointerLocal| SiteVariable {
+            name: v.name.clone(),
+            elem: v.elem.clone(),
+        };
+        let mut info = InstructionInfoFactory::new();
+        let mut holding: Vec<Register> = Vec::new();
+        for _ in 0..32 {
+            if !d.can_decode() {
+                return None;
+            }
+            if !holding.is_empty()
+                && let Some(v) = self.local_in_registers(site, d.ip(), &holding)
+            {
+                return Some(v);
+            }
+            let ins = d.decode();
+            match ins.flow_control() {
+                FlowControl::Next | FlowControl::ConditionalBranch => {}
+                FlowControl::Call => {
+                    holding.retain(|r| !CALL_CLOBBERED.contains(r));
+                    continue;
+                }
+                _ => return None,
+            }
+            let rsp_slot = |op: u32| {
+                (ins.op_kind(op) == OpKind::Memory
+                    && ins.memory_base() == Register::RSP
+                    && ins.memory_index() == Register::None)
+                    .then(|| ins.memory_displacement64() as i64)
+            };
+            if ins.mnemonic() == Mnemonic::Mov && ins.op_count() == 2 {
+                if ins.op0_kind() == OpKind::Register && ins.op0_register().size() == 8 {
+                    let dst = ins.op0_register();
+                    let holds = rsp_slot(1) == Some(disp)
+                        || (ins.op1_kind() == OpKind::Register
+                            && holding.contains(&ins.op1_register()));
+                    holding.retain(|r| *r != dst);
+                    if holds {
+                        holding.push(dst);
+                    }
+                    continue;
+                }
+                if ins.op1_kind() == OpKind::Register
+                    && holding.contains(&ins.op1_register())
+                    && let Some(to) = rsp_slot(0)
+                    && let Some(v) = self.stack_local_at(site, ins.ip(), to)
+                {
+                    return Some(named(v));
+                }
+            }
+            let mut moves_rsp = false;
+            for u in info.info(&ins).used_registers() {
+                if matches!(
+                    u.access(),
+                    OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite
+                ) {
+                    let r = u.register().full_register();
+                    moves_rsp |= r == Register::RSP;
+                    holding.retain(|x| *x != r);
+                }
+            }
+            // The slot's offset changes with `%rsp` (a push, a frame adjustment).
+            if moves_rsp {
+                return None;
             }
         }
         None
@@ -1232,6 +1497,59 @@ fn register_ranges(
         }
     }
     out
+}
+
+/// The ranges of a variable's location list where it is in memory at `%rsp` plus an offset
+/// (`DW_OP_breg7 N`).
+fn rsp_ranges(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &Unit<'_>,
+    entry: &Die<'_>,
+) -> Vec<(u64, u64, i64)> {
+    let mut out = Vec::new();
+    let Some(value) = entry.attr_value(dw::DW_AT_location) else {
+        return out;
+    };
+    let Ok(Some(mut list)) = dwarf.attr_locations(unit, value) else {
+        return out;
+    };
+    while let Ok(Some(e)) = list.next() {
+        let mut ops = e.data.operations(unit.encoding());
+        if let Ok(Some(gimli::Operation::RegisterOffset {
+            register, offset, ..
+        })) = ops.next()
+            && register.0 == 7
+            && matches!(ops.next(), Ok(None))
+            && e.range.end > e.range.begin
+        {
+            out.push((e.range.begin, e.range.end, offset));
+        }
+    }
+    out
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum FrameBase {
+    /// `DW_OP_reg7`: `%rsp` (DWARF register 7).
+    Rsp,
+    /// `DW_OP_call_frame_cfa`.
+    Cfa,
+}
+
+/// Whether a subprogram's frame base is `base`.
+fn frame_base_is(unit: &Unit<'_>, entry: &Die<'_>, base: FrameBase) -> bool {
+    let Some(AttributeValue::Exprloc(expr)) = entry.attr_value(dw::DW_AT_frame_base) else {
+        return false;
+    };
+    let mut ops = expr.operations(unit.encoding());
+    let is = match ops.next() {
+        Ok(Some(gimli::Operation::Register { register })) => {
+            base == FrameBase::Rsp && register.0 == 7
+        }
+        Ok(Some(gimli::Operation::CallFrameCFA)) => base == FrameBase::Cfa,
+        _ => false,
+    };
+    is && matches!(ops.next(), Ok(None))
 }
 
 /// The `DW_OP_fbreg` offset of a variable that lives in its function's frame.

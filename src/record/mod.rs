@@ -26,7 +26,7 @@ use crate::profile::{
     Access, CodeLocation, Counts, CpuUse, DegradedRange, ElementLine, ElementReader, ElementWriter,
     Machine, Privilege, Profile, ThreadUse, Unit,
 };
-use attribute::{ObjectMap, Origin, TypeChooser, WrapperCaller, Wrappers};
+use attribute::{FoundBy, ObjectMap, Origin, TypeChooser, WrapperCaller, Wrappers};
 use debuginfo::{DebugInfo, Elem, ElemKind, ObjType, SiteVariable};
 use sim::Kind;
 use trace::Process;
@@ -688,6 +688,22 @@ pub fn build(
         let stored = stored_slots(facts, bias, &p.allocs, tally, &objects, alloc_site, site_of);
         if !stored.is_empty() {
             chooser.stored = stored;
+            chooser.reset();
+            objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, alloc_site);
+        }
+        // What the program did with the blocks nothing else typed, or that only the
+        // allocating function's struct types did: a struct type is kept where the accesses
+        // went through pointers to it, an untyped block takes the size of its accesses.
+        let unsure: BTreeSet<u64> = chooser
+            .sites
+            .iter()
+            .filter(|(_, i)| matches!(i.found_by, FoundBy::Function | FoundBy::Nothing))
+            .map(|(&s, _)| s)
+            .collect();
+        if !unsure.is_empty() {
+            chooser.uses = Some(attribute::block_uses(
+                debug, tally, &objects, &unsure, site_of,
+            ));
             chooser.reset();
             objects = ObjectMap::build(debug, bias, &p.allocs, &mut chooser, alloc_site);
         }
@@ -1517,7 +1533,9 @@ pub fn allocation_type<'a>(
                 Some("pointer") => Kind::Pointer { target: 0 },
                 k => Kind::Int {
                     size: size32,
-                    signed: !name.starts_with("unsigned") && !name.starts_with("size_t"),
+                    signed: !name.starts_with("unsigned")
+                        && !name.starts_with("size_t")
+                        && !name.starts_with("uint"),
                     is_char: k == Some("char"),
                     is_bool: k == Some("bool"),
                 },
@@ -1630,6 +1648,69 @@ pub fn scalar_array_advice(tp: &crate::profile::TypeProfile, cls: u64) -> Option
          (aligned_alloc({cls}, n * size) or posix_memalign) {at}; `lineup diagnose --alloc {selector}` names the elements that share lines",
         tp.type_name
     ))
+}
+
+/// The verdicts' advice for a recorded array of scalars (or an untyped block) diagnosed as
+/// the struct built for it ([`allocation_type`]): the judge words a fix for structs
+/// (`alignas` on an element type, padding array members, `lineup optimize` writing the
+/// patch), which does not apply to a block the program indexes itself. Each such sentence
+/// of `d`'s lines is replaced by the allocation and the stride: whole lines per thread's
+/// elements, the array allocated aligned at its site. Nothing changes for a struct.
+pub fn advise_scalar_lines(
+    d: &mut crate::analysis::diagnose::Diagnosis,
+    tp: &crate::profile::TypeProfile,
+    cls: u64,
+) {
+    let Some(site) = tp
+        .allocations
+        .iter()
+        .filter(|a| a.element_kind.as_deref() != Some("struct"))
+        .max_by_key(|a| a.type_size)
+    else {
+        return;
+    };
+    let cls = cls.max(1);
+    let (what, per_line) = match (&site.element_type, site.element_size) {
+        (Some(t), Some(n)) if n > 0 => (
+            format!("an array of {t} ({n} bytes each)"),
+            (cls / n).max(1),
+        ),
+        _ => ("an untyped heap block".to_string(), cls),
+    };
+    let at = match (&site.function, &site.source) {
+        (Some(f), Some(s)) => format!("in {f} at {s}"),
+        (Some(f), None) => format!("in {f}"),
+        (None, Some(s)) => format!("at {s}"),
+        (None, None) => "on the heap".to_string(),
+    };
+    let advice = format!(
+        "They are elements of {what} allocated {at}, not members of a struct: no layout moves them. \
+         Give each thread's elements whole {cls}-byte lines (a per-thread slice or index stride that is a multiple of {per_line} elements) \
+         and allocate the array aligned to the line (aligned_alloc({cls}, n * size) or posix_memalign) {at}"
+    );
+    // (where the struct wording starts, where it ends, what stands in between).
+    let struct_wording = [
+        (
+            ". They are slots of one array member",
+            "writes the patch)",
+            format!(". {advice}"),
+        ),
+        (
+            "Pad or align the element to the line",
+            "cannot separate the elements",
+            advice,
+        ),
+    ];
+    for line in &mut d.lines {
+        for (from, to, by) in &struct_wording {
+            let e = &line.explanation;
+            if let Some(a) = e.find(from)
+                && let Some(b) = e[a..].find(to)
+            {
+                line.explanation = format!("{}{by}{}", &e[..a], &e[a + b + to.len()..]);
+            }
+        }
+    }
 }
 
 /// Accesses a thread keeps while it writes its buffers out (the runtime's PEND_CAP).
