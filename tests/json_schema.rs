@@ -253,6 +253,24 @@ fn record_profile_matches_its_schema() {
     assert_valid("diagnose", &d);
     assert_eq!(d["allocations"][0]["variable"], "h", "{d:#}");
     assert_eq!(d["allocations"][0]["found_by"], "declaration", "{d:#}");
+    // Without --type: the recording's objects ranked (issue 27 item 7).
+    let r = common::lineup(&["diagnose", "--profile", profile.to_str().unwrap(), "--json"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let o: Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_valid("diagnose-recording", &o);
+    let ranked: Vec<&str> = o["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["type_name"].as_str().unwrap())
+        .collect();
+    assert!(
+        ranked.contains(&"s") && ranked.contains(&"h@tiny.c:4"),
+        "{o:#}"
+    );
+    let mut retyped = o.clone();
+    retyped["objects"][0]["cost"] = Value::String("high".into());
+    assert!(!errors("diagnose-recording", &retyped).is_empty());
 }
 
 #[test]

@@ -11,6 +11,7 @@ use lineup::analysis::bind;
 use lineup::analysis::diagnose::{self, Diagnosis, LineBinding};
 use lineup::emit::{self, html};
 use lineup::layout::{self, Field};
+use lineup::record::overview::{self, RankedObject, Skipped};
 
 use super::subject;
 
@@ -158,6 +159,108 @@ struct OverviewReport<'a> {
     lines: &'a [bind::LineOverview],
 }
 
+/// The overview of a recording: its objects ranked by the model's cost.
+#[derive(Serialize)]
+struct RecordingOverviewReport<'a> {
+    schema: u32,
+    evidence: Option<&'a str>,
+    types: &'a str,
+    cacheline_size: u64,
+    objects: &'a [RankedObject],
+    skipped: &'a [Skipped],
+}
+
+/// Objects the text overview lists; `--json` lists all.
+const OVERVIEW_OBJECTS: usize = 12;
+
+/// `diagnose --profile REC.json` without `--type`: the recording's objects ranked by the
+/// model's cost of their contended lines ([`lineup::record::overview`]).
+fn recording_overview(
+    args: &Args,
+    profile: &mut lineup::profile::Profile,
+    types: &mut lineup::types::Types<'_>,
+    label: &str,
+) -> Result<()> {
+    let machine = match &args.machine {
+        Some(name) => Some(
+            subject::ModelArgs {
+                machine: name.clone(),
+                cacheline_size: None,
+                utilization: None,
+            }
+            .machine()?,
+        ),
+        None => None,
+    };
+    let (objects, skipped) = overview::rank_objects(profile, types, machine.as_ref());
+    let evidence = subject::evidence_label(profile);
+    if objects.is_empty() {
+        bail!(
+            "{evidence}: no recorded object could be diagnosed{}",
+            skipped
+                .first()
+                .map(|s| format!(" ({}: {})", s.type_name, s.reason))
+                .unwrap_or_default()
+        );
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        let report = RecordingOverviewReport {
+            schema: 1,
+            evidence: profile.provenance.input.as_deref(),
+            types: label,
+            cacheline_size: profile.cacheline_size,
+            objects: &objects,
+            skipped: &skipped,
+        };
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "{} object(s) recorded in {evidence}, most costly first (the contention model's cost of their contended lines, modeled cycles in the evidence's unit); `--type NAME` diagnoses one",
+        objects.len()
+    );
+    for (i, o) in objects.iter().take(OVERVIEW_OBJECTS).enumerate() {
+        let at = if o.allocations.is_empty() {
+            String::new()
+        } else {
+            format!("; allocated in {}", o.allocations.join(", "))
+        };
+        let line = match (o.line, o.members.is_empty()) {
+            (Some(l), false) => format!("; line {l}: {}", o.members.join(", ")),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            text,
+            "{:>3}. {} ({}{at}): {}, cost {:.0}{line}; {} of {} line(s) with accesses contended, {:.0} accesses",
+            i + 1,
+            o.type_name,
+            o.kind,
+            o.verdict.label(),
+            o.cost,
+            o.contended_lines,
+            o.lines_with_accesses,
+            o.accesses
+        );
+    }
+    if objects.len() > OVERVIEW_OBJECTS {
+        let _ = writeln!(
+            text,
+            "     and {} more, none costlier (--json lists them)",
+            objects.len() - OVERVIEW_OBJECTS
+        );
+    }
+    for s in &skipped {
+        let _ = writeln!(text, "not diagnosed: {}: {}", s.type_name, s.reason);
+    }
+    out.write_all(text.as_bytes())?;
+    Ok(())
+}
+
 /// Text of the overview: per line, candidate types with their reasons.
 /// What a recording's memory budget degraded, one line per site and thread (the first
 /// eight), for the text report.
@@ -283,6 +386,9 @@ pub fn run(args: Args) -> Result<()> {
         prototypes,
     };
     let Some(type_name) = args.type_name.clone().or(alloc_type) else {
+        if profile.lines.is_empty() && profile.provenance.tool == lineup::record::TOOL {
+            return recording_overview(&args, &mut profile, &mut types, &opened.label);
+        }
         if profile.lines.is_empty() {
             bail!(
                 "{}: the evidence holds no raw cache lines (it is already about {}): give --type",

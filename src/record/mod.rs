@@ -15,6 +15,7 @@ pub mod attribute;
 pub mod cc;
 pub mod debuginfo;
 pub mod overlap;
+pub mod overview;
 pub mod sim;
 pub mod trace;
 
