@@ -128,9 +128,11 @@ struct rt_end {
     uint64_t tsc_end, ns_end;
     uint64_t traced, decimation;
     /* The memory budget: the level reached (0: full resolution; 1: entries of lines not
-     * contended summarized per code site; 2: the trace thinned four times faster; 3: the
-     * trace stopped, contended lines still exact; 4: every entry summarized), accesses
-     * summarized, bytes of counts written, chunks lost. */
+     * contended counted once between flushes summarized per code site; 2: the trace
+     * thinned four times faster, entries counted fewer than 16 times summarized; 3: the
+     * trace stopped, every entry of a line not contended summarized, contended lines still
+     * exact; 4: every entry summarized), accesses summarized, bytes of counts written,
+     * chunks lost. */
     uint64_t level, summarized, agg_bytes, lost;
     /* Adaptive sampling (LINEUP_ADAPTIVE): accesses skipped and stood for by the weights of
      * the bursts around them, and the largest period a code site backed off to. */
@@ -313,11 +315,13 @@ static uint64_t g_budget = 1u << 16; /* trace events per decimation level */
 static volatile uint64_t g_decim;    /* window mask: trace windows w with (w & g_decim) == 0 */
 static uint64_t g_traced;
 /* Memory budget (LINEUP_MEMORY bytes): counts and trace written may take 1/64 of it at
- * full resolution, then lines that are not contended (one thread's, or shared and only
- * read since) are summarized per code site; past 1/16 the trace thins four times faster,
- * and past 1/8 it stops. Contended lines (shared and written) keep every place, which is
- * what the answer rests on, until 1/4: only there is everything summarized (the last
- * resort, said loudly: the answer may change). */
+ * full resolution, then the places of lines that are not contended (one thread's, or
+ * shared and only read since) that were counted once between two flushes of the table
+ * (streaming) are summarized per code site; past 1/16 the trace thins four times faster
+ * and places counted fewer than 16 times are summarized; past 1/8 the trace stops and
+ * every place of a line not contended is. Contended lines (shared and written) keep every
+ * place, which is what the answer rests on, until 1/4: only there is everything
+ * summarized (the last resort, said loudly: the answer may change). */
 static uint64_t g_memory = 512ull << 20;
 static volatile uint64_t g_agg_bytes;
 static volatile uint32_t g_level;
@@ -777,10 +781,21 @@ static int line_contended(uint64_t addr) {
     return (v & ATAG_MASK) == ATAG(block) && (v & F_SHARED) && (v & F_WRITTEN);
 }
 
+/* Past the budget's first and second steps, a place on a line not contended is summarized
+ * only when it was counted fewer than this many times since the table was last written: a
+ * place a loop streams over, whose entry costs as much as the accesses it counts. A place
+ * counted often costs no more kept than summarized, and it is what a verdict rests on: a
+ * line one thread writes now may be written by another later (two workers' slices of one
+ * line, one running after the other), and only its kept places can then say which thread
+ * wrote which bytes. From the third step on every place of such a line is summarized. */
+static uint64_t cold_below(uint32_t level) {
+    return level >= 3 ? ~(uint64_t)0 : level == 2 ? 16 : level == 1 ? 2 : 0;
+}
+
 static void flush_agg(struct tstate *t) {
     /* Compact the entries kept at full resolution to the front, then write them; past the
-     * budget's first threshold, entries of lines no second thread has touched go to the
-     * per-site summary instead, past the second every entry does. */
+     * budget's first threshold, cold entries (cold_below) of lines not contended go to the
+     * per-site summary instead, past the last every entry does. */
     uint32_t level = g_level;
     uint32_t n = 0;
     /* A flush that would cross the first threshold is held to it already: a full table is
@@ -793,6 +808,7 @@ static void flush_agg(struct tstate *t) {
         level = would;
     }
     sites_forget(t);
+    uint64_t cold = cold_below(level);
     uint32_t used = t->agg_used, few = used <= AGG_FEW;
     if (few) {
         /* In slot order, so that compacting to the front never overwrites one not seen. */
@@ -808,7 +824,7 @@ static void flush_agg(struct tstate *t) {
         if (t->agg[i].key) {
             t->accesses += t->agg[i].count * per_record(t->agg[i].key);
             uint64_t addr = t->agg[i].key & (((uint64_t)1 << 48) - 1);
-            if (level >= 4 || (level >= 1 && !line_contended(addr))) {
+            if (level >= 4 || (t->agg[i].count < cold && !line_contended(addr))) {
                 summarize(t, &t->agg[i]);
                 continue;
             }
@@ -2373,14 +2389,17 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
     uint32_t level = g_level;
     uint8_t range = 0;
     if (level >= 4 ||
-        (level && ((v & (OWNER_MASK | ATAG_MASK | F_SHARED)) == mine ||
-                   (kind == K_LOAD && (v & (F_SHARED | F_WRITTEN)) == F_SHARED)))) {
-        /* Past the budget's first threshold, a line only this thread has touched, or a load
-         * from a line shared but not written since, is counted into its code site's summary
-         * (past the last, every line is: the trace has stopped): streaming over a large
-         * array then costs a small table instead of one entry per address, and the entry
-         * covers the whole line. A line that threads share and write is never summarized
-         * before that: its places are the answer. */
+        (level >= 3 && ((v & (OWNER_MASK | ATAG_MASK | F_SHARED)) == mine ||
+                        (kind == K_LOAD && (v & (F_SHARED | F_WRITTEN)) == F_SHARED)))) {
+        /* From the budget's third step, a line only this thread has touched, or a load from
+         * a line shared but not written since, is counted into its code site's summary
+         * (past the last, every line is): streaming over a large array then costs a small
+         * table instead of one entry per address, and the entry covers the whole line. A
+         * line that threads share and write is never summarized before the last step: its
+         * places are the answer. Before the third step every access is counted in place,
+         * and the table's flush summarizes the places counted too few times to be worth an
+         * entry (cold_below): whether a line is one thread's is not known while it is
+         * counted, only whether it has been so far. */
         /* The site's summary is keyed by the site alone. While it has counted one address
          * (a counter, a member through a fixed pointer), it covers that address only and
          * stays exact: lineup then treats it as a place of its own. From its second

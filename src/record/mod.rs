@@ -228,10 +228,10 @@ pub fn budget_step(level: u64) -> &'static str {
     match level {
         0 => "nothing",
         1 => {
-            "places on lines not contended (one thread's, handed over to one thread, or only read since shared) summarized per code site; lines that threads share and write kept every place"
+            "places on lines not contended (one thread's, handed over to one thread, or only read since shared) that were counted once between two flushes (streaming) summarized per code site; places counted more often, and lines that threads share and write, kept every place"
         }
         2 => {
-            "places on lines not contended summarized per code site, and the ordered trace thinned four times faster; lines that threads share and write kept every place"
+            "places on lines not contended counted fewer than 16 times between two flushes summarized per code site, and the ordered trace thinned four times faster; lines that threads share and write kept every place"
         }
         3 => {
             "places on lines not contended summarized per code site, and the ordered trace stopped (transfers scaled from what was traced before); lines that threads share and write kept every place"

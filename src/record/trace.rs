@@ -142,8 +142,10 @@ pub struct Process {
     pub end: Option<(u64, u64)>,
     /// Final decimation mask of the trace windows (0: every window traced).
     pub decimation: u64,
-    /// The memory budget's level at the end: 0 full resolution, 1 lines not contended
-    /// summarized per code site, 2 the trace thinned faster, 3 the trace stopped (lines
+    /// The memory budget's level at the end: 0 full resolution, 1 places of lines not
+    /// contended counted once between flushes summarized per code site, 2 the trace thinned
+    /// faster and places counted fewer than 16 times summarized, 3 the trace stopped and
+    /// every place of a line not contended summarized (lines
     /// threads share and write still exact), 4 everything summarized.
     pub budget_level: u64,
     /// Per (thread, code address): the addresses `[lo, hi)` the site's summaries of many
