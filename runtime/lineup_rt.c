@@ -241,6 +241,9 @@ struct site {
                                  and written): its accesses keep the burst hot though they
                                  take no slow path */
     uint8_t more;             /* MORE_*: what follows the increment */
+    uintptr_t flo, fhi;       /* memory budget: the addresses the site counted on lines not
+                                 contended since the entry was filled, [flo, fhi) (fhi 0:
+                                 none yet); see site_fill */
 } __attribute__((aligned(64)));
 
 struct tstate {
@@ -2342,6 +2345,25 @@ static struct agg_entry *agg_entry(struct tstate *t, uint64_t key, uintptr_t pc)
     }
 }
 
+/* Memory budget, steps 1 and 2: a site is counted in place on lines not contended while
+ * the addresses it counted there span at most this many bytes: 64 lines, as a thread's
+ * counters, bins or slice of a shared array do, and a loop over an array does not. */
+#define SITE_NARROW 4096
+
+/* Widens the site's footprint on lines not contended by [a, a + size); is it narrow? */
+static int site_narrow(struct site *s, uintptr_t a, uint32_t size) {
+    if (!s->fhi) {
+        s->flo = a;
+        s->fhi = a + size;
+    } else {
+        if (a < s->flo)
+            s->flo = a;
+        if (a + size > s->fhi)
+            s->fhi = a + size;
+    }
+    return s->fhi - s->flo <= SITE_NARROW;
+}
+
 /* Points the site entry `s` at the counters of this access, after updating the line's
  * sharing-table entry: which thread owns the block, whether it was handed over, whether
  * a third touch made it shared, and whether anyone wrote it after that (each entry changes
@@ -2389,17 +2411,21 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
     uint32_t level = g_level;
     uint8_t range = 0;
     if (level >= 4 ||
-        (level >= 3 && ((v & (OWNER_MASK | ATAG_MASK | F_SHARED)) == mine ||
-                        (kind == K_LOAD && (v & (F_SHARED | F_WRITTEN)) == F_SHARED)))) {
-        /* From the budget's third step, a line only this thread has touched, or a load from
-         * a line shared but not written since, is counted into its code site's summary
-         * (past the last, every line is): streaming over a large array then costs a small
-         * table instead of one entry per address, and the entry covers the whole line. A
-         * line that threads share and write is never summarized before the last step: its
-         * places are the answer. Before the third step every access is counted in place,
-         * and the table's flush summarizes the places counted too few times to be worth an
-         * entry (cold_below): whether a line is one thread's is not known while it is
-         * counted, only whether it has been so far. */
+        (level && ((v & (OWNER_MASK | ATAG_MASK | F_SHARED)) == mine ||
+                   (kind == K_LOAD && (v & (F_SHARED | F_WRITTEN)) == F_SHARED)) &&
+         (level >= 3 || !site_narrow(s, a, info & 0xff)))) {
+        /* Past the budget's first threshold, a line only this thread has touched, or a load
+         * from a line shared but not written since, is counted into its code site's summary
+         * when the site spreads over more than SITE_NARROW bytes of such lines (from the
+         * third step, whatever its spread; past the last, every line is): streaming over a
+         * large array then costs a small table instead of one entry per address, and the
+         * entry covers the whole line. A line that threads share and write is never
+         * summarized before the last step: its places are the answer. A site that keeps to
+         * a few places (a thread's slice of a shared array, its own counters or bins) is
+         * counted in place before the third step, and the table's flush summarizes only
+         * places counted too few times to be worth an entry (cold_below): whether a line
+         * stays one thread's is not known while it is counted, only whether it has been so
+         * far, and a second thread writing it later needs the first one's places. */
         /* The site's summary is keyed by the site alone. While it has counted one address
          * (a counter, a member through a fixed pointer), it covers that address only and
          * stays exact: lineup then treats it as a place of its own. From its second
@@ -2699,6 +2725,7 @@ static __attribute__((noinline)) void rec_slow_body(struct tstate *t, uintptr_t 
         s->burst = g_adaptive ? ABURST : 0;
         s->hot = s->hotline = 0;
         s->more = 0;
+        s->fhi = 0;
     } else if (s->skip) {
         s->skip--;
         return;
