@@ -183,6 +183,13 @@ pub fn arguments(
         if !m.shared
             && let Some(rt) = runtime
         {
+            // A `-x LANG` of the user's applies to every input after it, the runtime's
+            // object included: zstd's build pipes a probe through `-x c -`, and gcc then
+            // compiled lineup_rt.o as C source (cc1 spinning on the binary for minutes).
+            if user.iter().any(|a| a.to_string_lossy().starts_with("-x")) {
+                out.push("-x".into());
+                out.push("none".into());
+            }
             out.push(rt.as_os_str().to_owned());
             out.push("-lpthread".into());
             out.push("-ldl".into());
@@ -615,5 +622,20 @@ mod tests {
                 .any(|a| a.ends_with("rt.o") || a.starts_with("-B"))
         );
         assert!(text.contains(&"--param=tsan-instrument-func-entry-exit=0".to_string()));
+    }
+
+    /// A source read through `-x c -` (a build's probe): the runtime's object after it is
+    /// an object again (`-x none`), not C source; without `-x`, nothing is added.
+    #[test]
+    fn a_language_given_with_x_does_not_apply_to_the_runtime_object() {
+        let rt = Path::new("/cache/rt.o");
+        for user in ["-x c - -o /dev/null", "-xc - -o /dev/null"] {
+            let out = arguments(Family::Gcc, &args(user), Some(rt), None);
+            let text: Vec<String> = out.iter().map(|a| a.to_string_lossy().into()).collect();
+            let at = text.iter().position(|a| a == "/cache/rt.o").unwrap();
+            assert_eq!(&text[at - 2..at], ["-x", "none"], "{user}: {text:?}");
+        }
+        let out = arguments(Family::Gcc, &args("a.c -o a"), Some(rt), None);
+        assert!(!out.iter().any(|a| a == "none"), "{out:?}");
     }
 }
