@@ -1020,7 +1020,12 @@ static uintptr_t quiet_twin(uintptr_t hook);
 /* Entries of the lookup table, patched sites and calls found not patchable together: past
  * it no site is looked at again (the table stays three quarters empty at most). */
 #define PSITE_ENTRIES (3u << (PSITE_BITS - 2))
-#define PSITE_NOT ~0u /* a call met and found not patchable: never looked at again */
+/* A call met and found not patchable: never looked at again. Not ~0u: psite_entry returns
+ * the index + 1, and ~0u + 1 is 0, "no entry", so such a call was added again each time
+ * the site cache met it (every piece of a memcpy's range, by its size), its probe chain
+ * growing until the table was full (zstd: 8% of the run in psite_add, and no room left for
+ * the sites bursts patch). */
+#define PSITE_NOT 0x7fffffffu
 /* CH_BURSTS body: recorded ns, run ns, recorded windows, ns spent switching, ON_US << 32
  * | PERIOD_US, WARMUP_US; then the patched sites as the hooks record them (the call's
  * return address). */
