@@ -226,13 +226,17 @@ fn the_recorded_replica_contends_on_levels_0_and_99() {
         assert!(l["cost"].as_f64().unwrap() > 0.0, "{l}");
     }
     // A level no CPU runs at is only read (cpupri_find's scan of the counts, two full scans
-    // in every round of turns: 2.7% of the run's accesses on the line): read-shared, never
-    // contention, and no cost.
+    // in every round of turns: 2.7% of the run's accesses on the line; main stored each
+    // level once before the threads started): read-shared or, priced at the threads' rates,
+    // negligible; never contention, and no cost.
     let mid = lines
         .iter()
         .find(|l| holds(l, "pri_to_cpu[50]"))
         .unwrap_or_else(|| panic!("pri_to_cpu[50] is read: {out}"));
-    assert_eq!(mid["verdict"], "read_shared", "{mid}");
+    assert!(
+        matches!(mid["verdict"].as_str(), Some("read_shared" | "negligible")),
+        "{mid}"
+    );
     assert_eq!(mid["cost"].as_f64(), Some(0.0), "{mid}");
 }
 
