@@ -222,6 +222,11 @@ impl Scorer {
         })
     }
 
+    /// The deepest member holding struct byte `x`.
+    pub fn leaf_holding(&self, x: u64) -> Option<&Leaf> {
+        leaf_near(&self.leaves, self.widest, x)
+    }
+
     /// The deepest member starting exactly at `offset` that holds an access of `size` bytes.
     pub fn leaf_starting_at(&self, offset: u64, size: Option<u32>) -> Option<&Leaf> {
         self.leaves
@@ -417,6 +422,17 @@ fn words(s: &str) -> impl Iterator<Item = &str> {
     s.split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| w.len() >= 2 && !w.chars().all(|c| c.is_ascii_digit()))
         .filter(|w| !STOP_WORDS.contains(w))
+}
+
+/// Whether one of `symbols` names member `member` whole (`update_load_avg` and `load_avg`).
+pub fn named_after(symbols: &[String], member: &str) -> bool {
+    let member_words: Vec<&str> = words(member).collect();
+    !member_words.is_empty()
+        && symbols.iter().any(|sym| {
+            let sym = sym.split('+').next().unwrap_or(sym);
+            let sym_words: Vec<&str> = words(sym).collect();
+            member_words.iter().all(|w| sym_words.contains(w))
+        })
 }
 
 /// Share of the field path's words that appear in the best-matching symbol's name.

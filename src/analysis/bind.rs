@@ -457,6 +457,271 @@ impl<'t, 'a> Relations<'t, 'a> {
     }
 }
 
+/// Which bytes of one struct a row's function can touch, by its prototype alone.
+#[derive(Clone, Debug)]
+pub enum Reachable {
+    /// The function's prototype is unknown (or, in a userspace program, takes no struct).
+    Unknown,
+    /// Any member: it takes the struct, a struct that embeds it, or one pointing to it (how,
+    /// and how near).
+    Anywhere(String, Reach),
+    /// Only the members whose types its prototype takes, where the struct embeds them by
+    /// value (`start`, `end`, path): a function taking a `struct cpupri *` touches
+    /// `root_domain.cpupri`, nothing else of the root_domain.
+    Within(Vec<(u64, u64, String)>),
+    /// None of it: it takes other structs.
+    Nowhere(String),
+}
+
+impl Reachable {
+    /// Whether struct byte `x` is one the function can touch; `None` when its prototype does
+    /// not say.
+    pub fn holds(&self, x: i64) -> Option<bool> {
+        match self {
+            Reachable::Unknown => None,
+            Reachable::Anywhere(..) => Some(true),
+            Reachable::Nowhere(_) => Some(false),
+            Reachable::Within(ranges) => Some(
+                x >= 0
+                    && ranges
+                        .iter()
+                        .any(|(lo, hi, _)| *lo <= x as u64 && (x as u64) < *hi),
+            ),
+        }
+    }
+}
+
+/// Where struct `id` holds a struct named one of `names` by value, at any depth: (start,
+/// end, member path); an array of them is one range.
+fn embedded_ranges(types: &Types<'_>, id: TypeId, names: &[String]) -> Vec<(u64, u64, String)> {
+    fn matches(types: &Types<'_>, ty: TypeId, names: &[String]) -> bool {
+        types.composite(ty).is_some() && type_names(types, ty).iter().any(|n| names.contains(n))
+    }
+    fn walk(
+        types: &Types<'_>,
+        id: TypeId,
+        prefix: &str,
+        base: u64,
+        depth: usize,
+        names: &[String],
+        out: &mut Vec<(u64, u64, String)>,
+    ) {
+        let Some(comp) = types.composite(types.resolve(id)) else {
+            return;
+        };
+        if depth > 8 || out.len() > 256 {
+            return;
+        }
+        for m in &comp.members {
+            if m.is_bitfield() {
+                continue;
+            }
+            let ty = types.resolve(m.ty);
+            let offset = base + m.bit_offset / 8;
+            let path = match (prefix.is_empty(), m.name.is_empty()) {
+                (_, true) => prefix.to_string(),
+                (true, false) => m.name.to_string(),
+                (false, false) => format!("{prefix}.{}", m.name),
+            };
+            if let Kind::Array { elem, count } = types.get(ty).kind {
+                let elem = types.resolve(elem);
+                let esize = types.size_of(elem);
+                if esize == 0 || types.composite(elem).is_none() {
+                    continue;
+                }
+                if matches(types, elem, names) {
+                    out.push((offset, offset + esize * count.max(1), format!("{path}[]")));
+                } else {
+                    for i in 0..count.min(64) {
+                        let p = format!("{path}[{i}]");
+                        walk(types, elem, &p, offset + i * esize, depth + 1, names, out);
+                    }
+                }
+                continue;
+            }
+            if matches(types, ty, names) {
+                out.push((offset, offset + types.size_of(ty).max(1), path));
+            } else {
+                walk(types, ty, &path, offset, depth + 1, names, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(types, id, "", 0, 0, names, &mut out);
+    out
+}
+
+/// What `symbol`'s prototype lets it touch of struct `id` (named `names`): any member when it
+/// takes the struct, a struct embedding it, or one pointing to it (once, or to a struct that
+/// embeds it); only the members embedded by value whose types it takes; else nothing.
+/// Structs its structs point to are not followed into members: `list_head` and `rb_node`
+/// pointers would put every function on every list of every struct.
+fn reachable(
+    rel: &mut Relations<'_, '_>,
+    protos: &Prototypes,
+    id: TypeId,
+    names: &[String],
+    symbol: &str,
+    domain: Option<Domain>,
+) -> Reachable {
+    let types = rel.types;
+    let Some(refs) = protos
+        .of(symbol)
+        .filter(|r| !(r.is_empty() && domain == Some(Domain::User)))
+    else {
+        return Reachable::Unknown;
+    };
+    let function = function_name(symbol);
+    let target = names.last().map(String::as_str).unwrap_or("?");
+    let mut within: Vec<(u64, u64, String)> = Vec::new();
+    for r in refs {
+        if r.id == id || r.names.iter().any(|n| names.contains(n)) {
+            return Reachable::Anywhere(format!("{function} takes struct {target}"), Reach::Direct);
+        }
+        let inside = embedded_ranges(types, id, &r.names);
+        let (reach, path) = rel.reach(id, names, r);
+        let anywhere = match reach {
+            Reach::Near | Reach::Far | Reach::Direct => true,
+            Reach::Embedded => inside.is_empty(),
+            Reach::None => false,
+        };
+        if anywhere {
+            return Reachable::Anywhere(format!("{function} reaches it as {path}"), reach);
+        }
+        within.extend(inside.into_iter().map(|(lo, hi, p)| {
+            (
+                lo,
+                hi,
+                format!("{function} takes struct {}: {target}.{p}", r.name()),
+            )
+        }));
+    }
+    if within.is_empty() {
+        let takes: Vec<&str> = refs.iter().map(TypeRef::name).collect();
+        return Reachable::Nowhere(if takes.is_empty() {
+            format!("{function} takes no struct")
+        } else {
+            format!("{function} takes struct {}", takes.join(", struct "))
+        });
+    }
+    Reachable::Within(within)
+}
+
+/// What placed one row of a bound line on its member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlacedBy {
+    /// Its instruction: typed from it, or its displacement (`exact`).
+    Instruction,
+    /// Its function's prototype takes the type of the member it lands in (embedded by value
+    /// in the struct), and the offsets put it there.
+    Prototype,
+    /// The offsets alone: its function's prototype is unknown, or takes the struct (or
+    /// reaches it) without saying which member.
+    OffsetOnly,
+    /// The engineer's `--line-offset`.
+    Given,
+}
+
+impl PlacedBy {
+    pub fn label(self) -> &'static str {
+        match self {
+            PlacedBy::Instruction => "placed by its instruction",
+            PlacedBy::Prototype => "placed by prototype",
+            PlacedBy::OffsetOnly => "placed by offset only",
+            PlacedBy::Given => "placed as given",
+        }
+    }
+}
+
+/// One row of a bound line: where it landed and on what evidence.
+#[derive(Clone, Debug, Serialize)]
+pub struct RowEvidence {
+    /// The row's index in the report's line.
+    pub row: usize,
+    /// The row's function (`update_load_avg`), when it names one.
+    pub function: Option<String>,
+    pub line_offset: u64,
+    pub struct_offset: i64,
+    /// The member it lands on (`load_avg.counter`).
+    pub member: String,
+    pub placed_by: PlacedBy,
+    /// Why, in a few words: the instruction, the prototype's path to the member, or why the
+    /// prototype did not decide (and when it says another member).
+    pub why: String,
+}
+
+/// How one row's placement at struct byte `x` stands with its function's prototype.
+fn row_by_prototype(reach: &Reachable, x: i64) -> (PlacedBy, String) {
+    match reach {
+        Reachable::Unknown => (
+            PlacedBy::OffsetOnly,
+            "its function's prototype is unknown".into(),
+        ),
+        Reachable::Anywhere(how, _) => (
+            PlacedBy::OffsetOnly,
+            format!("{how}, which does not say which member"),
+        ),
+        Reachable::Nowhere(how) => (PlacedBy::OffsetOnly, format!("{how}, none of this struct")),
+        Reachable::Within(ranges) => {
+            match ranges
+                .iter()
+                .find(|(lo, hi, _)| x >= 0 && *lo <= x as u64 && (x as u64) < *hi)
+            {
+                Some((_, _, how)) => (PlacedBy::Prototype, how.clone()),
+                None => (
+                    PlacedBy::OffsetOnly,
+                    format!(
+                        "against its prototype: {}",
+                        ranges
+                            .iter()
+                            .take(3)
+                            .map(|(lo, hi, how)| format!("{how} (bytes {lo}..{})", hi - 1))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ),
+                ),
+            }
+        }
+    }
+}
+
+/// `rows: 6 placed by prototype, 4 by offset only (1 against its prototype)`: one binding's
+/// rows by what placed them, for the binding's header.
+pub fn rows_summary(b: &LineBinding) -> Option<String> {
+    if b.rows.is_empty() {
+        return None;
+    }
+    let count = |p: PlacedBy| b.rows.iter().filter(|r| r.placed_by == p).count();
+    let mut parts = Vec::new();
+    for (p, label) in [
+        (PlacedBy::Instruction, "by its instruction"),
+        (PlacedBy::Prototype, "by prototype"),
+        (PlacedBy::OffsetOnly, "by offset only"),
+        (PlacedBy::Given, "as given"),
+    ] {
+        let n = count(p);
+        if n > 0 {
+            parts.push(format!("{n} {label}"));
+        }
+    }
+    let against = b
+        .rows
+        .iter()
+        .filter(|r| r.why.starts_with("against its prototype"))
+        .count();
+    Some(format!(
+        "rows of {:#x} placed: {}{}",
+        b.address,
+        parts.join(", "),
+        if against > 0 {
+            format!(" ({against} against their prototypes)")
+        } else {
+            String::new()
+        }
+    ))
+}
+
 /// The rows of one raw line as attribution needs them, with what their prototypes say.
 pub fn line_accesses(line: &LineProfile, protos: &Prototypes) -> Vec<(usize, LineAccess)> {
     line.accesses
@@ -616,6 +881,117 @@ fn prototype_evidence(
     }
 }
 
+/// How much a placement whose writes land on atomics gains:
+/// a contended line is written by read-modify-writes of atomics and by lock functions (perf
+/// c2c counts them as locked loads and stores); a placement that puts the writes of
+/// `update_load_avg` on a `struct cfs_rq *` member reads them as plain stores of a pointer.
+pub const WRITES_IN_PLACE: f64 = 1.0;
+
+/// Share of a line's written weight that a placement puts on atomics (lock words are placed
+/// by the lock functions' prototypes instead); scaled down on lines written less than one
+/// access in 20, where a few stores say little.
+fn writes_in_place(
+    scorer: &Scorer,
+    accesses: &[(usize, LineAccess)],
+    reach: &[Reachable],
+    line_start: i64,
+) -> f64 {
+    let total: f64 = accesses
+        .iter()
+        .map(|(_, a)| a.weight)
+        .sum::<f64>()
+        .max(1e-12);
+    let (mut written, mut in_place) = (0.0, 0.0);
+    for ((_, a), r) in accesses.iter().zip(reach) {
+        let w = a.weight * a.store_share;
+        if w <= 0.0 {
+            continue;
+        }
+        written += w;
+        let x = line_start + a.offset as i64;
+        if x < 0 {
+            continue;
+        }
+        let Some(leaf) = scorer.leaf_holding(x as u64) else {
+            continue;
+        };
+        // A write counts where its function takes the struct (or one embedding it, or the
+        // member's type), or reaches it through one pointer and is named after the member
+        // (`update_load_avg` adding to `cfs_rq->tg->load_avg`): atomics are in most structs,
+        // and one pointer from a function's struct reaches many.
+        let takes = match r {
+            Reachable::Anywhere(_, reach) if *reach >= Reach::Embedded => true,
+            Reachable::Anywhere(_, Reach::Near) => attribute::named_after(&a.symbols, &leaf.top),
+            Reachable::Within(_) => r.holds(x) == Some(true),
+            _ => false,
+        };
+        if leaf.atomic && takes {
+            in_place += w;
+        }
+    }
+    if written <= 0.0 {
+        return 0.0;
+    }
+    in_place / written * (written / total / 0.05).min(1.0)
+}
+
+/// A candidate placement's rows against their functions' prototypes, as shares of the
+/// known weight.
+struct RowsByPrototype {
+    /// Rows inside a member whose type their function takes.
+    by_prototype: f64,
+    /// Rows of functions that take only members embedded in the struct, placed outside them.
+    against: f64,
+    /// The member every placed row lies in, when one holds them all and a row's function
+    /// takes its type.
+    inside_one_member: Option<String>,
+}
+
+fn rows_by_prototype(
+    accesses: &[(usize, LineAccess)],
+    reach: &[Reachable],
+    line_start: i64,
+    known: f64,
+) -> RowsByPrototype {
+    let total: f64 = accesses
+        .iter()
+        .map(|(_, a)| a.weight)
+        .sum::<f64>()
+        .max(1e-12);
+    let known_w = (known * total).max(1e-12);
+    let (mut by_prototype, mut against) = (0.0, 0.0);
+    let mut ranges: Vec<(u64, u64, String)> = Vec::new();
+    for ((_, a), r) in accesses.iter().zip(reach) {
+        let x = line_start + a.offset as i64;
+        if let Reachable::Within(rs) = r {
+            match rs
+                .iter()
+                .find(|(lo, hi, _)| x >= 0 && *lo <= x as u64 && (x as u64) < *hi)
+            {
+                Some(hit) => {
+                    by_prototype += a.weight;
+                    ranges.push(hit.clone());
+                }
+                None => against += a.weight,
+            }
+        }
+    }
+    let inside_one_member = ranges
+        .iter()
+        .find(|(lo, hi, _)| {
+            accesses.iter().all(|(_, a)| {
+                let x = line_start + a.offset as i64;
+                x >= 0 && *lo <= x as u64 && (x as u64) < *hi
+            })
+        })
+        .map(|(_, _, how)| how.rsplit(": ").next().unwrap_or(how).to_string());
+    RowsByPrototype {
+        by_prototype: by_prototype / known_w,
+        against: against / known_w,
+        inside_one_member,
+    }
+}
+
 /// What binding needs besides the profile and the types.
 #[derive(Default)]
 pub struct BindInput {
@@ -672,6 +1048,8 @@ pub struct LineBinding {
     pub fit: f64,
     /// Why, in a few words each.
     pub reasons: Vec<String>,
+    /// Each row with an offset: the member it lands on and what placed it there.
+    pub rows: Vec<RowEvidence>,
 }
 
 /// A line left unbound, and why.
@@ -828,7 +1206,7 @@ fn decoded_start(
     decoded: &Decoded,
     address: u64,
     accesses: &[(usize, LineAccess)],
-) -> Vec<(i64, String, usize)> {
+) -> Vec<(i64, String, usize, usize)> {
     let names = type_names(types, id);
     let mut out = Vec::new();
     for (i, a) in accesses {
@@ -838,7 +1216,7 @@ fn decoded_start(
         match row_place(types, id, &names, op) {
             RowPlace::Typed(at, why) => {
                 if !op.typed.as_ref().is_some_and(|t| t.indexed) {
-                    out.push((at - a.offset as i64, why, 2));
+                    out.push((at - a.offset as i64, why, 2, *i));
                 }
                 continue;
             }
@@ -862,6 +1240,7 @@ fn decoded_start(
                 leaf.path
             ),
             1,
+            *i,
         ));
     }
     out.sort_by_key(|e| std::cmp::Reverse(e.2));
@@ -924,8 +1303,8 @@ pub fn bind_type(
     }
     let scorer = Scorer::new(types, id);
     let mut out = Outcome::default();
-    // (address, accesses, line weight)
     let mut fitting: Vec<GroupLine> = Vec::new();
+    let mut reach_memo: HashMap<String, Reachable> = HashMap::new();
     for line in profile.lines.iter().filter(|l| l.binding.is_none()) {
         let mut accesses = line_accesses(line, &protos);
         with_decoded_sizes(&mut accesses, line.address, &input.decoded);
@@ -961,12 +1340,47 @@ pub fn bind_type(
             continue;
         }
         let w: f64 = accesses.iter().map(|(_, a)| a.weight).sum();
-        fitting.push((line.address, accesses, w, proto));
+        let reach: Vec<Reachable> = accesses
+            .iter()
+            .map(|(_, a)| match a.symbols.first() {
+                Some(sym) => reach_memo
+                    .entry(function_name(sym).to_string())
+                    .or_insert_with(|| reachable(&mut rel, &protos, id, &names, sym, input.domain))
+                    .clone(),
+                None => Reachable::Unknown,
+            })
+            .collect();
+        fitting.push(GroupLine {
+            address: line.address,
+            accesses,
+            weight: w,
+            proto,
+            reach,
+        });
     }
     if let Some(start) = input.line_start {
-        for (address, _, _, _) in &fitting {
+        for g in &fitting {
+            let only: Vec<LineAccess> = g.accesses.iter().map(|(_, a)| a.clone()).collect();
+            let fields = scorer
+                .at(types, &only, start, cls)
+                .map(|c| c.fields)
+                .unwrap_or_default();
+            let rows = g
+                .accesses
+                .iter()
+                .enumerate()
+                .map(|(j, (i, a))| RowEvidence {
+                    row: *i,
+                    function: a.symbols.first().map(|s| function_name(s).to_string()),
+                    line_offset: a.offset,
+                    struct_offset: start + a.offset as i64,
+                    member: fields.get(j).cloned().unwrap_or_default(),
+                    placed_by: PlacedBy::Given,
+                    why: "--line-offset".into(),
+                })
+                .collect();
             out.bound.push(LineBinding {
-                address: *address,
+                address: g.address,
                 line_start: start,
                 given: true,
                 binding: How::Given,
@@ -975,24 +1389,25 @@ pub fn bind_type(
                 score: 1.0,
                 fit: 1.0,
                 reasons: vec!["--line-offset".into()],
+                rows,
             });
         }
     } else {
-        fitting.sort_by_key(|f| f.0);
+        fitting.sort_by_key(|f| f.address);
         let mut object = 0u32;
         let mut i = 0;
         while i < fitting.len() {
             // Lines within one struct's size of the first are candidates for one object.
-            let first = fitting[i].0;
+            let first = fitting[i].address;
             let mut j = i + 1;
-            while j < fitting.len() && fitting[j].0 - first < size + cls {
+            while j < fitting.len() && fitting[j].address - first < size + cls {
                 j += 1;
             }
             let group = &fitting[i..j];
             let placed = bind_group(&scorer, types, id, cls, group, &input.decoded);
             let mut any = false;
             for (k, p) in placed.into_iter().enumerate() {
-                let (address, _, _, proto) = &group[k];
+                let GroupLine { address, proto, .. } = &group[k];
                 match p {
                     Ok(mut b) => {
                         any = true;
@@ -1029,10 +1444,21 @@ pub fn bind_type(
     out
 }
 
-type GroupLine = (u64, Vec<(usize, LineAccess)>, f64, PrototypeEvidence);
+/// One line of a group bound jointly: its rows, weight, what the prototypes say of the
+/// struct, and what each row's function can touch of it.
+struct GroupLine {
+    address: u64,
+    accesses: Vec<(usize, LineAccess)>,
+    weight: f64,
+    proto: PrototypeEvidence,
+    reach: Vec<Reachable>,
+}
 
 /// One base for the lines of `group` (sorted by address): the struct offset of the first
-/// line's start that fits every line best, decoded rows first.
+/// line's start that fits every line best, decoded rows first; then the placement that puts
+/// the most weight on members the rows' functions' prototypes name (a function taking a
+/// `struct cpupri *` lands inside `root_domain.cpupri`) and the least on members they cannot
+/// reach; then the offsets.
 fn bind_group(
     scorer: &Scorer,
     types: &Types<'_>,
@@ -1041,79 +1467,105 @@ fn bind_group(
     group: &[GroupLine],
     decoded: &Decoded,
 ) -> Vec<Result<LineBinding, String>> {
-    let first = group[0].0;
-    let total_w: f64 = group.iter().map(|g| g.2).sum::<f64>().max(1e-12);
+    let first = group[0].address;
+    let total_w: f64 = group.iter().map(|g| g.weight).sum::<f64>().max(1e-12);
     // Candidate bases: every placement of every line, shifted to the first line; and the
     // decoded ones.
     let mut bases: BTreeMap<i64, usize> = BTreeMap::new();
-    let mut exact: Vec<(usize, i64, String, usize)> = Vec::new();
-    for (k, (address, accesses, _, _)) in group.iter().enumerate() {
-        let shift = (*address - first) as i64;
-        let only: Vec<LineAccess> = accesses.iter().map(|(_, a)| a.clone()).collect();
-        for c in scorer.candidates(types, &only, cls) {
+    let mut exact: Vec<(usize, i64, String, usize, usize)> = Vec::new();
+    let lines: Vec<Vec<LineAccess>> = group
+        .iter()
+        .map(|g| g.accesses.iter().map(|(_, a)| a.clone()).collect())
+        .collect();
+    for (k, g) in group.iter().enumerate() {
+        let shift = (g.address - first) as i64;
+        for c in scorer.candidates(types, &lines[k], cls) {
             bases.entry(c.line_start - shift).or_default();
         }
-        for (start, why, strength) in decoded_start(scorer, types, id, decoded, *address, accesses)
+        for (start, why, strength, row) in
+            decoded_start(scorer, types, id, decoded, g.address, &g.accesses)
         {
             bases.insert(start - shift, 0);
-            exact.push((k, start - shift, why, strength));
+            exact.push((k, start - shift, why, strength, row));
         }
     }
-    let eval = |base: i64| -> (usize, f64, Vec<Option<attribute::Candidate>>) {
+    struct Scored {
+        base: i64,
+        exact: usize,
+        /// Weight on members the prototypes name, less weight on members they cannot
+        /// reach, in hundredths of the group's weight (a stray row does not decide).
+        prototype: i64,
+        value: f64,
+        per: Vec<Option<attribute::Candidate>>,
+    }
+    let eval = |base: i64| -> Scored {
         let mut value = 0.0;
         let mut ex = 0;
+        let mut prototype = 0.0;
         let mut per = Vec::with_capacity(group.len());
-        for (k, (address, accesses, w, _)) in group.iter().enumerate() {
-            let start = base + (*address - first) as i64;
-            let only: Vec<LineAccess> = accesses.iter().map(|(_, a)| a.clone()).collect();
-            let c = scorer.at(types, &only, start, cls);
+        for (k, g) in group.iter().enumerate() {
+            let start = base + (g.address - first) as i64;
+            let c = scorer.at(types, &lines[k], start, cls);
             if let Some(c) = &c
                 && c.fit >= MIN_FIT
             {
-                value += w / total_w * c.score();
+                value += g.weight / total_w * c.score();
                 // A typed row outweighs a displacement: strength 2 against 1.
                 ex += exact
                     .iter()
-                    .filter(|(kk, b, _, _)| *kk == k && *b == base)
+                    .filter(|e| e.0 == k && e.1 == base)
                     .map(|e| e.3)
                     .max()
                     .unwrap_or(0);
+                for ((_, a), reach) in g.accesses.iter().zip(&g.reach) {
+                    let x = start + a.offset as i64;
+                    match (reach, reach.holds(x)) {
+                        (Reachable::Within(_), Some(true)) => prototype += a.weight,
+                        (Reachable::Within(_), Some(false)) => prototype -= a.weight,
+                        _ => {}
+                    }
+                }
             }
             per.push(c);
         }
-        (ex, value, per)
+        Scored {
+            base,
+            exact: ex,
+            prototype: (100.0 * prototype / total_w).round() as i64,
+            value,
+            per,
+        }
     };
-    let mut scored: Vec<(i64, usize, f64, Vec<Option<attribute::Candidate>>)> = bases
-        .keys()
-        .map(|&b| {
-            let (ex, v, per) = eval(b);
-            (b, ex, v, per)
-        })
-        .collect();
+    let mut scored: Vec<Scored> = bases.keys().map(|&b| eval(b)).collect();
     scored.sort_by(|a, b| {
-        b.1.cmp(&a.1)
-            .then(b.2.total_cmp(&a.2))
-            .then(a.0.abs().cmp(&b.0.abs()))
+        b.exact
+            .cmp(&a.exact)
+            .then(b.prototype.cmp(&a.prototype))
+            .then(b.value.total_cmp(&a.value))
+            .then(a.base.abs().cmp(&b.base.abs()))
     });
-    let Some((best, best_exact, best_value, per)) = scored.first().cloned() else {
+    let Some(top) = scored.first() else {
         return group
             .iter()
             .map(|_| Err("its offsets fit no placement inside the struct".to_string()))
             .collect();
     };
+    let best = top.base;
     let alternatives: Vec<i64> = scored
         .iter()
         .skip(1)
-        .filter(|s| s.1 == best_exact && best_value - s.2 < 0.05)
-        .map(|s| s.0)
+        .filter(|s| {
+            s.exact == top.exact && s.prototype == top.prototype && top.value - s.value < 0.05
+        })
+        .map(|s| s.base)
         .collect();
     group
         .iter()
         .enumerate()
-        .map(|(k, (address, _, _, _))| {
-            let shift = (*address - first) as i64;
+        .map(|(k, g)| {
+            let shift = (g.address - first) as i64;
             let start = best + shift;
-            match &per[k] {
+            match &top.per[k] {
                 Some(c) if c.fit >= MIN_FIT => {
                     let mut reasons = vec![format!(
                         "offsets: {:.0}% of the weight on member starts",
@@ -1131,19 +1583,40 @@ fn bind_group(
                             group.len() - 1
                         ));
                     }
-                    let own_exact: Vec<&String> = exact
+                    let own_exact: Vec<&(usize, i64, String, usize, usize)> = exact
                         .iter()
-                        .filter(|(kk, b, _, _)| *kk == k && *b == best)
-                        .map(|(_, _, w, _)| w)
+                        .filter(|e| e.0 == k && e.1 == best)
                         .collect();
                     let how = if own_exact.is_empty() {
                         How::Inferred
                     } else {
-                        reasons.extend(own_exact.iter().map(|s| format!("decoded: {s}")));
+                        reasons.extend(own_exact.iter().map(|e| format!("decoded: {}", e.2)));
                         How::Exact
                     };
+                    let rows = g
+                        .accesses
+                        .iter()
+                        .zip(&g.reach)
+                        .enumerate()
+                        .map(|(j, ((i, a), reach))| {
+                            let x = start + a.offset as i64;
+                            let (placed_by, why) = match own_exact.iter().find(|e| e.4 == *i) {
+                                Some(e) => (PlacedBy::Instruction, e.2.clone()),
+                                None => row_by_prototype(reach, x),
+                            };
+                            RowEvidence {
+                                row: *i,
+                                function: a.symbols.first().map(|s| function_name(s).to_string()),
+                                line_offset: a.offset,
+                                struct_offset: x,
+                                member: c.fields.get(j).cloned().unwrap_or_default(),
+                                placed_by,
+                                why,
+                            }
+                        })
+                        .collect();
                     Ok(LineBinding {
-                        address: *address,
+                        address: g.address,
                         line_start: start,
                         given: false,
                         binding: how,
@@ -1156,6 +1629,7 @@ fn bind_group(
                         score: c.score(),
                         fit: c.fit,
                         reasons,
+                        rows,
                     })
                 }
                 Some(c) => Err(format!(
@@ -1380,6 +1854,13 @@ pub fn overview_with_progress(
             };
             let at_parents_choice = fixed.is_none_or(|f| f.0);
             let fixed = fixed.map(|f| f.1);
+            let reach: Vec<Reachable> = accesses
+                .iter()
+                .map(|(_, a)| match a.symbols.first() {
+                    Some(sym) => reachable(&mut rel, &protos, id, &names, sym, input.domain),
+                    None => Reachable::Unknown,
+                })
+                .collect();
             if let Some(mut c) = rank_one(
                 profile,
                 types,
@@ -1387,7 +1868,7 @@ pub fn overview_with_progress(
                 &name,
                 scorer,
                 line,
-                &accesses,
+                (&accesses, &reach),
                 proto,
                 input,
                 cls,
@@ -1473,7 +1954,7 @@ fn rank_one(
     name: &str,
     scorer: &Scorer,
     line: &LineProfile,
-    accesses: &[(usize, LineAccess)],
+    (accesses, reach): (&[(usize, LineAccess)], &[Reachable]),
     proto: PrototypeEvidence,
     input: &BindInput,
     cls: u64,
@@ -1485,7 +1966,7 @@ fn rank_one(
     let mut best = None;
     let mut how = How::Inferred;
     let mut reasons = Vec::new();
-    for (start, why, _) in &exact {
+    for (start, why, _, _) in &exact {
         if let Some(c) = scorer.at(types, &only, *start, cls)
             && c.fit >= MIN_FIT
         {
@@ -1519,9 +2000,9 @@ fn rank_one(
     let protos_none = Prototypes::default();
     let mut chosen: Option<(attribute::Candidate, Vec<u64>, usize)> = None;
     // Only lines within the struct's size of this one can be the same object.
-    let reach = size as u64 + cls;
-    let lo = by_address.partition_point(|&(a, _)| a < line.address.saturating_sub(reach));
-    let hi = by_address.partition_point(|&(a, _)| a <= line.address.saturating_add(reach));
+    let within = size as u64 + cls;
+    let lo = by_address.partition_point(|&(a, _)| a < line.address.saturating_sub(within));
+    let hi = by_address.partition_point(|&(a, _)| a <= line.address.saturating_add(within));
     let nearby: Vec<&LineProfile> = by_address[lo..hi]
         .iter()
         .map(|&(_, i)| &profile.lines[i])
@@ -1625,7 +2106,35 @@ fn rank_one(
             "neighbours: none of {near_lines} nearby line(s) fits the same object"
         ));
     }
-    let score = proto.strength() + best.fit + 0.2 * best.contained + 0.25 * neighbour_share;
+    let rows = rows_by_prototype(accesses, reach, best.line_start, proto.known);
+    if rows.against > 0.0 {
+        reasons.push(format!(
+            "{:.0}% of the known weight on members its functions' prototypes cannot reach",
+            rows.against * 100.0
+        ));
+    }
+    // A struct whose rows all lie inside one member whose type the functions take says no
+    // more than that type does (task_struct for functions taking a sched_entity, on bytes
+    // of `se`): its rows count as one step further away than the member's own type.
+    let embedding_only = rows.inside_one_member.as_ref();
+    if let Some(member) = embedding_only {
+        reasons.push(format!(
+            "every row lies inside {member}, whose type its functions take: the fit is the member's, not this struct's"
+        ));
+    }
+    let strength = proto.strength()
+        - Reach::Embedded.weight() * rows.against
+        - embedding_only.map_or(0.0, |_| {
+            (Reach::Embedded.weight() - Reach::Near.weight()) * rows.by_prototype
+        });
+    let writes = writes_in_place(scorer, accesses, reach, best.line_start);
+    if writes > 0.0 {
+        reasons.push(format!(
+            "writes: {:.0}% of the written weight on atomics, by functions reaching it",
+            writes * 100.0
+        ));
+    }
+    let score = strength + best.fit + WRITES_IN_PLACE * writes + 0.25 * neighbour_share;
     Some(TypeCandidate {
         type_name: name.to_string(),
         line_start: best.line_start,

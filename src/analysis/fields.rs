@@ -19,6 +19,16 @@ pub struct Leaf {
     /// The leaf or a struct it sits in is an atomic, a lock or a reference count: the kind
     /// of field many CPUs write on purpose.
     pub synchronizing: bool,
+    /// The leaf or a struct it sits in is an atomic or a reference count (not a lock): any
+    /// function writes it in place, where a lock word is written by the lock's functions.
+    pub atomic: bool,
+}
+
+/// Type names of atomics and reference counts.
+fn is_atomic(name: &str) -> bool {
+    ["atomic", "refcount", "kref"]
+        .iter()
+        .any(|w| name.contains(w))
 }
 
 /// Type names that mark data written concurrently by design.
@@ -36,7 +46,7 @@ const MAX_ELEMS: u64 = 16;
 /// Every leaf of struct/union `id`, in offset order (union alternatives all included).
 pub fn leaves(types: &Types<'_>, id: TypeId) -> Vec<Leaf> {
     let mut out = Vec::new();
-    walk(types, id, 0, "", "", 0, false, &mut out);
+    walk(types, id, 0, "", "", 0, (false, false), &mut out);
     out.sort_by(|a, b| a.offset.cmp(&b.offset).then(a.depth.cmp(&b.depth)));
     out
 }
@@ -49,7 +59,7 @@ fn walk(
     prefix: &str,
     top: &str,
     depth: usize,
-    synchronizing: bool,
+    (synchronizing, atomic): (bool, bool),
     out: &mut Vec<Leaf>,
 ) {
     let Some(comp) = types.composite(types.resolve(id)) else {
@@ -76,9 +86,18 @@ fn walk(
             top
         };
         let sync = synchronizing || is_synchronizing(types.get(m.ty).name);
+        let atomic = atomic || is_atomic(types.get(m.ty).name);
         let bitfield = m.is_bitfield();
         member(
-            types, m.ty, offset, &path, top_name, depth, bitfield, sync, out,
+            types,
+            m.ty,
+            offset,
+            &path,
+            top_name,
+            depth,
+            bitfield,
+            (sync, atomic),
+            out,
         );
     }
 }
@@ -92,10 +111,12 @@ fn member(
     top: &str,
     depth: usize,
     bitfield: bool,
-    synchronizing: bool,
+    (synchronizing, atomic): (bool, bool),
     out: &mut Vec<Leaf>,
 ) {
-    let sync = synchronizing || is_synchronizing(types.get(resolved_name_source(types, ty)).name);
+    let own = types.get(resolved_name_source(types, ty)).name;
+    let sync = synchronizing || is_synchronizing(own);
+    let atomic = atomic || is_atomic(own);
     let size = types.size_of(ty);
     let resolved = types.resolve(ty);
     match &types.get(resolved).kind {
@@ -113,8 +134,18 @@ fn member(
                 size,
                 depth,
                 synchronizing: sync,
+                atomic,
             });
-            walk(types, resolved, offset, path, top, depth + 1, sync, out);
+            walk(
+                types,
+                resolved,
+                offset,
+                path,
+                top,
+                depth + 1,
+                (sync, atomic),
+                out,
+            );
         }
         Kind::Array { elem, count }
             if *count > 1 && *count <= MAX_ELEMS && depth < MAX_DEPTH && out.len() < MAX_LEAVES =>
@@ -130,7 +161,7 @@ fn member(
                     top,
                     depth + 1,
                     false,
-                    sync,
+                    (sync, atomic),
                     out,
                 );
             }
@@ -142,6 +173,7 @@ fn member(
             size,
             depth,
             synchronizing: sync,
+            atomic,
         }),
     }
 }

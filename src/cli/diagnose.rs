@@ -684,6 +684,9 @@ pub fn run(args: Args) -> Result<()> {
         for r in b.reasons.iter().filter(|r| r.starts_with("decoded")) {
             let _ = writeln!(text, "  {r}");
         }
+        if let Some(summary) = bind::rows_summary(b) {
+            let _ = writeln!(text, "  {summary}");
+        }
     }
     for u in &unbound {
         let _ = writeln!(

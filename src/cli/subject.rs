@@ -117,12 +117,21 @@ pub fn binding_text(
         let Some(line) = profile.lines.iter().find(|l| l.address == b.address) else {
             continue;
         };
-        for a in line.accesses.iter().take(12) {
+        if let Some(summary) = bind::rows_summary(b) {
+            let _ = writeln!(text, "  {summary}");
+        }
+        for (i, a) in line.accesses.iter().enumerate().take(12) {
             let Some(off) = a.offset else { continue };
             let x = b.line_start + off as i64;
+            let evidence = b
+                .rows
+                .iter()
+                .find(|r| r.row == i)
+                .map(|r| format!(" ({}: {})", r.placed_by.label(), r.why))
+                .unwrap_or_default();
             let _ = writeln!(
                 text,
-                "  row {} at line offset {off:#x} -> struct offset {x}: {}",
+                "  row {} at line offset {off:#x} -> struct offset {x}: {}{evidence}",
                 a.code
                     .as_ref()
                     .map(|c| c.display())
