@@ -283,7 +283,7 @@ def main():
             geo = lambda k: statistics.geometric_mean([statistics.median(x[k]) for x in rows])
             print(f"{'geometric mean':<22} {'':>5} {'':>4} {'':>6} "
                   + "".join(f"{geo(k):5.2f}x".ljust(18)
-                            for k in ("record", "all", "tsan", "record_tsan", "all_tsan")))
+                            for k in ("record", "all", "tsan", "record_tsan", "all_tsan")).rstrip())
             worst = max(rows, key=lambda x: statistics.median(x["record"]))
             above = [x["label"] for x in rows if statistics.median(x["record_tsan"]) > 1]
             above1 = [x["label"] for x in rows if statistics.median(x["all_tsan"]) >= 1]
