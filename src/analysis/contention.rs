@@ -436,23 +436,24 @@ pub fn locality(
     machine: &MachineModel,
 ) -> Vec<PathLocality> {
     let cls = cls.max(1);
-    let mut paths: BTreeMap<&str, (f64, BTreeSet<u64>, BTreeMap<u64, (String, u64)>, bool)> =
+    let mut paths: BTreeMap<String, (f64, BTreeSet<u64>, BTreeMap<u64, (String, u64)>, bool)> =
         BTreeMap::new();
-    for s in streams {
+    for run in cost::path_runs(streams) {
         let e = paths
-            .entry(s.path.as_str())
-            .or_insert_with(|| (0.0, BTreeSet::new(), BTreeMap::new(), true));
-        e.0 = e.0.max(s.reads + s.writes);
-        let at = placement.offsets[s.unit] + s.inner;
-        e.1.insert(at / cls);
-        let name = if s.field.is_empty() {
-            units[s.unit].name.clone()
-        } else {
-            s.field.clone()
-        };
-        e.2.entry(placement.offsets[s.unit])
-            .or_insert((name, units[s.unit].size.max(s.size).max(1)));
-        e.3 &= s.writes <= 0.0;
+            .entry(run.name)
+            .or_insert_with(|| (run.rate, BTreeSet::new(), BTreeMap::new(), true));
+        for s in run.streams.iter().map(|&i| &streams[i]) {
+            let at = placement.offsets[s.unit] + s.inner;
+            e.1.insert(at / cls);
+            let name = if s.field.is_empty() {
+                units[s.unit].name.clone()
+            } else {
+                s.field.clone()
+            };
+            e.2.entry(placement.offsets[s.unit])
+                .or_insert((name, units[s.unit].size.max(s.size).max(1)));
+            e.3 &= s.writes <= 0.0;
+        }
     }
     let mut out: Vec<PathLocality> = paths
         .into_iter()
@@ -461,7 +462,7 @@ pub fn locality(
             let fewest = bytes.div_ceil(cls).max(1);
             let n = lines.len() as u64;
             (n > fewest).then(|| PathLocality {
-                path: path.to_string(),
+                path,
                 members: members.into_values().map(|(n, _)| n).collect(),
                 reads_only,
                 lines: n,

@@ -505,7 +505,7 @@ fn sharing_of(a: &[&Stream], b: &Stream) -> Sharing {
 /// path (on one set of CPUs) keep their proportions and sum to that rate. Only under a lock:
 /// a path without one (a ring's enqueue: an atomic on its head, a store to its tail) can lose
 /// the line between its accesses, each of which then misses again.
-fn touches_per_run(streams: &[&Stream], weight: &mut [f64]) {
+fn touches_per_run(streams: &[&Stream], weight: &mut [f64]) -> Vec<f64> {
     type PathKey<'s> = (&'s str, u32, &'s [u32]);
     // Per path: (sum of its weights, its most-touched stream, whether it writes a lock here).
     let mut per_path: BTreeMap<PathKey<'_>, (f64, f64, bool)> = BTreeMap::new();
@@ -517,12 +517,21 @@ fn touches_per_run(streams: &[&Stream], weight: &mut [f64]) {
         e.1 = e.1.max(s.reads + s.writes);
         e.2 |= s.lock && s.writes > 0.0;
     }
+    // The loads each stream adds to the line's: a holder's reads come after its lock write in
+    // the same touch, which is a write.
+    let mut loads = Vec::with_capacity(streams.len());
     for (s, x) in streams.iter().zip(weight.iter_mut()) {
         let (sum, max, holds) = per_path[&(s.path.as_str(), s.cpus, s.cpu_list.as_slice())];
-        if holds && sum > max && sum > 0.0 {
-            *x *= max / sum;
+        if holds {
+            if sum > max && sum > 0.0 {
+                *x *= max / sum;
+            }
+            loads.push(0.0);
+        } else {
+            loads.push(s.reads);
         }
     }
+    loads
 }
 
 /// A line's cost, term by term.
@@ -576,7 +585,7 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
         }
         writers.push((max, members));
     }
-    touches_per_run(streams, &mut weight);
+    let reads = touches_per_run(streams, &mut weight);
     let w: f64 = writers.iter().map(|g| g.0).sum();
     let x: f64 = weight.iter().sum();
     let listed = streams.iter().all(|s| !s.cpu_list.is_empty());
@@ -609,14 +618,14 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
     // spread evenly over its N CPUs.
     let p = 1.0 - (-x / (w * n)).exp();
     // The share of the line's accesses that are loads.
-    let loads = streams.iter().map(|s| s.reads).sum::<f64>().min(x) / x;
+    let loads = reads.iter().sum::<f64>().min(x) / x;
     // Per CPU: (probability it touches the line between two writes, share of its accesses
     // that are loads).
     let per_cpu: Option<BTreeMap<u32, (f64, f64)>> = listed.then(|| {
         let mut rate: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
-        for (s, xs) in streams.iter().zip(&weight) {
+        for ((s, xs), r) in streams.iter().zip(&weight).zip(&reads) {
             let k = s.cpu_list.len() as f64;
-            let loads = s.reads.min(*xs);
+            let loads = r.min(*xs);
             for &c in &s.cpu_list {
                 let e = rate.entry(c).or_default();
                 e.0 += xs / k;
@@ -630,9 +639,30 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
     let price = machine.transfer_cycles(n as u32);
     // A CPU's node, the machine's CPUs numbered node by node.
     let node = |c: u32| c / machine.cpus_per_node();
+    // Per CPU (lists only): the streams it makes and each one's share of its accesses to the
+    // line. A miss a CPU takes lands on what that CPU touches, never on another CPU's stream.
+    let mut on_cpu: BTreeMap<u32, Vec<(usize, f64)>> = BTreeMap::new();
+    if listed {
+        for (i, (s, xs)) in streams.iter().zip(&weight).enumerate() {
+            for &c in &s.cpu_list {
+                on_cpu
+                    .entry(c)
+                    .or_default()
+                    .push((i, xs / s.cpu_list.len() as f64));
+            }
+        }
+        for list in on_cpu.values_mut() {
+            let r: f64 = list.iter().map(|e| e.1).sum();
+            for e in list.iter_mut() {
+                e.1 = if r > 0.0 { e.1 / r } else { 0.0 };
+            }
+        }
+    }
     for (wa, group) in &writers {
         let a: Vec<&Stream> = group.iter().map(|(_, s)| *s).collect();
-        let (misses, cycles) = match &per_cpu {
+        // Misses and cycles per victim stream.
+        let mut victim: Vec<(f64, f64)> = vec![(0.0, 0.0); streams.len()];
+        match &per_cpu {
             Some(pc) => {
                 // Every CPU that touched the line since the last write misses once, less the
                 // writer (one of the group's CPUs). On each node only the first of them takes
@@ -657,8 +687,6 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
                     e.0 += touch;
                     e.1 *= 1.0 - touch;
                 }
-                let mut transfers = 0.0;
-                let mut cycles = 0.0;
                 for (&c, &(p, loads)) in pc {
                     let mine = if own.contains(&c) { p / k } else { 0.0 };
                     let touch = (p - mine).max(0.0);
@@ -673,10 +701,12 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
                     let hitm = hitm_of(c);
                     // A later store still has to take the line from the node's sharers.
                     let t = touch * (first + later * (1.0 - loads));
-                    transfers += t;
-                    cycles += t * hitm + touch * later * loads * machine.llc_hit;
+                    let cyc = t * hitm + touch * later * loads * machine.llc_hit;
+                    for &(b, share) in &on_cpu[&c] {
+                        victim[b].0 += wa * t * share;
+                        victim[b].1 += wa * cyc * share;
+                    }
                 }
-                (wa * transfers, wa * cycles)
             }
             None => {
                 // The same with the line's N CPUs alike, filling whole nodes: of the p (N - 1)
@@ -693,23 +723,32 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
                 };
                 let later = 1.0 - first;
                 let t = wa * touches * (first + later * (1.0 - loads));
-                (
-                    t,
-                    t * price + wa * touches * later * loads * machine.llc_hit,
-                )
+                let cyc = t * price + wa * touches * later * loads * machine.llc_hit;
+                // The misses land on the other CPUs' accesses: not on the writer's own path
+                // where that path runs on one CPU (it is the writer).
+                let mine = |b: &Stream| b.cpus <= 1 && a.iter().any(|s| s.path == b.path);
+                let others: f64 = streams
+                    .iter()
+                    .zip(&weight)
+                    .filter(|(b, _)| !mine(b))
+                    .map(|(_, xb)| xb)
+                    .sum();
+                if others > 0.0 {
+                    for ((b, xb), v) in streams.iter().zip(&weight).zip(victim.iter_mut()) {
+                        if !mine(b) {
+                            v.0 = t * xb / others;
+                            v.1 = cyc * xb / others;
+                        }
+                    }
+                }
             }
-        };
-        if misses <= 0.0 {
-            continue;
         }
-        // The miss lands on whatever that CPU touches first: stream b with its share of the
-        // line's accesses.
-        for (bi, (b, xb)) in streams.iter().zip(&weight).enumerate() {
-            let share = xb / x;
-            if share <= 0.0 {
+        // Each miss lands on whatever the missing CPU touches first: stream b with its share
+        // of that CPU's accesses to the line.
+        for (bi, (b, &(m, c))) in streams.iter().zip(&victim).enumerate() {
+            if m <= 0.0 && c <= 0.0 {
                 continue;
             }
-            let (m, c) = (misses * share, cycles * share);
             let sharing = sharing_of(&a, b);
             // The path's own accesses beside its write are its own only in the runs that
             // write: where it reads `b` more often than it writes the line (seed 003's
@@ -805,6 +844,119 @@ pub fn busiest_line(
         .fold(0.0, f64::max)
 }
 
+/// The streams one run of a code path touches together: a path's streams whose CPUs meet (or
+/// that do not list them). One function on disjoint CPU sets is that many runs: PostgreSQL's
+/// `LWLockAcquire` on four locks from four groups of backends touches one lock per run, not
+/// four lines.
+#[derive(Clone, Debug)]
+pub struct PathRun {
+    /// The path, with its CPUs where the path has several runs (`f (CPUs 0-3)`).
+    pub name: String,
+    pub path: String,
+    /// Indices into the streams.
+    pub streams: Vec<usize>,
+    /// How often it runs: its busiest stream's accesses.
+    pub rate: f64,
+}
+
+/// The runs of every code path ([`PathRun`]), by path name.
+pub fn path_runs(streams: &[Stream]) -> Vec<PathRun> {
+    let mut by_path: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, s) in streams.iter().enumerate() {
+        by_path.entry(s.path.as_str()).or_default().push(i);
+    }
+    let mut out = Vec::new();
+    for (path, members) in by_path {
+        // Components of "CPU lists meet", a stream without a list meeting every other:
+        // each stream joins the first stream seen on each of its CPUs (linear in the lists;
+        // `evaluate` runs this for every candidate layout).
+        let mut group: Vec<usize> = (0..members.len()).collect();
+        fn root(g: &mut [usize], mut i: usize) -> usize {
+            while g[i] != i {
+                g[i] = g[g[i]];
+                i = g[i];
+            }
+            i
+        }
+        let mut first_on: BTreeMap<u32, usize> = BTreeMap::new();
+        let mut unlisted: Option<usize> = None;
+        for (k, &i) in members.iter().enumerate() {
+            let list = &streams[i].cpu_list;
+            let join = |other: usize, g: &mut Vec<usize>| {
+                let (ra, rb) = (root(g, k), root(g, other));
+                g[ra] = rb;
+            };
+            if list.is_empty() {
+                match unlisted {
+                    Some(u) => join(u, &mut group),
+                    None => unlisted = Some(k),
+                }
+            }
+            for &c in list {
+                match first_on.get(&c) {
+                    Some(&o) => join(o, &mut group),
+                    None => {
+                        first_on.insert(c, k);
+                    }
+                }
+            }
+        }
+        // A stream that lists no CPUs meets all of them.
+        if let Some(u) = unlisted {
+            for k in 0..members.len() {
+                let (ra, rb) = (root(&mut group, k), root(&mut group, u));
+                group[ra] = rb;
+            }
+        }
+        let mut runs: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for k in 0..members.len() {
+            let r = root(&mut group, k);
+            runs.entry(r).or_default().push(members[k]);
+        }
+        let several = runs.len() > 1;
+        for run in runs.into_values() {
+            let rate = run
+                .iter()
+                .map(|&i| streams[i].reads + streams[i].writes)
+                .fold(0.0, f64::max);
+            let name = if several {
+                let cpus: BTreeSet<u32> = run
+                    .iter()
+                    .flat_map(|&i| streams[i].cpu_list.iter().copied())
+                    .collect();
+                format!("{path} (CPUs {})", cpu_ranges(&cpus))
+            } else {
+                path.to_string()
+            };
+            out.push(PathRun {
+                name,
+                path: path.to_string(),
+                streams: run,
+                rate,
+            });
+        }
+    }
+    out
+}
+
+/// `0-3,8,10-11`.
+fn cpu_ranges(cpus: &BTreeSet<u32>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut it = cpus.iter().copied().peekable();
+    while let Some(start) = it.next() {
+        let mut end = start;
+        while it.peek() == Some(&(end + 1)) {
+            end = it.next().unwrap_or(end);
+        }
+        parts.push(if end == start {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    parts.join(",")
+}
+
 /// The model's cost of `placement`.
 pub fn evaluate(
     units: &[Unit],
@@ -846,16 +998,11 @@ pub fn evaluate(
     }
     // Locality: a path runs about as often as its busiest access; each line past the first
     // costs an L2 hit per run.
-    let mut paths: BTreeMap<&str, (f64, BTreeSet<u64>)> = BTreeMap::new();
-    for s in streams {
-        let e = paths.entry(s.path.as_str()).or_default();
-        e.0 = e.0.max(s.reads + s.writes);
-        e.1.insert(line_of(s));
-    }
-    for (path, (rate, lines)) in paths {
+    for run in path_runs(streams) {
+        let lines: BTreeSet<u64> = run.streams.iter().map(|&i| line_of(&streams[i])).collect();
         let n = lines.len() as u64;
-        cost.path_lines.insert(path.to_string(), n);
-        cost.locality_cycles += rate * n.saturating_sub(1) as f64 * locality_price(machine);
+        cost.locality_cycles += run.rate * n.saturating_sub(1) as f64 * locality_price(machine);
+        cost.path_lines.insert(run.name, n);
     }
     cost.pair_cycles = super::contention::pairs(streams, placement, cls, machine, q)
         .iter()
@@ -883,6 +1030,70 @@ mod tests {
             cpu_list: Vec::new(),
             lock: false,
         }
+    }
+
+    /// A miss lands on what the missing CPU touches: two paths on one CPU each, each storing
+    /// its own member, miss only on each other's member (false sharing), never on the
+    /// writer's own (which would read as true sharing).
+    #[test]
+    fn misses_land_on_the_missing_cpus_streams() {
+        let m = preset("icelake-2s").unwrap();
+        let mut a = stream(0, 0.0, 100.0, 1, "f");
+        let mut b = stream(1, 0.0, 100.0, 1, "g");
+        a.cpu_list = vec![0];
+        b.cpu_list = vec![1];
+        let t = line_breakdown(&[&a, &b], &m);
+        assert!(t.false_transfers > 0.0, "{t:?}");
+        assert_eq!(t.true_transfers, 0.0, "{t:?}");
+        for c in &t.contributions {
+            assert!(!c.writer.contains(&c.victim), "{c:?}");
+        }
+        // Without lists, different paths are different CPUs: the same.
+        let (a, b) = (stream(0, 0.0, 100.0, 1, "f"), stream(1, 0.0, 100.0, 1, "g"));
+        let t = line_breakdown(&[&a, &b], &m);
+        assert!(t.false_transfers > 0.0 && t.true_transfers == 0.0, "{t:?}");
+    }
+
+    /// A lock holder's reads beside the lock cost nothing more than the lock: moving them
+    /// off its line is no gain (nginx's peer lock).
+    #[test]
+    fn a_lock_holder_touches_its_line_once_per_critical_section() {
+        let m = preset("icelake-2s").unwrap();
+        let mut lock = stream(0, 0.0, 200.0, 16, "check");
+        lock.rmw = 200.0;
+        lock.lock = true;
+        let reads: Vec<Stream> = (1..4).map(|u| stream(u, 100.0, 0.0, 16, "check")).collect();
+        let mut with: Vec<&Stream> = vec![&lock];
+        with.extend(reads.iter());
+        let together = line_terms(&with, &m);
+        let alone = line_terms(&[&lock], &m);
+        let sum = |t: (f64, f64, f64, f64)| t.2 + t.3;
+        assert!(
+            (sum(together) - sum(alone)).abs() <= 1e-9 * sum(alone),
+            "{together:?} vs {alone:?}"
+        );
+        // Without the lock the same reads are touches of their own, and cost.
+        lock.lock = false;
+        let mut with: Vec<&Stream> = vec![&lock];
+        with.extend(reads.iter());
+        assert!(sum(line_terms(&with, &m)) > sum(line_terms(&[&lock], &m)));
+    }
+
+    /// One function on disjoint CPU sets is several runs (each touches its own lines); on
+    /// CPU sets that meet, or without lists, one.
+    #[test]
+    fn a_path_on_disjoint_cpus_is_several_runs() {
+        let mut a = stream(0, 0.0, 100.0, 4, "acquire");
+        let mut b = stream(1, 0.0, 100.0, 4, "acquire");
+        a.cpu_list = vec![0, 1, 2, 3];
+        b.cpu_list = vec![4, 5, 6, 7];
+        let runs = path_runs(&[a.clone(), b.clone()]);
+        assert_eq!(runs.len(), 2, "{runs:?}");
+        assert_eq!(runs[0].name, "acquire (CPUs 0-3)");
+        b.cpu_list = vec![3, 4];
+        assert_eq!(path_runs(&[a.clone(), b.clone()]).len(), 1);
+        b.cpu_list.clear();
+        assert_eq!(path_runs(&[a, b]).len(), 1);
     }
 
     #[test]
