@@ -12,7 +12,8 @@
 //! member of another object) the allocating thread stores into on the call's line in the
 //! same function (the dynamic way, from the recorded stores); the struct types the
 //! allocating function handles pointers to, when exactly one fits and the recorded accesses
-//! to the block went through pointers to it (a `struct job` or `std::thread` of the same
+//! to the block do not rule it out (accesses through pointers to other types and none
+//! through it, or accesses wider than it: a `struct job` or `std::thread` of the same
 //! function that the block is never used as says nothing of it). A block of structs is an
 //! array of them; a block of scalars (`double`, `_Bool`, `size_t`) is an array of scalars,
 //! shown per element; a block with no type evidence whose recorded accesses all have one
@@ -124,6 +125,8 @@ pub type Ambiguous = HashMap<(u64, u64), Vec<String>>;
 pub struct BlockUse {
     /// Struct name → accesses made through pointers to it ([`DebugInfo::pointer_used_at`]).
     pub structs: HashMap<String, u64>,
+    /// Accesses made through pointers to scalars (`size_t *`, `double *`).
+    pub scalars: u64,
     /// Access size in bytes → accesses of that size.
     pub sizes: BTreeMap<u64, u64>,
     /// Some access was not aligned to its own size within the block.
@@ -174,8 +177,12 @@ pub fn block_uses(
         let elem = types_at
             .entry(code)
             .or_insert_with(|| debug.pointer_used_at(code));
-        if let Some(e) = elem.as_ref().filter(|e| e.kind == ElemKind::Struct) {
-            *u.structs.entry(e.name.clone()).or_default() += k.count;
+        match elem {
+            Some(e) if e.kind == ElemKind::Struct => {
+                *u.structs.entry(e.name.clone()).or_default() += k.count;
+            }
+            Some(_) => u.scalars += k.count,
+            None => {}
         }
     }
     out
@@ -283,9 +290,18 @@ impl<'a> TypeChooser<'a> {
         // pointers to it: `struct ring *q = ...; q = aligned_alloc(64, sizeof *q)`.
         let local = self.debug.pointer_types_at(site);
         let use_of = self.uses.as_ref().map(|u| u.get(&site));
+        // Accesses through pointers to the struct count for it; accesses through pointers to
+        // anything else, and none through it, rule it out, and so do accesses wider than the
+        // struct (8-byte loads are no `struct { char x, y; }`); accesses whose pointer the
+        // code does not tell (a register no location list describes) say nothing either way.
         let used = |t: &ObjType| match use_of {
-            None => 1,
-            Some(u) => u.and_then(|u| u.structs.get(&t.name)).copied().unwrap_or(0),
+            None | Some(None) => 1,
+            Some(Some(u)) if u.sizes.keys().any(|&n| n > t.size) => 0,
+            Some(Some(u)) => match u.structs.get(&t.name) {
+                Some(&n) => n,
+                None if u.scalars > 0 || !u.structs.is_empty() => 0,
+                None => 1,
+            },
         };
         for exact in [true, false] {
             let fits: Vec<&ObjType> = local
@@ -607,6 +623,7 @@ mod tests {
         let d = DebugInfo::default();
         let used = |sizes: &[(u64, u64)], misaligned| BlockUse {
             structs: HashMap::new(),
+            scalars: 0,
             sizes: sizes.iter().copied().collect(),
             misaligned,
         };

@@ -115,8 +115,9 @@ struct PointerLocal {
     /// Where it lives in the frame at an `%rsp` offset (-O2 code without a frame pointer,
     /// a variable whose address is taken): (from, to, offset).
     on_stack: Vec<(u64, u64, i64)>,
-    /// Its `DW_OP_fbreg` offset where the frame base is the CFA (gcc -O2 frames).
-    cfa_offset: Option<i64>,
+    /// Where it lives at an offset from the CFA, its frame base (gcc -O2 frames): (from,
+    /// to, `DW_OP_fbreg` offset).
+    on_cfa: Vec<(u64, u64, i64)>,
 }
 
 /// A global or static variable of pointer type: a slot a block's address can be stored into.
@@ -403,12 +404,22 @@ impl DebugInfo {
                                         .map(|&(lo, hi)| (lo, hi, off)),
                                 );
                             }
-                            let cfa_offset = scopes
+                            let mut on_cfa = Vec::new();
+                            if scopes
                                 .iter()
                                 .rev()
                                 .any(|&(_, g)| self.functions[g].frame_is_cfa)
-                                .then(|| fbreg_offset(unit, entry))
-                                .flatten();
+                            {
+                                on_cfa = fbreg_ranges(dwarf, unit, entry);
+                                if let Some(off) = fbreg_offset(unit, entry) {
+                                    on_cfa.extend(
+                                        self.functions[f]
+                                            .ranges
+                                            .iter()
+                                            .map(|&(lo, hi)| (lo, hi, off)),
+                                    );
+                                }
+                            }
                             self.pointer_locals.push(PointerLocal {
                                 function: f,
                                 name,
@@ -418,7 +429,7 @@ impl DebugInfo {
                                 rbp_offset,
                                 in_registers,
                                 on_stack,
-                                cfa_offset,
+                                on_cfa,
                             });
                         }
                         if let Some(t) = type_of(unit, entry).and_then(|t| pointee(dwarf, unit, t))
@@ -734,7 +745,11 @@ impl DebugInfo {
                 v.on_stack
                     .iter()
                     .any(|&(lo, hi, off)| off == disp && ip >= lo && ip < hi)
-                    || (cfa_slot.is_some() && v.cfa_offset == cfa_slot)
+                    || cfa_slot.is_some_and(|c| {
+                        v.on_cfa
+                            .iter()
+                            .any(|&(lo, hi, off)| off == c && ip >= lo && ip < hi)
+                    })
             })
     }
 
@@ -1161,9 +1176,18 @@ impl DebugInfo {
             let dst = (ins.op_count() > 0 && ins.op0_kind() == OpKind::Register)
                 .then(|| ins.op0_register())
                 .filter(|r| r.size() == 8);
+            // A register the code did not load here may still hold a typed local: its
+            // location list says so (-O2: `args` in `%rbx` across the worker's loop).
+            let held_or_local = |held: &HashMap<Register, Elem>, r: Register| {
+                let r = r.full_register();
+                held.get(&r).cloned().or_else(|| {
+                    self.local_in_registers(call, ins.ip(), &[r])
+                        .and_then(|v| v.elem)
+                })
+            };
             let typed: Option<Option<Elem>> = match (ins.mnemonic(), dst) {
                 (Mnemonic::Mov, Some(_)) if ins.op1_kind() == OpKind::Register => {
-                    Some(held.get(&ins.op1_register().full_register()).cloned())
+                    Some(held_or_local(&held, ins.op1_register()))
                 }
                 (Mnemonic::Mov, Some(_)) if ins.op1_kind() == OpKind::Memory => {
                     if ins.is_ip_rel_memory_operand() {
@@ -1187,13 +1211,25 @@ impl DebugInfo {
                                 })
                                 .and_then(|v| v.elem.clone()),
                         )
+                    } else if ins.memory_base() == Register::RSP
+                        && ins.memory_index() == Register::None
+                    {
+                        // -O2 without a frame pointer: a local living in an `%rsp` slot.
+                        let disp = ins.memory_displacement64() as i64;
+                        Some(
+                            self.stack_local_at(call, ins.ip(), disp)
+                                .and_then(|v| v.elem.clone()),
+                        )
                     } else {
                         Some(None)
                     }
                 }
                 // Pointer arithmetic within the object: `&t->hits`, `&table[i]`.
-                (Mnemonic::Lea, Some(_)) if ins.memory_base() != Register::RIP => {
-                    Some(held.get(&ins.memory_base().full_register()).cloned())
+                (Mnemonic::Lea, Some(_))
+                    if ins.memory_base() != Register::RIP
+                        && ins.memory_base() != Register::None =>
+                {
+                    Some(held_or_local(&held, ins.memory_base()))
                 }
                 // An index added to the pointer, or the pointer added to an index.
                 (Mnemonic::Add, Some(r)) => {
@@ -1238,6 +1274,14 @@ impl DebugInfo {
         let i = self.symbols.partition_point(|s| s.start <= a);
         let j = self.symbols.partition_point(|s| s.start <= b);
         i > 0 && i == j
+    }
+
+    /// Adds pointer slots at fixed addresses (pointer members of global structs) to the
+    /// pointer globals; a variable of its own at the same address keeps its name.
+    pub fn add_pointer_slots(&mut self, slots: Vec<PointerGlobal>) {
+        self.pointer_globals.extend(slots);
+        self.pointer_globals.sort_by_key(|g| g.addr);
+        self.pointer_globals.dedup_by_key(|g| g.addr);
     }
 
     /// The pointer global at link-time address `addr`.
@@ -1519,6 +1563,31 @@ fn rsp_ranges(
             register, offset, ..
         })) = ops.next()
             && register.0 == 7
+            && matches!(ops.next(), Ok(None))
+            && e.range.end > e.range.begin
+        {
+            out.push((e.range.begin, e.range.end, offset));
+        }
+    }
+    out
+}
+
+/// The ranges of a variable's location list where it is in its frame (`DW_OP_fbreg N`).
+fn fbreg_ranges(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &Unit<'_>,
+    entry: &Die<'_>,
+) -> Vec<(u64, u64, i64)> {
+    let mut out = Vec::new();
+    let Some(value) = entry.attr_value(dw::DW_AT_location) else {
+        return out;
+    };
+    let Ok(Some(mut list)) = dwarf.attr_locations(unit, value) else {
+        return out;
+    };
+    while let Ok(Some(e)) = list.next() {
+        let mut ops = e.data.operations(unit.encoding());
+        if let Ok(Some(gimli::Operation::FrameOffset { offset })) = ops.next()
             && matches!(ops.next(), Ok(None))
             && e.range.end > e.range.begin
         {

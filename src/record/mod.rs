@@ -488,6 +488,33 @@ fn exe_facts(path: &Path, want: &[String], wrappers: &[String]) -> Result<ExeFac
     } else {
         missing.extend(want.iter().cloned());
     }
+    // Pointer members of global structs are pointer slots at fixed addresses too: a load
+    // of `totals.counts` (`%rip`-relative) types the pointer it loads, and
+    // `posix_memalign(&totals.counts, ...)` names its block. Arrays of structs by their
+    // first elements only: a table of thousands adds nothing a few do not.
+    let mut member_slots = Vec::new();
+    for g in &debug.globals {
+        let Some(ptrs) = pointer_members.get(&g.elem) else {
+            continue;
+        };
+        for i in 0..g.count.clamp(1, 64) {
+            for (offset, path, elem) in ptrs {
+                let name = if g.count > 1 {
+                    format!("{}[{i}].{path}", g.name)
+                } else {
+                    format!("{}.{path}", g.name)
+                };
+                member_slots.push(debuginfo::PointerGlobal {
+                    name,
+                    addr: g.addr + i * g.elem.size + offset,
+                    elem: elem.clone(),
+                });
+            }
+        }
+    }
+    if !member_slots.is_empty() {
+        debug.add_pointer_slots(member_slots);
+    }
     Ok(ExeFacts {
         debug,
         named,

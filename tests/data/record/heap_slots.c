@@ -3,8 +3,8 @@
  * (`struct job *`) whose size divides the blocks': each block must be typed by what the
  * program does with it, never as that struct (issue 27 item 3; tests/record_alloc.rs).
  * - `slots`: a local whose address is posix_memalign's out-parameter: an array of size_t;
- * - `totals.counts`: a member of a global (no pointer variable of its own): untyped, read
- *   and written by 8-byte accesses only: an array of 8-byte elements. */
+ * - `totals.counts`: a member of a global struct, posix_memalign's out-parameter: an array
+ *   of size_t, named by the member. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@ struct job {
     long id;
 };
 
-static struct {
+static struct totals {
     long threads;
     size_t *counts;
 } totals;

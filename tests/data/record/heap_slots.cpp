@@ -3,13 +3,13 @@
 // each block must be typed by what the program does with it, never as std::thread (issue 27
 // item 3, clang's case; tests/record_alloc.rs).
 // - `slots`: a local whose address is posix_memalign's out-parameter: an array of size_t;
-// - `totals.counts`: a member of a global (no pointer variable of its own): untyped, read and
-//   written by 8-byte accesses only: an array of 8-byte elements.
+// - `totals.counts`: a member of a global struct, posix_memalign's out-parameter: an array
+//   of size_t, named by the member.
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
 
-static struct {
+static struct totals {
     long threads;
     size_t *counts;
 } totals;
