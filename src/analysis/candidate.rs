@@ -33,6 +33,39 @@ pub struct Laid {
     pub compiled_out: Vec<String>,
 }
 
+/// What a reader of a candidate's price must know: the members it declares that the struct
+/// lacks (priced where they fall), those whose size is unknown, those compiled out.
+pub fn describe_extras(candidate: &str, type_name: &str, laid: &Laid) -> Vec<String> {
+    let mut out = Vec::new();
+    if !laid.extra.is_empty() {
+        let list: Vec<String> = laid
+            .extra
+            .iter()
+            .filter(|e| !laid.unsized_members.contains(&e.name))
+            .map(|e| format!("{} ({} bytes at {})", e.name, e.size, e.offset))
+            .collect();
+        if !list.is_empty() {
+            out.push(format!(
+                "{candidate}: declares {} that struct {type_name} lacks here; priced where they fall (they hold no accesses, and move what follows)",
+                list.join(", ")
+            ));
+        }
+    }
+    if !laid.unsized_members.is_empty() {
+        out.push(format!(
+            "{candidate}: size unknown here of {}: laid out as 0 bytes, so the offsets after them are a lower bound",
+            laid.unsized_members.join(", ")
+        ));
+    }
+    if !laid.compiled_out.is_empty() {
+        out.push(format!(
+            "{candidate}: {} inside #if blocks this build lacks: not laid out",
+            laid.compiled_out.join(", ")
+        ));
+    }
+    out
+}
+
 /// Size and alignment of a C scalar type spelled `ty` (no pointers), on LP64.
 fn scalar(ty: &str) -> Option<(u64, u64)> {
     let words: Vec<&str> = ty

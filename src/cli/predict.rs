@@ -51,26 +51,48 @@ struct Row {
     change_pct: Option<f64>,
 }
 
-/// The placement a candidate file (C declaration or pahole text) gives the struct's units.
+/// A candidate file laid out over the struct's units, and what it declares that the struct
+/// lacks (priced where it falls: explicit padding moves what follows).
+pub struct LoadedCandidate {
+    pub placement: lineup::analysis::cost::Placement,
+    /// One line per member the candidate declares and the struct lacks, for the reader.
+    pub notes: Vec<String>,
+}
+
+/// The placement a candidate file (C declaration or pahole text) gives the struct's units:
+/// every member it declares is laid out, its own padding and members this build lacks
+/// included.
 pub fn load_candidate(
     model: &subject::Model,
+    types: &lineup::types::Types<'_>,
     type_name: &str,
     path: &std::path::Path,
-) -> Result<lineup::analysis::cost::Placement> {
+) -> Result<LoadedCandidate> {
     let text = lineup::input::read_text_lossy(path)?;
+    let name = candidate_name(path);
     if let Ok(cs) = c_struct::find_struct(&text, type_name) {
-        candidate::from_declaration(&model.units, &cs.members(), model.cls)
+        let laid = candidate::from_c(&model.units, &cs, types, model.cls)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        Ok(LoadedCandidate {
+            notes: candidate::describe_extras(&name, type_name, &laid),
+            placement: laid.placement,
+        })
     } else {
         let facts =
             pahole_text::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        match facts.iter().find(|f| f.name == type_name) {
-            Some(f) => candidate::from_pahole(&model.units, f),
-            None => Err(format!(
-                "no struct {type_name} in it (as C or as pahole text)"
-            )),
-        }
+        let f = facts.iter().find(|f| f.name == type_name).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: no struct {type_name} in it (as C or as pahole text)",
+                path.display()
+            )
+        })?;
+        let placement = candidate::from_pahole(&model.units, f)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        Ok(LoadedCandidate {
+            placement,
+            notes: Vec::new(),
+        })
     }
-    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// A candidate's name in tables: its file name.
@@ -170,11 +192,13 @@ pub fn run(args: Args) -> Result<()> {
             row_units.push(Some(pu));
         }
     }
+    let mut notes: Vec<String> = Vec::new();
     for path in &args.layouts {
-        let placement = load_candidate(&model, &args.subject.type_name, path)?;
-        rows.push((candidate_name(path), model.evaluate(&placement)));
-        placements.push(placement);
+        let c = load_candidate(&model, &types, &args.subject.type_name, path)?;
+        rows.push((candidate_name(path), model.evaluate(&c.placement)));
+        placements.push(c.placement);
         row_units.push(None);
+        notes.extend(c.notes);
     }
 
     if let Some(path) = &args.html {
@@ -261,6 +285,7 @@ pub fn run(args: Args) -> Result<()> {
             "cacheline_size": model.cls,
             "unit": profile.unit,
             "layouts": json,
+            "notes": notes,
         });
         serde_json::to_writer_pretty(&mut out, &v)?;
         writeln!(out)?;
@@ -284,6 +309,9 @@ pub fn run(args: Args) -> Result<()> {
     )?;
     out.write_all(ev.binding.as_bytes())?;
     out.write_all(subject::cost_table(&refs).as_bytes())?;
+    for note in &notes {
+        writeln!(out, "{note}")?;
+    }
     for (name, c) in &rows {
         let hot: Vec<String> = c
             .lines

@@ -193,7 +193,7 @@ pub fn run(args: Args) -> Result<i32> {
         for path in &args.layouts {
             variants.push(Variant {
                 name: candidate_name(path),
-                placement: load_candidate(&model, &args.subject.type_name, path)?,
+                placement: load_candidate(&model, &types, &args.subject.type_name, path)?.placement,
             });
         }
     }
