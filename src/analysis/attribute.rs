@@ -3,7 +3,7 @@
 //! they can be: every offset should land on a field boundary, consistently with the struct's
 //! alignment.
 
-use super::fields::{Leaf, leaf_at, leaves};
+use super::fields::{Leaf, leaf_at, leaves, member_name, members_at};
 use crate::types::{TypeId, Types};
 
 /// One access to a cache line, as far as attribution needs it.
@@ -370,7 +370,10 @@ fn score(
         {
             contained += w;
         }
-        match leaf_near(leaves, widest, x) {
+        // Union alternatives at `x` narrowed by the access's size: the first is scored, all
+        // that remain are named.
+        let alternatives = members_at(near(leaves, widest, x), x, a.size);
+        match alternatives.first().copied() {
             Some(leaf) => {
                 let fits_size = a
                     .size
@@ -386,7 +389,10 @@ fn score(
                 if leaf.synchronizing && store_total > 0.0 {
                     atomics += a.weight.max(0.0) * a.store_share / store_total;
                 }
-                fields.push(leaf.path.clone());
+                fields.push(
+                    member_name(near(leaves, widest, x), x, a.size)
+                        .unwrap_or_else(|| leaf.path.clone()),
+                );
             }
             None => fields.push(String::from("<hole>")),
         }
@@ -405,12 +411,17 @@ fn score(
     })
 }
 
-/// [`leaf_at`] on leaves sorted by offset, looking only at those that can hold `x`: every
-/// leaf that does starts at most the largest leaf's size before it.
+/// [`leaf_at`] on the leaves [`near`] `x`.
 fn leaf_near(leaves: &[Leaf], widest: u64, x: u64) -> Option<&Leaf> {
+    leaf_at(near(leaves, widest, x), x)
+}
+
+/// The leaves, sorted by offset, that can hold byte `x`: every one that does starts at most
+/// the largest leaf's size before it.
+fn near(leaves: &[Leaf], widest: u64, x: u64) -> &[Leaf] {
     let hi = leaves.partition_point(|l| l.offset <= x);
     let lo = leaves[..hi].partition_point(|l| l.offset + widest <= x);
-    leaf_at(&leaves[lo..hi], x)
+    &leaves[lo..hi]
 }
 
 /// Words too common in kernel function names to say anything about a field.

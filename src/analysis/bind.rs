@@ -1305,6 +1305,17 @@ pub fn bind_type(
     let mut out = Outcome::default();
     let mut fitting: Vec<GroupLine> = Vec::new();
     let mut reach_memo: HashMap<String, Reachable> = HashMap::new();
+    // The instruction's width is the row's access size where the report gave none: the
+    // diagnosis then names the union alternative of that width.
+    for line in profile.lines.iter_mut().filter(|l| l.binding.is_none()) {
+        for (i, a) in line.accesses.iter_mut().enumerate() {
+            if a.size.is_none()
+                && let Some(op) = input.decoded.get(&(line.address, i))
+            {
+                a.size = op.size.map(u64::from);
+            }
+        }
+    }
     for line in profile.lines.iter().filter(|l| l.binding.is_none()) {
         let mut accesses = line_accesses(line, &protos);
         with_decoded_sizes(&mut accesses, line.address, &input.decoded);

@@ -381,6 +381,43 @@ pub fn display_member(fields: &[Field], offset: u64) -> Option<&Field> {
     }
 }
 
+/// The members an access of `size` bytes (when known) at `offset` can be: one, as
+/// [`display_member`] finds it, except where alternatives of an anonymous union overlap the
+/// byte: those the access fits in, then those of exactly its size starting there (without a
+/// size, those starting there), each looked into as [`display_member`] does. The offset does
+/// not say which alternative the code used; the width may.
+pub fn display_alternatives(fields: &[Field], offset: u64, size: Option<u64>) -> Vec<&Field> {
+    let holding: Vec<&Field> = fields
+        .iter()
+        .filter(|f| f.size > 0 && f.offset <= offset && offset < f.offset + f.size)
+        .collect();
+    // Bitfields share their storage unit's bytes without being alternatives.
+    if holding.is_empty() || holding.iter().any(|f| f.is_bitfield()) {
+        return display_member(fields, offset).into_iter().collect();
+    }
+    fn narrow<'a>(all: Vec<&'a Field>, keep: impl Fn(&Field) -> bool) -> Vec<&'a Field> {
+        let some: Vec<&Field> = all.iter().copied().filter(|f| keep(f)).collect();
+        if some.is_empty() { all } else { some }
+    }
+    let chosen = match size {
+        Some(s) => narrow(narrow(holding, |f| offset + s <= f.offset + f.size), |f| {
+            f.offset == offset && f.size == s
+        }),
+        None => narrow(holding, |f| f.offset == offset),
+    };
+    chosen
+        .into_iter()
+        .flat_map(|f| {
+            if f.inline.is_some() {
+                let inner = display_alternatives(&f.members, offset, size);
+                if inner.is_empty() { vec![f] } else { inner }
+            } else {
+                vec![f]
+            }
+        })
+        .collect()
+}
+
 fn member_name(f: &Field) -> String {
     if f.name.is_empty() {
         format!("<anonymous @{}>", f.offset)
@@ -546,22 +583,39 @@ pub fn diagnose_on(
         {
             misfits.push(m);
         }
-        let Some(f) = display_member(&layout.members, off) else {
+        let alternatives = display_alternatives(&layout.members, off, a.size);
+        let Some(&f) = alternatives.first() else {
             continue;
         };
         // An array member is shown per element: `hits[0]` and `hits[1]` written by different
-        // CPUs falsely share a line as much as two named members do.
-        let (name, f_offset, f_size) = match (
-            array_element(f, off),
-            inline_array_element(&layout.members, off),
-        ) {
-            (Some((index, elem)), _) => (
-                format!("{}[{index}]", member_name(f)),
-                f.offset + index * elem,
-                elem,
-            ),
-            (None, Some(named)) => named,
-            (None, None) => (member_name(f), f.offset, f.size),
+        // CPUs falsely share a line as much as two named members do. Union alternatives the
+        // access cannot be told between are shown together, over the bytes they span.
+        let (name, f_offset, f_size) = if alternatives.len() > 1 {
+            let start = alternatives
+                .iter()
+                .map(|f| f.offset)
+                .min()
+                .unwrap_or(f.offset);
+            let end = alternatives
+                .iter()
+                .map(|f| f.offset + f.size)
+                .max()
+                .unwrap_or(f.offset + f.size);
+            let names: Vec<String> = alternatives.iter().map(|f| member_name(f)).collect();
+            (names.join(" | "), start, end - start)
+        } else {
+            match (
+                array_element(f, off),
+                inline_array_element(&layout.members, off),
+            ) {
+                (Some((index, elem)), _) => (
+                    format!("{}[{index}]", member_name(f)),
+                    f.offset + index * elem,
+                    elem,
+                ),
+                (None, Some(named)) => named,
+                (None, None) => (member_name(f), f.offset, f.size),
+            }
         };
         let line = off / cls;
         if run.is_some() {

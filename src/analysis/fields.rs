@@ -193,6 +193,69 @@ pub fn leaf_at(leaves: &[Leaf], offset: u64) -> Option<&Leaf> {
         .max_by_key(|l| (l.size > 0, l.depth, l.offset == offset))
 }
 
+/// The members an access of `size` bytes (when known) at byte `offset` can be: the
+/// innermost leaves holding the byte (several where union alternatives overlap it, in
+/// declaration order), narrowed to those the access fits in, then to those of exactly its
+/// size starting there; without a size, to those starting there. Which alternative of a
+/// union the code used is not in the offset: a 4-byte load of `vlag | vprot` is `vlag`
+/// when `vprot` is 8 bytes, and both when nothing says how wide the access was.
+pub fn members_at(leaves: &[Leaf], offset: u64, size: Option<u32>) -> Vec<&Leaf> {
+    let holds = |l: &&Leaf| l.offset <= offset && offset < l.offset + l.size.max(1);
+    let mut holding: Vec<&Leaf> = leaves.iter().filter(|l| l.size > 0).filter(holds).collect();
+    if holding.is_empty() {
+        holding = leaves.iter().filter(holds).collect();
+    }
+    // A struct or union is kept as a leaf of its own beside its members: a holder with a
+    // deeper holder inside it, on its own path, is that container, not an alternative.
+    let inside = |m: &Leaf, l: &Leaf| {
+        m.depth > l.depth
+            && m.offset >= l.offset
+            && m.offset + m.size <= l.offset + l.size
+            && (l.path.is_empty()
+                || m.path == l.path
+                || m.path
+                    .strip_prefix(l.path.as_str())
+                    .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('[')))
+    };
+    let innermost: Vec<&Leaf> = holding
+        .iter()
+        .copied()
+        .filter(|l| {
+            !holding
+                .iter()
+                .any(|m| !std::ptr::eq(*m, *l) && inside(m, l))
+        })
+        .collect();
+    fn narrow<'a>(all: Vec<&'a Leaf>, keep: impl Fn(&Leaf) -> bool) -> Vec<&'a Leaf> {
+        let some: Vec<&Leaf> = all.iter().copied().filter(|l| keep(l)).collect();
+        if some.is_empty() { all } else { some }
+    }
+    match size {
+        Some(s) => {
+            let s = s as u64;
+            let fitting = narrow(innermost, |l| offset + s <= l.offset + l.size.max(1));
+            narrow(fitting, |l| l.offset == offset && l.size == s)
+        }
+        None => narrow(innermost, |l| l.offset == offset),
+    }
+}
+
+/// The name of what [`members_at`] finds: one member's path, or the alternatives it cannot
+/// tell apart joined with ` | ` (`vlag | vprot`).
+pub fn member_name(leaves: &[Leaf], offset: u64, size: Option<u32>) -> Option<String> {
+    let alternatives = members_at(leaves, offset, size);
+    if alternatives.is_empty() {
+        return None;
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for l in alternatives {
+        if !names.contains(&l.path.as_str()) {
+            names.push(&l.path);
+        }
+    }
+    Some(names.join(" | "))
+}
+
 /// Offset and size of the member at dotted `path` in struct/union `id`
 /// (`rto_count`, `cpupri.pri_to_cpu[0].count`, `load_avg.counter`). Members of anonymous
 /// structs and unions are found by their own names, as C lets code name them.
