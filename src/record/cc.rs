@@ -629,7 +629,7 @@ mod tests {
     #[test]
     fn a_language_given_with_x_does_not_apply_to_the_runtime_object() {
         let rt = Path::new("/cache/rt.o");
-        for user in ["-x c - -o /dev/null", "-xc - -o /dev/null"] {
+        for user in ["-x c - -o probe", "-xc - -o probe"] {
             let out = arguments(Family::Gcc, &args(user), Some(rt), None);
             let text: Vec<String> = out.iter().map(|a| a.to_string_lossy().into()).collect();
             let at = text.iter().position(|a| a == "/cache/rt.o").unwrap();

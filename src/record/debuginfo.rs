@@ -1518,12 +1518,14 @@ fn frame_base_from_rbp(unit: &Unit<'_>, entry: &Die<'_>) -> Option<i64> {
     }
 }
 
-/// The ranges of a variable's location list where it is a register (`DW_OP_regN`).
-fn register_ranges(
+/// The ranges of a variable's location list whose expression is one operation that `pick`
+/// accepts, with what it took from it.
+fn single_op_ranges<T>(
     dwarf: &gimli::Dwarf<Slice<'_>>,
     unit: &Unit<'_>,
     entry: &Die<'_>,
-) -> Vec<(u64, u64, u16)> {
+    pick: impl Fn(gimli::Operation<Slice<'_>>) -> Option<T>,
+) -> Vec<(u64, u64, T)> {
     let mut out = Vec::new();
     let Some(value) = entry.attr_value(dw::DW_AT_location) else {
         return out;
@@ -1533,14 +1535,27 @@ fn register_ranges(
     };
     while let Ok(Some(e)) = list.next() {
         let mut ops = e.data.operations(unit.encoding());
-        if let Ok(Some(gimli::Operation::Register { register })) = ops.next()
+        if let Ok(Some(op)) = ops.next()
+            && let Some(v) = pick(op)
             && matches!(ops.next(), Ok(None))
             && e.range.end > e.range.begin
         {
-            out.push((e.range.begin, e.range.end, register.0));
+            out.push((e.range.begin, e.range.end, v));
         }
     }
     out
+}
+
+/// The ranges of a variable's location list where it is a register (`DW_OP_regN`).
+fn register_ranges(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &Unit<'_>,
+    entry: &Die<'_>,
+) -> Vec<(u64, u64, u16)> {
+    single_op_ranges(dwarf, unit, entry, |op| match op {
+        gimli::Operation::Register { register } => Some(register.0),
+        _ => None,
+    })
 }
 
 /// The ranges of a variable's location list where it is in memory at `%rsp` plus an offset
@@ -1550,26 +1565,12 @@ fn rsp_ranges(
     unit: &Unit<'_>,
     entry: &Die<'_>,
 ) -> Vec<(u64, u64, i64)> {
-    let mut out = Vec::new();
-    let Some(value) = entry.attr_value(dw::DW_AT_location) else {
-        return out;
-    };
-    let Ok(Some(mut list)) = dwarf.attr_locations(unit, value) else {
-        return out;
-    };
-    while let Ok(Some(e)) = list.next() {
-        let mut ops = e.data.operations(unit.encoding());
-        if let Ok(Some(gimli::Operation::RegisterOffset {
+    single_op_ranges(dwarf, unit, entry, |op| match op {
+        gimli::Operation::RegisterOffset {
             register, offset, ..
-        })) = ops.next()
-            && register.0 == 7
-            && matches!(ops.next(), Ok(None))
-            && e.range.end > e.range.begin
-        {
-            out.push((e.range.begin, e.range.end, offset));
-        }
-    }
-    out
+        } if register.0 == 7 => Some(offset),
+        _ => None,
+    })
 }
 
 /// The ranges of a variable's location list where it is in its frame (`DW_OP_fbreg N`).
@@ -1578,23 +1579,10 @@ fn fbreg_ranges(
     unit: &Unit<'_>,
     entry: &Die<'_>,
 ) -> Vec<(u64, u64, i64)> {
-    let mut out = Vec::new();
-    let Some(value) = entry.attr_value(dw::DW_AT_location) else {
-        return out;
-    };
-    let Ok(Some(mut list)) = dwarf.attr_locations(unit, value) else {
-        return out;
-    };
-    while let Ok(Some(e)) = list.next() {
-        let mut ops = e.data.operations(unit.encoding());
-        if let Ok(Some(gimli::Operation::FrameOffset { offset })) = ops.next()
-            && matches!(ops.next(), Ok(None))
-            && e.range.end > e.range.begin
-        {
-            out.push((e.range.begin, e.range.end, offset));
-        }
-    }
-    out
+    single_op_ranges(dwarf, unit, entry, |op| match op {
+        gimli::Operation::FrameOffset { offset } => Some(offset),
+        _ => None,
+    })
 }
 
 #[derive(Clone, Copy, PartialEq)]
