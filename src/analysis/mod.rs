@@ -11,6 +11,8 @@ pub mod diagnose;
 pub mod fields;
 pub mod layout_diff;
 pub mod machine;
+pub mod model;
 pub mod optimize;
 pub mod slices;
 pub mod slots;
+pub mod subject;

@@ -1,6 +1,8 @@
 //! Rendering: layouts as pahole-style text, as JSON, and reports as an HTML page.
 
+pub mod binding;
 pub mod c;
+pub mod cost_table;
 pub mod html;
 pub mod json;
 pub mod layout_diff;

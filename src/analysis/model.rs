@@ -1,0 +1,173 @@
+//! The cost model of one struct on one machine: its layout in the target lines, the units
+//! and access streams the cost model prices, the current placement and the queueing of its
+//! busiest line. Built once from layout + profile + machine; `diagnose`, `optimize`,
+//! `predict` and `replay` evaluate placements with it.
+
+use std::path::Path;
+
+use crate::analysis::cost;
+use crate::analysis::machine::{self, MachineModel};
+use crate::profile::{Access, Profile};
+use crate::types::{TypeId, Types};
+
+/// Everything the cost model needs about one struct and one profile.
+pub struct Model {
+    pub layout: crate::layout::Layout,
+    pub units: Vec<cost::Unit>,
+    pub streams: Vec<cost::Stream>,
+    pub current: cost::Placement,
+    pub machine: MachineModel,
+    pub cls: u64,
+    pub queueing: cost::Queueing,
+    /// Where the utilization came from, for the report.
+    pub utilization_source: String,
+}
+
+impl Model {
+    /// The model of struct `id` under `accesses`, on `machine`, judged in lines of
+    /// `cacheline_size` bytes (default: the machine's), its busiest line at `utilization`
+    /// (default: from the evidence's measured HITM latency). Errors name the command-line
+    /// flag that set the value refused.
+    pub fn build(
+        types: &Types<'_>,
+        id: TypeId,
+        profile: &Profile,
+        accesses: &[Access],
+        machine: MachineModel,
+        cacheline_size: Option<u64>,
+        utilization: Option<f64>,
+    ) -> Result<Model, String> {
+        let cls = cacheline_size.unwrap_or(machine.cacheline_size);
+        if !cls.is_power_of_two() || !(16..=4096).contains(&cls) {
+            return Err(format!(
+                "--cacheline-size {cls}: not a power of two between 16 and 4096"
+            ));
+        }
+        let layout = crate::layout::layout(types, id, cls).expect("a defined struct has a layout");
+        let units = cost::units(types, &layout);
+        let cpus = profile
+            .provenance
+            .machine
+            .cpus
+            .unwrap_or(machine.cpus)
+            .min(machine.cpus)
+            .max(1);
+        let streams = cost::streams(&units, &layout, accesses, cpus);
+        let current = cost::current_placement(&layout, &units);
+        let reference = cost::busiest_line(&streams, &current, cls, &machine);
+        let (utilization, utilization_source) = match utilization {
+            Some(u) if (0.0..=cost::MAX_UTILIZATION).contains(&u) => (u, "given".to_string()),
+            Some(u) => {
+                return Err(format!(
+                    "--utilization {u}: must be between 0 and {}",
+                    cost::MAX_UTILIZATION
+                ));
+            }
+            None => match measured_hitm_latency(accesses).filter(|_| {
+                // The evidence's latencies describe the evidence's machine: use them only
+                // for a machine at least as wide as the evidence shows.
+                let seen = accesses
+                    .iter()
+                    .filter_map(|a| a.cpus.as_ref().and_then(|c| c.distinct()))
+                    .max()
+                    .unwrap_or(0);
+                profile.provenance.machine.cpus.unwrap_or(seen).max(seen) <= machine.cpus
+            }) {
+                Some(measured) => {
+                    let widest = streams.iter().map(|s| s.cpus).max().unwrap_or(1);
+                    let nominal = machine.transfer_cycles(widest);
+                    let u = cost::Queueing::utilization_from_latency(measured, nominal);
+                    (
+                        u,
+                        format!(
+                            "measured HITM latency {measured:.0} cycles vs {nominal:.0} unloaded"
+                        ),
+                    )
+                }
+                None => (
+                    cost::DEFAULT_UTILIZATION,
+                    "assumed (no latency measured on this machine in the evidence)".to_string(),
+                ),
+            },
+        };
+        Ok(Model {
+            layout,
+            units,
+            streams,
+            current,
+            machine,
+            cls,
+            queueing: cost::Queueing {
+                reference,
+                utilization,
+            },
+            utilization_source,
+        })
+    }
+
+    pub fn evaluate(&self, p: &cost::Placement) -> cost::Cost {
+        cost::evaluate(
+            &self.units,
+            &self.streams,
+            p,
+            self.cls,
+            &self.machine,
+            &self.queueing,
+        )
+    }
+}
+
+/// Mean cycles of HITM loads, weighted by their counts, when the evidence measured them.
+pub fn measured_hitm_latency(accesses: &[Access]) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0.0);
+    for a in accesses {
+        let Some(l) = &a.latency else { continue };
+        for (mean, count) in [
+            (l.mean_lcl_hitm, a.counts.lcl_hitm),
+            (l.mean_rmt_hitm, a.counts.rmt_hitm),
+        ] {
+            if let Some(m) = mean
+                && count > 0.0
+            {
+                sum += m * count;
+                n += count;
+            }
+        }
+    }
+    (n > 0.0).then(|| sum / n)
+}
+
+/// The machine `name` names: `host` (this machine: its `lineup calibrate` figures when
+/// cached, else its topology with generic latencies), a preset, or a machine file. Errors
+/// are one line naming `--machine`.
+pub fn machine_named(name: &str) -> Result<MachineModel, String> {
+    if name == "host" {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        // The calibration comes from lineup's cache when there is one that only this
+        // user can have written; with none, from a path under /dev/null, which holds
+        // nothing (generic latencies).
+        let cache = crate::record::cc::existing_cache_dir()?;
+        return Ok(crate::readers::host::host_machine(
+            Path::new("/sys"),
+            &cpuinfo,
+            cache.as_deref().unwrap_or(Path::new("/dev/null")),
+        ));
+    }
+    if let Some(m) = machine::preset(name) {
+        return Ok(m);
+    }
+    // A machine file (`lineup calibrate -o FILE`, or one written by hand).
+    let path = Path::new(name);
+    if path.is_file() || name.contains('/') || name.ends_with(".toml") {
+        let text = crate::input::read_text_lossy(path).map_err(|e| format!("--machine {e}"))?;
+        let (mut m, _) =
+            machine::parse_machine_file(&text).map_err(|e| format!("--machine {name}: {e}"))?;
+        m.description = format!("{} (from {name})", m.description);
+        return Ok(m);
+    }
+    let names: Vec<String> = machine::presets().into_iter().map(|m| m.name).collect();
+    Err(format!(
+        "--machine {name}: no such preset or file; known: host, {}, or a machine file (lineup calibrate -o FILE)",
+        names.join(", ")
+    ))
+}
