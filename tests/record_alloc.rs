@@ -642,3 +642,35 @@ fn an_unknown_alloc_wrapper_is_refused_before_the_run() {
     assert!(o.stdout.is_empty());
     assert!(!profile.exists());
 }
+
+/// A heap address reused after a free is two objects (issue 27 item 1: the verdict must not
+/// depend on how the threads happened to run). Two workers run one after the other, each
+/// with a private block from one site, and glibc gives the second the first one's address:
+/// the tally counts each thread's accesses to the address without their times, and was
+/// binding both threads to one block, so the per-thread buffers read as "true sharing, 2
+/// CPUs". Each access goes to the block alive while its thread lived.
+#[test]
+fn a_block_reused_at_one_address_by_two_threads_in_turn_is_not_shared() {
+    const SRC: &str = "tests/data/record/reused_block.c";
+    for cc in ["gcc", "clang"] {
+        let prog = build(SRC, &format!("reused-{cc}"), cc, "-O2 -g");
+        let plain = Command::new(&prog).output().unwrap();
+        // The case under test: the second block came back at the first one's address.
+        assert!(
+            text(&plain.stdout).ends_with("same address\n"),
+            "{cc}: {}",
+            text(&plain.stdout)
+        );
+        let profile = record(&prog, &[]);
+        let d = diagnose_ok(&profile, &site(SRC, "calloc(64"));
+        let lines = d["lines"].as_array().unwrap();
+        assert!(!lines.is_empty(), "{cc}: {d:#}");
+        for l in lines {
+            assert_eq!(l["verdict"], "not_shared", "{cc}: {l:#}");
+            assert_eq!(l["cost"].as_f64(), Some(0.0), "{cc}: {l:#}");
+            for m in l["members"].as_array().unwrap() {
+                assert_eq!(m["cpus"], 1, "{cc}: {m:#}");
+            }
+        }
+    }
+}

@@ -91,7 +91,8 @@ struct RunPrice {
     concurrent: (f64, f64),
     whole: (f64, f64),
     /// The line's accesses made inside critical sections of a lock every other thread on
-    /// the line held there (`sequential_accesses`): they cannot meet another thread's.
+    /// the line held there, or while no other thread was alive (`sequential_accesses`):
+    /// they cannot meet another thread's.
     sequential: f64,
 }
 
@@ -1406,7 +1407,7 @@ fn priced_in_run(d: &mut LineDiagnosis, accesses: f64, run: &RunTotals, price: &
     let simulated: f64 = d.members.iter().map(|m| m.counts.transfers()).sum();
     d.cost = price.concurrent.1;
     d.explanation.push_str(&format!(
-        ". Priced by the model at the threads' rates (what they do, whichever way they interleave): {:.0} transfers over the run ({:.0} of the line's {accesses:.0} accesses made under a lock every thread there held, which cannot meet), at least {:.0} ({}% of the run's accesses) to matter; this run's simulation measured {simulated:.0} ({:.2}% of its {:.0}), which depends on how the threads happened to interleave",
+        ". Priced by the model at the threads' rates (what they do, whichever way they interleave): {:.0} transfers over the run ({:.0} of the line's {accesses:.0} accesses made under a lock every thread there held, or while no other thread was alive, which cannot meet), at least {:.0} ({}% of the run's accesses) to matter; this run's simulation measured {simulated:.0} ({:.2}% of its {:.0}), which depends on how the threads happened to interleave",
         price.concurrent.0,
         price.sequential,
         run.floor(),
@@ -1431,7 +1432,7 @@ fn not_contended_in_run(d: &mut LineDiagnosis, accesses: f64, run: &RunTotals, p
     );
     if run.matters(price.whole.0) {
         d.explanation = format!(
-            "handed from thread to thread under a lock, not contention: {:.0} of the line's {accesses:.0} accesses were made inside critical sections of a lock every thread on the line held there, so no two threads use it at the same time and it moves once per critical section, not per access; the model prices {:.0} transfers at the rates of the rest, under the run's floor of {:.0} ({}% of its accesses); if the threads used it at the same time it would be {} ({:.0} transfers); {measured}",
+            "handed from thread to thread under a lock, not contention: {:.0} of the line's {accesses:.0} accesses were made inside critical sections of a lock every thread on the line held there (or while no other thread was alive), so no two threads use it at the same time and it moves once per critical section, not per access; the model prices {:.0} transfers at the rates of the rest, under the run's floor of {:.0} ({}% of its accesses); if the threads used it at the same time it would be {} ({:.0} transfers); {measured}",
             price.sequential,
             price.concurrent.0,
             run.floor(),

@@ -515,6 +515,38 @@ impl ObjectMap {
         m
     }
 
+    /// The object holding `addr` that a thread alive over `[start, end)` (its first to
+    /// its last traced moment) touched: of the blocks that held the address, the one whose
+    /// life overlaps the thread's most. The tally counts a thread's accesses to an address
+    /// without their times; a heap address reused after a free (one worker's private
+    /// block freed, the next worker's allocated at the same place) is two objects, each
+    /// used by the thread that lived beside it, not one object two threads share.
+    pub fn lookup_during(&self, addr: u64, life: Option<(u64, u64)>) -> Option<&Object> {
+        let Some((start, end)) = life.filter(|&(s, e)| s < e) else {
+            return self.lookup(addr, None);
+        };
+        let i = self.globals.partition_point(|o| o.base <= addr);
+        if i > 0 && addr < self.globals[i - 1].end() {
+            return Some(&self.globals[i - 1]);
+        }
+        let mut j = self.heap.partition_point(|o| o.base <= addr);
+        // (overlap with the thread's life, the block's life, the block)
+        let mut best: Option<(u64, u64, &Object)> = None;
+        while j > 0 && self.heap_max_end[j - 1] > addr {
+            let o = &self.heap[j - 1];
+            j -= 1;
+            if addr >= o.end() {
+                continue;
+            }
+            let overlap = o.died.min(end).saturating_sub(o.born.max(start));
+            let life = o.died.saturating_sub(o.born);
+            if best.is_none_or(|(bo, bl, _)| (overlap, life) > (bo, bl)) {
+                best = Some((overlap, life, o));
+            }
+        }
+        best.map(|b| b.2)
+    }
+
     /// The object holding `addr`; at time `tsc` when known (heap addresses are reused).
     pub fn lookup(&self, addr: u64, tsc: Option<u64>) -> Option<&Object> {
         let i = self.globals.partition_point(|o| o.base <= addr);
@@ -674,6 +706,20 @@ mod tests {
         assert_eq!(m.lookup(0x1040, None).unwrap().ty.name, "big");
         assert!(m.lookup(0x2000, None).is_none());
         assert_eq!(m.lookup(0x1048, None).unwrap().type_offset(0x1048), 0x48);
+        // Without times, by the life of the thread that touched the address: one worker's
+        // block freed, the next worker's allocated at the same place.
+        let allocs = [
+            ev(10, 0x1000, 64, false),
+            ev(20, 0x1000, 0, true),
+            ev(25, 0x1000, 64, false),
+            ev(40, 0x1000, 0, true),
+        ];
+        let m = ObjectMap::build(&d, 0, &allocs, &mut c, |a| a.pc);
+        assert_eq!(m.lookup_during(0x1008, Some((9, 21))).unwrap().born, 10);
+        assert_eq!(m.lookup_during(0x1008, Some((22, 41))).unwrap().born, 25);
+        // A thread alive over both (main): the longer-lived block, as without a time.
+        assert_eq!(m.lookup_during(0x1008, Some((0, 100))).unwrap().born, 25);
+        assert_eq!(m.lookup_during(0x1008, None).unwrap().born, 25);
     }
 }
 

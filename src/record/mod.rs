@@ -683,7 +683,12 @@ pub fn build(
         drop(site_of_event);
         // Which accesses could meet another thread's on their line, from the locks the
         // threads held rather than from this interleaving.
-        let overlap = overlap::Overlap::of(&p.traced, line);
+        let lives: Vec<(u32, u64, u64)> = p
+            .threads
+            .iter()
+            .map(|(&t, th)| (t, th.tsc_start, th.tsc_end))
+            .collect();
+        let overlap = overlap::Overlap::of(&p.traced, line, &lives);
 
         progress(Step::Attribute { process: pi, of: n });
         let debug = &facts.debug;
@@ -791,6 +796,7 @@ pub fn build(
             dropped += t.dropped;
         }
         let tid_of = |thread: u32| p.threads.get(&thread).map_or(thread, |th| th.tid);
+        let life_of = |thread: u32| p.threads.get(&thread).map(|th| (th.tsc_start, th.tsc_end));
         // Attribute, then number each object's threads by how much they touch it: `cpus`
         // in the profile are these numbers (0: the object's busiest thread), so that
         // objects of one type, merged in type coordinates, still tell one thread per
@@ -813,7 +819,7 @@ pub fn build(
                 all_threads.insert((p.pid, tid_of(k.thread)));
                 last_thread = Some(k.thread);
             }
-            let Some(obj) = objects.lookup(k.addr, None) else {
+            let Some(obj) = objects.lookup_during(k.addr, life_of(k.thread)) else {
                 continue;
             };
             // A summary of many places (the memory budget's) counts one site's accesses over

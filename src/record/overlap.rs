@@ -12,10 +12,17 @@
 //! hand to each other under a mutex (zstd's checksum state) moves once per critical
 //! section, at the lock's rate, not once per access.
 //!
-//! An access of thread `t` on a line is *sequential* when `t` made it holding a lock that
-//! every other thread traced on the line held at every one of its accesses there; every
-//! other access is *concurrent* (a line no other thread was traced on included: that is no
-//! evidence of order). `diagnose` prices each access at its concurrent share through the
+//! The other order the scheduler does not decide is the program's own phases: an access a
+//! thread makes while no other thread of the process is alive (main filling in a table
+//! before it creates the workers, reading their results after it joined them) cannot meet
+//! any. Such an access is *sequential*, and it does not make another thread's accesses on
+//! the line concurrent: one read of a result after the join does not turn a million
+//! lock-ordered updates into contention.
+//!
+//! An access of thread `t` on a line is also *sequential* when `t` made it holding a lock
+//! that every other thread traced on the line held at every one of its accesses there
+//! (those made alone not counted); every other access is *concurrent* (a line no other
+//! thread was traced on included: that is no evidence of order). `diagnose` prices each access at its concurrent share through the
 //! cost model, whose rates then say whether it matters (`details.sequential_accesses` in
 //! the profile holds the rest).
 
@@ -31,23 +38,82 @@ pub struct Overlap {
     by: HashMap<(u32, u64), (u64, u64), FastHash>,
 }
 
+/// The lock value standing for "made while no other thread was alive" (real locks are
+/// `0x8000 | 15 bits`, below it).
+const ALONE: u16 = u16::MAX;
+
+/// The moments a process had one live thread, from its threads' lives: sorted, disjoint
+/// `(from, to, thread)`, inclusive.
+struct Alone(Vec<(u64, u64, u32)>);
+
+impl Alone {
+    fn new(lives: &[(u32, u64, u64)]) -> Alone {
+        // +1 at a start, -1 just after an end; a life with no known end lasts to the end.
+        let mut edges: Vec<(u64, i32, u32)> = Vec::with_capacity(lives.len() * 2);
+        for &(t, start, end) in lives {
+            edges.push((start, 1, t));
+            if end >= start && end < u64::MAX {
+                edges.push((end + 1, -1, t));
+            }
+        }
+        // Ends before starts at one moment.
+        edges.sort_unstable_by_key(|&(at, d, t)| (at, d, t));
+        let mut alive: Vec<u32> = Vec::new();
+        let mut out: Vec<(u64, u64, u32)> = Vec::new();
+        for (i, &(at, d, t)) in edges.iter().enumerate() {
+            if d > 0 {
+                alive.push(t);
+            } else if let Some(k) = alive.iter().position(|&x| x == t) {
+                alive.swap_remove(k);
+            }
+            let next = edges.get(i + 1).map_or(u64::MAX, |e| e.0);
+            if alive.len() == 1 && next > at {
+                out.push((at, next - 1, alive[0]));
+            }
+        }
+        Alone(out)
+    }
+
+    /// Whether `thread` was the only live thread at `tsc`.
+    fn at(&self, thread: u32, tsc: u64) -> bool {
+        let i = self.0.partition_point(|&(from, _, _)| from <= tsc);
+        i > 0 && {
+            let (_, to, t) = self.0[i - 1];
+            tsc <= to && t == thread
+        }
+    }
+}
+
 /// One thread's accesses to one line.
 struct OnLine {
     thread: u32,
-    /// The lock held at every access, when one was (and the same one).
+    /// The lock held at every access made beside other threads, when one was (and the
+    /// same one).
     lock: Option<u16>,
+    /// Whether it made any access while another thread was alive.
+    beside_others: bool,
     /// Range of the thread's events in the sorted list.
     events: std::ops::Range<usize>,
 }
 
 impl Overlap {
     /// The accesses of every thread on every line of `traced`, `line` bytes a line.
-    pub fn of(traced: &[Traced], line: u64) -> Overlap {
+    /// `lives`: each thread's (index, first, last) moments, in the trace's clock.
+    pub fn of(traced: &[Traced], line: u64, lives: &[(u32, u64, u64)]) -> Overlap {
         let line = line.max(1);
-        // (line number, thread, lock), sorted: each line's threads.
+        let alone = Alone::new(lives);
+        // (line number, thread, lock), sorted: each line's threads. An access made while
+        // its thread was the only one alive is ordered with every other: `ALONE`.
         let mut events: Vec<(u64, u32, u16)> = traced
             .iter()
-            .map(|e| (e.addr / line, e.thread, e.lock))
+            .map(|e| {
+                let lock = if alone.at(e.thread, e.tsc) {
+                    ALONE
+                } else {
+                    e.lock
+                };
+                (e.addr / line, e.thread, lock)
+            })
             .collect();
         events.sort_unstable();
         let mut out = Overlap::default();
@@ -60,27 +126,36 @@ impl Overlap {
             while j < events.len() && events[j].0 == line_no {
                 let thread = events[j].1;
                 let start = j;
+                // The lock of the thread's accesses made beside others (`ALONE` sorts last).
                 let lock = events[j].2;
                 let mut same_lock = lock != 0;
+                let mut beside_others = false;
                 while j < events.len() && events[j].0 == line_no && events[j].1 == thread {
-                    same_lock &= events[j].2 == lock;
+                    if events[j].2 != ALONE {
+                        same_lock &= events[j].2 == lock;
+                        beside_others = true;
+                    }
                     j += 1;
                 }
                 threads.push(OnLine {
                     thread,
                     lock: same_lock.then_some(lock),
+                    beside_others,
                     events: start..j,
                 });
             }
             for t in &threads {
-                let others: Vec<&OnLine> =
-                    threads.iter().filter(|u| u.thread != t.thread).collect();
+                let others: Vec<&OnLine> = threads
+                    .iter()
+                    .filter(|u| u.thread != t.thread && u.beside_others)
+                    .collect();
                 let concurrent = events[t.events.clone()]
                     .iter()
                     .filter(|&&(_, _, lock)| {
-                        others.is_empty()
-                            || lock == 0
-                            || others.iter().any(|u| u.lock != Some(lock))
+                        lock != ALONE
+                            && (others.is_empty()
+                                || lock == 0
+                                || others.iter().any(|u| u.lock != Some(lock)))
                     })
                     .count() as u64;
                 out.by
@@ -129,7 +204,7 @@ mod tests {
         for i in 10..20 {
             t.push(ev(i, 1, 0x1008, 0x8001));
         }
-        let o = Overlap::of(&t, 64);
+        let o = Overlap::of(&t, 64, &[]);
         assert_eq!(o.share(0, 0x40), 1.0);
         assert_eq!(o.share(1, 0x40), 1.0);
     }
@@ -145,20 +220,52 @@ mod tests {
                 t.push(ev(job * 100 + i, (job % 2) as u32, 0x2000, lock));
             }
         }
-        let o = Overlap::of(&t, 64);
+        let o = Overlap::of(&t, 64, &[]);
         assert_eq!(o.share(0, 0x80), 0.0);
         assert_eq!(o.share(1, 0x80), 0.0);
         // One access of thread 1 outside the lock: it can meet thread 0's, and thread 0's
         // can meet it.
         t.push(ev(150, 1, 0x2000, 0));
-        let o = Overlap::of(&t, 64);
+        let o = Overlap::of(&t, 64, &[]);
         assert!(o.share(0, 0x80) > 0.0);
         assert!(o.share(1, 0x80) > 0.0);
     }
 
     #[test]
+    fn accesses_made_while_no_other_thread_lives_meet_none() {
+        // zstd's checksum state: two workers (1 and 2, alive 100..=900) hand it over under
+        // a mutex; main (0) stores it before creating them and reads it after the join.
+        let lock = 0x8000 | 0x55;
+        let lives = [(0, 0, u64::MAX), (1, 100, 900), (2, 110, 905)];
+        let mut t = vec![ev(50, 0, 0x3000, 0)];
+        for job in 0..20u64 {
+            for i in 0..10 {
+                t.push(ev(200 + job * 30 + i, 1 + (job % 2) as u32, 0x3008, lock));
+            }
+        }
+        t.push(ev(1000, 0, 0x3000, 0));
+        let o = Overlap::of(&t, 64, &lives);
+        assert_eq!(o.share(0, 0xc0), 0.0);
+        assert_eq!(o.share(1, 0xc0), 0.0);
+        assert_eq!(o.share(2, 0xc0), 0.0);
+        // Main's read while a worker still lives (no join first): it can meet the
+        // worker's, and the worker's can meet it.
+        t.push(ev(902, 0, 0x3000, 0));
+        let o = Overlap::of(&t, 64, &lives);
+        assert!(o.share(0, 0xc0) > 0.0);
+        assert_eq!(o.share(1, 0xc0), 1.0);
+        // Two workers one after the other, main alive throughout: main's life keeps them
+        // concurrent (no order between the two but the scheduler's).
+        let lives = [(0, 0, u64::MAX), (1, 100, 200), (2, 300, 400)];
+        let t = [ev(150, 1, 0x1000, 0), ev(350, 2, 0x1008, 0)];
+        let o = Overlap::of(&t, 64, &lives);
+        assert_eq!(o.share(1, 0x40), 1.0);
+        assert_eq!(o.share(2, 0x40), 1.0);
+    }
+
+    #[test]
     fn a_thread_alone_on_a_line_or_untraced_is_priced_as_concurrent() {
-        let o = Overlap::of(&[ev(0, 0, 0x1000, 0x8001)], 64);
+        let o = Overlap::of(&[ev(0, 0, 0x1000, 0x8001)], 64, &[]);
         assert_eq!(o.share(0, 0x40), 1.0);
         assert_eq!(o.share(1, 0x40), 1.0);
         assert_eq!(o.share(0, 0x41), 1.0);
