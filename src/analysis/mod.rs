@@ -15,4 +15,5 @@ pub mod model;
 pub mod optimize;
 pub mod slices;
 pub mod slots;
+pub mod struct_diagnosis;
 pub mod subject;

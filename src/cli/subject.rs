@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use std::path::PathBuf;
 
-use lineup::analysis::bind::{BindInput, Decoded};
+use lineup::analysis::bind::Decoded;
 use lineup::analysis::machine::MachineModel;
 use lineup::analysis::model;
 use lineup::analysis::subject;
@@ -59,18 +59,6 @@ pub fn gather(
         .map_err(anyhow::Error::msg)?;
     ev.binding = binding_text(profile, types, id, type_name, &ev);
     Ok(ev)
-}
-
-/// [`gather`] with everything binding takes: the types' side, decoded instructions.
-pub fn gather_with(
-    profile: &mut Profile,
-    types: &Types<'_>,
-    id: TypeId,
-    type_name: &str,
-    size: u64,
-    input: &BindInput,
-) -> Result<Evidence> {
-    subject::gather_with(profile, types, id, type_name, size, input).map_err(anyhow::Error::msg)
 }
 
 /// Where the code behind the evidence's rows is, to bind exactly.

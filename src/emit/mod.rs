@@ -3,6 +3,7 @@
 pub mod binding;
 pub mod c;
 pub mod cost_table;
+pub mod diagnosis;
 pub mod html;
 pub mod json;
 pub mod layout_diff;
