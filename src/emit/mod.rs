@@ -9,4 +9,5 @@ pub mod json;
 pub mod layout_diff;
 pub mod pahole;
 pub mod patch;
+pub mod prediction;
 pub mod proposal;
