@@ -165,6 +165,8 @@ pub struct DebugInfo {
     files: Vec<String>,
     functions: Vec<FunctionTypes>,
     pointer_locals: Vec<PointerLocal>,
+    /// The pointer locals by their functions' code ranges, built when first asked.
+    locals_by_code: std::sync::OnceLock<CodeSpans>,
     pub globals: Vec<GlobalVar>,
     /// Globals and statics of pointer type.
     pub pointer_globals: Vec<PointerGlobal>,
@@ -183,7 +185,67 @@ pub struct DebugInfo {
     text_addr: Option<u64>,
 }
 
+/// Code ranges `[lo, hi)`, each naming an item by its index, for "which items' ranges
+/// hold this address" without a scan of them all: a recording asks it for every access
+/// site it types, and zstd's DWARF has tens of thousands of pointer locals (the scans were
+/// 87% of `lineup record`'s CPU on it).
+#[derive(Default)]
+struct CodeSpans {
+    /// (lo, hi, item), sorted by `lo`.
+    spans: Vec<(u64, u64, u32)>,
+    /// The largest `hi` of `spans[..=i]`.
+    max_hi: Vec<u64>,
+}
+
+impl CodeSpans {
+    fn new(mut spans: Vec<(u64, u64, u32)>) -> CodeSpans {
+        spans.sort_unstable();
+        let max_hi = spans
+            .iter()
+            .scan(0u64, |m, s| {
+                *m = (*m).max(s.1);
+                Some(*m)
+            })
+            .collect();
+        CodeSpans { spans, max_hi }
+    }
+
+    /// The items whose ranges hold `at`, in index order, each once.
+    fn holding(&self, at: u64) -> Vec<u32> {
+        let mut j = self.spans.partition_point(|s| s.0 <= at);
+        let mut out = Vec::new();
+        while j > 0 && self.max_hi[j - 1] > at {
+            let (_, hi, item) = self.spans[j - 1];
+            if at < hi {
+                out.push(item);
+            }
+            j -= 1;
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
 impl DebugInfo {
+    /// The pointer locals of the functions whose code holds `site`, in the order they
+    /// were read.
+    fn locals_around(&self, site: u64) -> impl Iterator<Item = &PointerLocal> {
+        let index = self.locals_by_code.get_or_init(|| {
+            let mut spans = Vec::new();
+            for (i, v) in self.pointer_locals.iter().enumerate() {
+                for &(lo, hi) in &self.functions[v.function].ranges {
+                    spans.push((lo, hi, i as u32));
+                }
+            }
+            CodeSpans::new(spans)
+        });
+        index
+            .holding(site)
+            .into_iter()
+            .map(|i| &self.pointer_locals[i as usize])
+    }
+
     /// Reads symbols and DWARF from ELF bytes. DWARF problems leave parts empty rather than
     /// fail: a recording without source lines is still a recording.
     pub fn read(elf: &[u8]) -> Result<DebugInfo, String> {
@@ -495,12 +557,8 @@ impl DebugInfo {
         };
         let file = file.as_str();
         let mut out: Vec<SiteVariable> = Vec::new();
-        for v in &self.pointer_locals {
-            let f = &self.functions[v.function];
-            if v.line == u64::from(line)
-                && (v.file.is_empty() || v.file == file)
-                && f.ranges.iter().any(|&(lo, hi)| site >= lo && site < hi)
-            {
+        for v in self.locals_around(site) {
+            if v.line == u64::from(line) && (v.file.is_empty() || v.file == file) {
                 let s = SiteVariable {
                     name: v.name.clone(),
                     elem: v.elem.clone(),
@@ -585,15 +643,8 @@ impl DebugInfo {
                     if ins.memory_base() == Register::RBP && ins.memory_index() == Register::None {
                         let disp = ins.memory_displacement64() as i64;
                         let local = self
-                            .pointer_locals
-                            .iter()
-                            .filter(|v| v.rbp_offset == Some(disp))
-                            .find(|v| {
-                                self.functions[v.function]
-                                    .ranges
-                                    .iter()
-                                    .any(|&(lo, hi)| site >= lo && site < hi)
-                            })
+                            .locals_around(site)
+                            .find(|v| v.rbp_offset == Some(disp))
                             .map(|v| SiteVariable {
                                 name: v.name.clone(),
                                 elem: v.elem.clone(),
@@ -695,12 +746,6 @@ impl DebugInfo {
         };
         let lea = setter
             .filter(|i| i.mnemonic() == Mnemonic::Lea && i.memory_index() == Register::None)?;
-        let in_function = |v: &&PointerLocal| {
-            self.functions[v.function]
-                .ranges
-                .iter()
-                .any(|&(lo, hi)| site >= lo && site < hi)
-        };
         let named = |v: &PointerLocal| SiteVariable {
             name: v.name.clone(),
             elem: v.elem.clone(),
@@ -714,10 +759,8 @@ impl DebugInfo {
                     elem: g.elem.clone(),
                 }),
             Register::RBP => self
-                .pointer_locals
-                .iter()
-                .filter(|v| v.rbp_offset == Some(disp))
-                .find(in_function)
+                .locals_around(site)
+                .find(|v| v.rbp_offset == Some(disp))
                 .map(named),
             Register::RSP if !rsp_moved => self
                 .stack_local_at(site, lea.ip(), disp)
@@ -733,24 +776,16 @@ impl DebugInfo {
     /// frame offset and the CFA there (gcc).
     fn stack_local_at(&self, site: u64, ip: u64, disp: i64) -> Option<&PointerLocal> {
         let cfa_slot = self.cfa_above_rsp(ip).map(|k| disp - k);
-        self.pointer_locals
-            .iter()
-            .filter(|v| {
-                self.functions[v.function]
-                    .ranges
-                    .iter()
-                    .any(|&(lo, hi)| site >= lo && site < hi)
-            })
-            .find(|v| {
-                v.on_stack
-                    .iter()
-                    .any(|&(lo, hi, off)| off == disp && ip >= lo && ip < hi)
-                    || cfa_slot.is_some_and(|c| {
-                        v.on_cfa
-                            .iter()
-                            .any(|&(lo, hi, off)| off == c && ip >= lo && ip < hi)
-                    })
-            })
+        self.locals_around(site).find(|v| {
+            v.on_stack
+                .iter()
+                .any(|&(lo, hi, off)| off == disp && ip >= lo && ip < hi)
+                || cfa_slot.is_some_and(|c| {
+                    v.on_cfa
+                        .iter()
+                        .any(|&(lo, hi, off)| off == c && ip >= lo && ip < hi)
+                })
+        })
     }
 
     /// How far the CFA lies above `%rsp` at code address `pc` (link-time), from `.eh_frame`.
@@ -892,9 +927,8 @@ impl DebugInfo {
             R::R14,
             R::R15,
         ];
-        self.pointer_locals
-            .iter()
-            .filter(|v| {
+        self.locals_around(site)
+            .find(|v| {
                 v.in_registers.iter().any(|&(lo, hi, r)| {
                     ip >= lo
                         && ip < hi
@@ -902,12 +936,6 @@ impl DebugInfo {
                             .get(usize::from(r))
                             .is_some_and(|reg| regs.contains(reg))
                 })
-            })
-            .find(|v| {
-                self.functions[v.function]
-                    .ranges
-                    .iter()
-                    .any(|&(lo, hi)| site >= lo && site < hi)
             })
             .map(|v| SiteVariable {
                 name: v.name.clone(),
@@ -1200,15 +1228,8 @@ impl DebugInfo {
                     {
                         let disp = ins.memory_displacement64() as i64;
                         Some(
-                            self.pointer_locals
-                                .iter()
-                                .filter(|v| v.rbp_offset == Some(disp))
-                                .find(|v| {
-                                    self.functions[v.function]
-                                        .ranges
-                                        .iter()
-                                        .any(|&(lo, hi)| call >= lo && call < hi)
-                                })
+                            self.locals_around(call)
+                                .find(|v| v.rbp_offset == Some(disp))
                                 .and_then(|v| v.elem.clone()),
                         )
                     } else if ins.memory_base() == Register::RSP
@@ -1840,5 +1861,29 @@ mod has_dwarf_tests {
             DebugInfo::has_dwarf(not_elf).unwrap_err(),
             DebugInfo::read(not_elf).err().unwrap()
         );
+    }
+}
+
+#[cfg(test)]
+mod code_spans_tests {
+    use super::CodeSpans;
+
+    #[test]
+    fn spans_holding_an_address_come_in_index_order_nested_or_not() {
+        // A function [0x100, 0x200) split in two pieces, one nested in a long one, one apart.
+        let s = CodeSpans::new(vec![
+            (0x100, 0x180, 2),
+            (0x190, 0x200, 2),
+            (0x000, 0x1000, 0),
+            (0x150, 0x160, 1),
+            (0x2000, 0x2100, 3),
+        ]);
+        assert_eq!(s.holding(0x155), [0, 1, 2]);
+        assert_eq!(s.holding(0x185), [0]);
+        assert_eq!(s.holding(0x1f0), [0, 2]);
+        assert_eq!(s.holding(0x200), [0]);
+        assert_eq!(s.holding(0x2000), [3]);
+        assert_eq!(s.holding(0x1800), Vec::<u32>::new());
+        assert_eq!(CodeSpans::default().holding(5), Vec::<u32>::new());
     }
 }
