@@ -13,6 +13,7 @@ pub mod layout_diff;
 pub mod machine;
 pub mod model;
 pub mod optimize;
+pub mod plan;
 pub mod prediction;
 pub mod slices;
 pub mod slots;

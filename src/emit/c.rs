@@ -100,6 +100,21 @@ pub fn kernel_line_align(cls: u64) -> String {
     }
 }
 
+/// What else must change when instances are not `cls`-byte aligned: member alignment places
+/// members within the instance, not within a line, so the allocation or the embedding must
+/// align the instance (in the words of the C flavour of the fix).
+pub fn instance_align_advice(flavour: Flavour, cls: u64) -> String {
+    match flavour {
+        Flavour::Kernel => format!(
+            "member alignment places members within the instance, not within a cache line: the layout's lines hold only where instances are {cls}-byte aligned. Create the slab cache with SLAB_HWCACHE_ALIGN (kmem_cache_create), align the member that embeds the struct in its parent ({} on it), or allocate it from a cache of that alignment; kmalloc aligns only power-of-two size classes",
+            kernel_line_align(cls)
+        ),
+        Flavour::Userspace => format!(
+            "member alignment places members within the instance, not within a cache line: the layout's lines hold only where instances are {cls}-byte aligned. Allocate with aligned_alloc({cls}, size) or posix_memalign, align the member that embeds the struct in its parent (alignas({cls})), or give the struct itself alignas({cls}) (new and static instances honour it; malloc does not)"
+        ),
+    }
+}
+
 /// The size bound of a group's assert: `SMP_CACHE_BYTES` for the usual 64-byte line.
 fn kernel_line_bytes(cls: u64) -> String {
     if cls == 64 {

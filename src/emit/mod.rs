@@ -7,6 +7,7 @@ pub mod diagnosis;
 pub mod html;
 pub mod json;
 pub mod layout_diff;
+pub mod optimize;
 pub mod pahole;
 pub mod patch;
 pub mod prediction;

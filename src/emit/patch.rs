@@ -506,6 +506,70 @@ pub fn unified_diff(old: &str, new: &str, path: &str) -> String {
         .to_string()
 }
 
+/// Whether the header the patch is for is the recorded allocation site's file (the debug
+/// info's path may be absolute, the header's relative, or the other way round).
+pub fn same_file(header: &std::path::Path, site: &str) -> bool {
+    let a = std::fs::canonicalize(header).ok();
+    let b = std::fs::canonicalize(site).ok();
+    // A copy of the source (the header given is not the compiled path) is the same file
+    // by name: the patch is reviewed before it is applied.
+    (a.is_some() && a == b) || header.file_name() == std::path::Path::new(site).file_name()
+}
+
+/// C++ sources by their extension (`alignas` is a keyword there; C11 spells it `_Alignas`).
+pub fn is_cplusplus(path: &std::path::Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" | "C" | "H")
+    )
+}
+
+/// Whether `text` initializes the type C calls `needle` (`struct name`, or a typedef's name
+/// for a struct without a tag) positionally (`= { 0, 32 }`), which a reorder silently
+/// breaks; designated initializers (`.field = 1`) are safe. The line, from 1.
+pub fn positional_initializer(text: &str, needle: &str) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    for (i, line) in text.lines().enumerate() {
+        for (at, _) in line.match_indices(needle) {
+            let rest = &line[at + needle.len()..];
+            if line[..at].ends_with(ident)
+                || rest.starts_with(ident)
+                || rest.trim_start().starts_with('{')
+            {
+                continue;
+            }
+            if let Some(eq) = rest.find("= {").or_else(|| rest.find("={")) {
+                let body = rest[eq..].trim_start_matches(['=', ' ', '{']);
+                if !body.trim_start().starts_with('.') && !body.trim_start().starts_with('}') {
+                    return Some(i + 1);
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod initializer_tests {
+    use super::positional_initializer;
+
+    #[test]
+    fn positional_initializers_are_found_and_designated_ones_are_not() {
+        let text = "struct s { int a; int b; };\nstruct s x = {1, 2};\n";
+        assert_eq!(positional_initializer(text, "struct s"), Some(2));
+        let text = "struct s { int a; int b; };\nstatic struct s x __attribute__((aligned(64))) = { .b = 2 };\n";
+        assert_eq!(positional_initializer(text, "struct s"), None);
+        assert_eq!(
+            positional_initializer("struct s2 y = {1};\nstruct s *p = 0;\n", "struct s"),
+            None
+        );
+        // A struct without a tag, by its typedef's name, as a whole word.
+        let text = "typedef struct { int a; int b; } t;\nt x = {1, 2};\n";
+        assert_eq!(positional_initializer(text, "t"), Some(2));
+        assert_eq!(positional_initializer("my_t y = {1};\n", "t"), None);
+    }
+}
+
 #[cfg(test)]
 mod allocation_tests {
     use super::align_allocation;
