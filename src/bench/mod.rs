@@ -16,6 +16,7 @@ pub mod limits;
 pub mod matrix;
 pub mod parsers;
 pub mod replay;
+pub mod replay_compare;
 pub mod run;
 pub mod stats;
 pub mod svg;

@@ -39,19 +39,6 @@ pub struct Args {
     html: Option<PathBuf>,
 }
 
-// Replay and older callers reach these through `predict::`.
-pub use lineup::analysis::prediction::{LoadedCandidate, candidate_name};
-
-/// The placement a candidate file gives the struct's units ([`prediction::load_candidate`]).
-pub fn load_candidate(
-    model: &subject::Model,
-    types: &lineup::types::Types<'_>,
-    type_name: &str,
-    path: &std::path::Path,
-) -> Result<LoadedCandidate> {
-    prediction::load_candidate(model, types, type_name, path).map_err(anyhow::Error::msg)
-}
-
 pub fn run(args: Args) -> Result<()> {
     let html_out = super::output::check_opt("--html", args.html.as_deref())?;
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;

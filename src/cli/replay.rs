@@ -8,19 +8,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::Serialize;
 
-use lineup::analysis::optimize;
-use lineup::bench::parsers::Direction;
-use lineup::bench::replay::{self, Variant};
-use lineup::bench::stats::{self, Summary, Welch};
-use lineup::bench::{Comparison, run as bench_run, table};
+use lineup::analysis::prediction;
+use lineup::bench::replay;
+use lineup::bench::replay_compare::{self, ALPHA, Measured};
+use lineup::bench::{Comparison, run as bench_run};
+use lineup::emit;
 
-use super::predict::{candidate_name, load_candidate};
 use super::report_files::ReportFiles;
 use super::subject::{self, ModelArgs, SubjectArgs};
-
-const ALPHA: f64 = 0.05;
 
 #[derive(clap::Args)]
 #[command(
@@ -86,29 +82,6 @@ pub struct Args {
     files: ReportFiles,
 }
 
-#[derive(Serialize)]
-struct VariantReport {
-    layout: String,
-    size: u64,
-    predicted_cycles: f64,
-    /// Change of modeled cycles against the first layout, in percent (lower is better).
-    predicted_change_pct: Option<f64>,
-    /// Operations per second while all threads ran together, per run (the figure).
-    runs: Vec<f64>,
-    /// Operations per second of thread CPU time, per run.
-    runs_cpu: Vec<f64>,
-    /// Share of each run's operations made while all threads ran together.
-    corun_share: Vec<f64>,
-    /// Runs in which the threads never ran together: they have no figure and are not in
-    /// `runs` (a machine busy with other work).
-    runs_without_corun_time: usize,
-    summary: Option<Summary>,
-    /// Change of throughput against the first layout, in percent (higher is better).
-    measured_change_pct: Option<f64>,
-    welch: Option<Welch>,
-    significant: bool,
-}
-
 /// Every count and duration in its range, before any work (see `lineup::bench::limits`).
 fn check_ranges(args: &Args) -> Result<()> {
     use lineup::bench::limits::{self, MAX_DURATION_MS, MAX_THINK, MAX_THREADS};
@@ -145,81 +118,30 @@ pub fn run(args: Args) -> Result<i32> {
     let mut profile = args.subject.evidence.load(&args.subject.pick)?;
     let opened = args.subject.source.for_profile(&profile).open()?;
     let types = opened.types()?;
-    let id = subject::find_type(&types, &opened.label, &args.subject.type_name)?;
+    let type_name = &args.subject.type_name;
+    let id = subject::find_type(&types, &opened.label, type_name)?;
     let size = types.composite(id).map(|c| c.size).unwrap_or(0);
     let ev = subject::gather(
         &mut profile,
         (&types, &opened.label),
         id,
-        &args.subject.type_name,
+        type_name,
         size,
         args.subject.line_offset,
     )?;
     let model = args.model.build(&types, id, &profile, &ev.accesses)?;
-    if model.streams.is_empty() {
-        bail!(
-            "no access of the profile falls on a member of struct {}",
-            args.subject.type_name
-        );
-    }
-
-    let mut variants = vec![Variant {
-        name: "current".to_string(),
-        placement: model.current.clone(),
-    }];
-    if args.self_test {
-        variants.push(Variant {
-            name: "current-again".to_string(),
-            placement: model.current.clone(),
-        });
-    } else {
-        if !args.no_lineup {
-            let plan = optimize::optimize(
-                &model.units,
-                &model.streams,
-                &model.current,
-                model.layout.forced_align.unwrap_or(1),
-                &optimize::Constraints::default(),
-                model.cls,
-                &model.machine,
-                &model.queueing,
-            )
-            .map_err(|e| anyhow::anyhow!("struct {}: {e}", args.subject.type_name))?;
-            variants.push(Variant {
-                name: "lineup".to_string(),
-                placement: plan.placement,
-            });
-        }
-        for path in &args.layouts {
-            variants.push(Variant {
-                name: candidate_name(path),
-                placement: load_candidate(&model, &types, &args.subject.type_name, path)?.placement,
-            });
-        }
-    }
-    if variants.len() < 2 {
-        bail!("nothing to compare: give --layout FILE, drop --no-lineup, or use --self-test");
-    }
-
-    let profile_cpus = profile
-        .provenance
-        .machine
-        .cpus
-        .unwrap_or(model.machine.cpus)
-        .max(1);
-    let mut streams =
-        replay::replay_streams(&model.units, &model.layout, &ev.accesses, profile_cpus);
-    for f in &args.atomic {
-        if f != "all" && !streams.iter().any(|s| &s.path == f) {
-            bail!("--atomic {f}: no access of the profile comes from a function of that name");
-        }
-    }
-    for s in &mut streams {
-        if args.atomic.iter().any(|f| f == "all" || *f == s.path) {
-            s.rmw += s.stores;
-            s.stores = 0.0;
-        }
-    }
+    prediction::require_streams(&model, type_name).map_err(anyhow::Error::msg)?;
+    let variants = replay_compare::variants(
+        &model,
+        &types,
+        type_name,
+        (args.self_test, !args.no_lineup),
+        &args.layouts,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let profile_cpus = replay_compare::profile_cpus(&profile, &model);
+    let streams = replay_compare::streams(&model, &ev.accesses, profile_cpus, &args.atomic)
+        .map_err(anyhow::Error::msg)?;
     let threads = match args.threads {
         Some(0) => bail!("--threads 0: at least one thread"),
         Some(n) => n,
@@ -229,7 +151,7 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let evidence = subject::evidence_label(&profile);
     let source = replay::generate(&replay::Replay {
-        type_name: &args.subject.type_name,
+        type_name,
         units: &model.units,
         streams: &streams,
         variants: &variants,
@@ -249,17 +171,14 @@ pub fn run(args: Args) -> Result<i32> {
     std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let result = measure(&args, &dir, &source, variants.len());
     let _ = std::fs::remove_dir_all(&dir);
-    let Measured {
-        runs,
-        runs_cpu,
-        corun_share,
-        no_corun,
-        interrupted,
-    } = result?;
-    if interrupted && runs.iter().any(|r| r.len() < 2) {
+    let measured = result?;
+    let interrupted = measured.interrupted;
+    if interrupted && measured.runs.iter().any(|r| r.len() < 2) {
         eprintln!(
             "lineup: interrupted before every layout had 2 finished runs ({}); nothing to compare",
-            runs.iter()
+            measured
+                .runs
+                .iter()
                 .zip(&variants)
                 .map(|(r, v)| format!("{} {}", v.name, r.len()))
                 .collect::<Vec<_>>()
@@ -268,201 +187,65 @@ pub fn run(args: Args) -> Result<i32> {
         return Ok(bench_run::interrupt_exit_status());
     }
 
-    // Predictions.
-    let predicted: Vec<f64> = variants
-        .iter()
-        .map(|v| model.evaluate(&v.placement).total_cycles())
-        .collect();
-    let base_cycles = predicted[0];
     let load = format!("{threads}-threads");
-    let comparisons: Vec<Comparison> = (1..variants.len())
-        .filter_map(|i| comparison(&variants[i].name, &load, &runs[0], &runs[i]))
-        .collect();
-    let reports: Vec<VariantReport> = variants
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let c = (i > 0)
-                .then(|| comparisons.iter().find(|c| c.case == v.name))
-                .flatten();
-            VariantReport {
-                layout: v.name.clone(),
-                size: v.placement.size,
-                predicted_cycles: predicted[i],
-                predicted_change_pct: (base_cycles > 0.0)
-                    .then(|| stats::change_pct(base_cycles, predicted[i])),
-                runs: runs[i].clone(),
-                runs_cpu: runs_cpu[i].clone(),
-                corun_share: corun_share[i].clone(),
-                runs_without_corun_time: no_corun[i],
-                summary: stats::summarize(&runs[i]),
-                measured_change_pct: c.map(|c| c.change_pct),
-                welch: c.and_then(|c| c.welch),
-                significant: c.is_some_and(|c| c.significant),
-            }
-        })
-        .collect();
-
+    let (comparisons, reports) = replay_compare::reports(&model, &variants, &measured, &load);
     let rows: Vec<&Comparison> = comparisons.iter().collect();
     args.files.write(&comparisons, &rows, ALPHA)?;
 
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = std::io::stdout().lock();
     let status = if interrupted {
         eprintln!(
             "lineup: interrupted by {}: the figures are those of the {} runs finished before it",
             bench_run::interrupt_words(),
-            runs.iter().map(Vec::len).sum::<usize>()
+            measured.runs.iter().map(Vec::len).sum::<usize>()
         );
         bench_run::interrupt_exit_status()
     } else {
         0
     };
+    let settings = emit::replay::Settings {
+        threads,
+        profile_cpus,
+        duration_ms: args.duration_ms,
+        think: args.think,
+        runs: args.runs,
+        warmup: args.warmup,
+    };
     if args.json {
-        let v = serde_json::json!({
-            "schema": 1,
-            "interrupted": interrupted,
-            "layout_source": opened.source,
-            "type_name": args.subject.type_name,
-            "machine": model.machine,
-            "cacheline_size": model.cls,
-            "threads": threads,
-            "profile_cpus": profile_cpus,
-            "duration_ms": args.duration_ms,
-            "think": args.think,
-            "runs_per_layout": args.runs,
-            "warmup_per_layout": args.warmup,
-            "alpha": ALPHA,
-            "figure": "operations per second while all threads ran together, summed over threads",
-            "streams": streams,
-            "layouts": reports,
-        });
+        let v = emit::replay::json(
+            &opened.source,
+            type_name,
+            &model,
+            &settings,
+            (interrupted, &streams),
+            &reports,
+        );
         serde_json::to_writer_pretty(&mut out, &v)?;
         writeln!(out)?;
         return Ok(status);
     }
-    writeln!(out, "{}", opened.source.describe())?;
     if args.runs == 0 {
-        writeln!(
-            out,
-            "generated and compiled the replay of struct {} ({} layouts, {} streams, {threads} threads); --runs 0: nothing measured",
-            args.subject.type_name,
+        let text = emit::replay::compiled_only_text(
+            &opened.source,
+            type_name,
+            &settings,
             variants.len(),
-            streams.len()
-        )?;
+            streams.len(),
+        );
+        out.write_all(text.as_bytes())?;
         return Ok(0);
     }
-    let title = format!("replay {}", args.subject.type_name);
-    let done = if interrupted {
-        format!(
-            "interrupted by {} after {} of {} runs per layout",
-            bench_run::interrupt_words(),
-            runs.iter().map(Vec::len).min().unwrap_or(0),
-            args.runs
-        )
-    } else {
-        format!("{} runs", args.runs)
-    };
-    let dropped: usize = no_corun.iter().sum();
-    let dropped = if dropped > 0 {
-        format!(
-            "; {dropped} run(s) in which the threads never ran together have no figure and are \
-             not counted"
-        )
-    } else {
-        String::new()
-    };
-    let method = format!(
-        "{done} of {} ms per layout after {} warm-up, interleaved A B B A, {threads} pinned threads; \
-         the first layout ({}) is A{dropped}",
-        args.duration_ms, args.warmup, variants[0].name
+    let signal = interrupted.then(bench_run::interrupt_words);
+    let text = emit::replay::text(
+        &opened.source,
+        (type_name, &model),
+        &settings,
+        (&variants, &measured, signal.as_deref()),
+        &rows,
+        &reports,
     );
-    out.write_all(
-        table::seeds_table(
-            &title,
-            &rows,
-            &table::Notes {
-                alpha: ALPHA,
-                method: &method,
-            },
-        )
-        .as_bytes(),
-    )?;
-    writeln!(
-        out,
-        "\nmodel vs measurement on {} ({}): predicted change of modeled cycles (lower is better) \
-         beside the measured change of throughput (higher is better)",
-        model.machine.name, model.machine.description
-    )?;
-    writeln!(
-        out,
-        "{:<16} {:>16} {:>14} {:>14} {:>24} {:>8}",
-        "layout", "throughput ops/s", "predicted", "measured", "95% CI of measured", "agree"
-    )?;
-    for r in &reports {
-        let mean = r.summary.map(|s| s.mean).unwrap_or(f64::NAN);
-        let pred = r
-            .predicted_change_pct
-            .map(|p| format!("{p:+.1}%"))
-            .unwrap_or_else(|| "-".into());
-        let meas = r
-            .measured_change_pct
-            .map(|p| format!("{p:+.1}%"))
-            .unwrap_or_else(|| "-".into());
-        let base = reports[0].summary.map(|s| s.mean).unwrap_or(f64::NAN);
-        let ci = r
-            .welch
-            .map(|w| {
-                format!(
-                    "[{:+.1}%, {:+.1}%]",
-                    w.ci_low / base * 100.0,
-                    w.ci_high / base * 100.0
-                )
-            })
-            .unwrap_or_else(|| "-".into());
-        let agree = match (r.predicted_change_pct, r.measured_change_pct) {
-            (Some(p), Some(_)) if !r.significant => {
-                if p.abs() < 1.0 {
-                    "yes"
-                } else {
-                    "no diff"
-                }
-            }
-            (Some(p), Some(m)) => {
-                if (p < 0.0) == (m > 0.0) && p != 0.0 {
-                    "yes"
-                } else {
-                    "NO"
-                }
-            }
-            _ => "",
-        };
-        let line = format!(
-            "{:<16} {:>16.0} {:>14} {:>14} {:>24} {:>8}",
-            r.layout, mean, pred, meas, ci, agree
-        );
-        writeln!(out, "{}", line.trim_end())?;
-    }
-    writeln!(
-        out,
-        "throughput: operations per second while all threads ran together (docs/replay.md), \
-         summed over threads; agree: the measured change is significant and in the predicted \
-         direction (or neither changed)"
-    )?;
+    out.write_all(text.as_bytes())?;
     Ok(status)
-}
-
-/// Per layout, the runs' figures; `interrupted` when a signal cut the runs short.
-struct Measured {
-    /// Operations per second while all threads ran together.
-    runs: Vec<Vec<f64>>,
-    /// Operations per second of thread CPU time.
-    runs_cpu: Vec<Vec<f64>>,
-    /// Share of operations made while all threads ran together.
-    corun_share: Vec<Vec<f64>>,
-    /// Runs without a moment when all threads ran together (no figure; not counted).
-    no_corun: Vec<usize>,
-    interrupted: bool,
 }
 
 /// Compiles the source and runs every layout. A signal stops the runs; those finished count.
@@ -472,19 +255,9 @@ fn measure(args: &Args, dir: &std::path::Path, source: &str, variants: usize) ->
     std::fs::write(&c_path, source)
         .with_context(|| format!("{}: cannot write", c_path.display()))?;
     replay::compile(&args.cc, &c_path, &bin).map_err(anyhow::Error::msg)?;
-    let mut runs = vec![Vec::new(); variants];
-    let mut wall = vec![Vec::new(); variants];
-    let mut share = vec![Vec::new(); variants];
-    let mut no_corun = vec![0usize; variants];
-    let mut interrupted = bench_run::interrupted();
-    if args.runs == 0 || interrupted {
-        return Ok(Measured {
-            runs,
-            runs_cpu: wall,
-            corun_share: share,
-            no_corun,
-            interrupted,
-        });
+    let mut m = Measured::empty(variants, bench_run::interrupted());
+    if args.runs == 0 || m.interrupted {
+        return Ok(m);
     }
     let order = replay::schedule(variants, args.runs, args.warmup);
     let bar = ProgressBar::with_draw_target(Some(order.len() as u64), ProgressDrawTarget::stderr());
@@ -499,7 +272,7 @@ fn measure(args: &Args, dir: &std::path::Path, source: &str, variants: usize) ->
         let figures = match replay::run_variant(&bin, v, duration, args.think) {
             Ok(f) => f,
             Err(_) if bench_run::interrupted() => {
-                interrupted = true;
+                m.interrupted = true;
                 break;
             }
             Err(e) => {
@@ -509,44 +282,14 @@ fn measure(args: &Args, dir: &std::path::Path, source: &str, variants: usize) ->
         };
         if !warm && !figures.has_corun_time() {
             // No moment when all threads ran together: the figure is undefined, not 0.
-            no_corun[v] += 1;
+            m.no_corun[v] += 1;
         } else if !warm {
-            runs[v].push(figures.ops_per_corun_second());
-            wall[v].push(figures.ops_per_cpu_second());
-            share[v].push(figures.corun_share());
+            m.runs[v].push(figures.ops_per_corun_second());
+            m.runs_cpu[v].push(figures.ops_per_cpu_second());
+            m.corun_share[v].push(figures.corun_share());
         }
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok(Measured {
-        runs,
-        runs_cpu: wall,
-        corun_share: share,
-        no_corun,
-        interrupted,
-    })
-}
-
-/// The throughput of layout `name` against the first layout's, as `lineup bench` compares.
-fn comparison(name: &str, load: &str, a: &[f64], b: &[f64]) -> Option<Comparison> {
-    let (sa, sb) = (stats::summarize(a)?, stats::summarize(b)?);
-    let welch = stats::welch_from(&sa, &sb, 1.0 - ALPHA);
-    Some(Comparison {
-        case: name.to_string(),
-        load: load.to_string(),
-        metric: "throughput".to_string(),
-        group: String::new(),
-        label: "throughput".to_string(),
-        unit: "ops/s".to_string(),
-        direction: Direction::HigherIsBetter,
-        primary: true,
-        a_runs: a.to_vec(),
-        b_runs: b.to_vec(),
-        change_pct: stats::change_pct(sa.mean, sb.mean),
-        gain_pct: stats::gain_pct(sa.mean, sb.mean, true),
-        significant: stats::significant(welch.as_ref(), stats::change_pct(sa.mean, sb.mean), ALPHA),
-        welch,
-        a: sa,
-        b: sb,
-    })
+    Ok(m)
 }

@@ -12,3 +12,4 @@ pub mod pahole;
 pub mod patch;
 pub mod prediction;
 pub mod proposal;
+pub mod replay;
