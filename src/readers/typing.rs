@@ -106,6 +106,7 @@ pub const NO_DWARF: &str = "no DWARF for the function";
 pub const UNTRACKED: &str = "base register's type not found";
 pub const NOT_STRUCT: &str = "not a struct member";
 pub const OUTSIDE: &str = "offset outside the type";
+pub const IN_CALLEE: &str = "the access is in a callee";
 
 // ---------------------------------------------------------------------------------------------
 // Types, from the DWARF DIEs
@@ -153,6 +154,10 @@ enum Val {
     /// An address in the function's own frame.
     Stack,
     Unknown(String),
+    /// An integer: an unknown part (an array index, scaled) plus this constant
+    /// (`lea rdi, [r14*4+0x30]` is `Int(0x30)`): added to a pointer, the constant is a byte
+    /// offset and the unknown part picks the element.
+    Int(i64),
     /// On a cycle (a loop's back edge): says nothing.
     Pending,
 }
@@ -216,6 +221,8 @@ struct Global {
 }
 
 const SENTINEL: u64 = 0x4000_0000_0000_0000;
+/// Why a register is unknown when paths give it different constants (not an array index).
+const DIFFERENT_INTEGERS: &str = "paths give different integers";
 /// Beyond this many steps one query gives up (a huge function's many paths).
 const STEP_BUDGET: usize = 20_000;
 /// Deepest nesting of path merges followed.
@@ -284,6 +291,9 @@ pub struct Typer<'a> {
     by_name: HashMap<String, u64>,
     /// Executable sections: (address, bytes).
     code: Vec<(u64, &'a [u8])>,
+    /// Every section the image loads, code and data: (address, bytes); jump tables are read
+    /// from them.
+    loaded: Vec<(u64, &'a [u8])>,
     isa: Isa,
     types: RefCell<HashMap<TypeKey, Rc<Ty>>>,
     decoded: RefCell<HashMap<u64, Rc<Function>>>,
@@ -321,6 +331,18 @@ impl<'a> Typer<'a> {
             .filter(|s| s.kind() == object::SectionKind::Text)
             .filter_map(|s| Some((s.address(), s.data().ok()?)))
             .collect();
+        let loaded = obj
+            .sections()
+            .filter(|s| {
+                s.address() != 0
+                    && !matches!(
+                        s.kind(),
+                        object::SectionKind::UninitializedData
+                            | object::SectionKind::UninitializedTls
+                    )
+            })
+            .filter_map(|s| Some((s.address(), s.data().ok()?)))
+            .collect();
         let mut typer = Typer {
             dwarf,
             units: Vec::new(),
@@ -332,6 +354,7 @@ impl<'a> Typer<'a> {
             symbols,
             by_name,
             code,
+            loaded,
             isa,
             types: RefCell::new(HashMap::new()),
             decoded: RefCell::new(HashMap::new()),
@@ -368,7 +391,24 @@ impl<'a> Typer<'a> {
                 match entry.tag() {
                     dw::DW_TAG_subprogram => {
                         let mut ranges = self.dwarf.die_ranges(&unit, entry)?;
-                        let ret = self.type_attr(&unit, entry);
+                        // An out-of-line copy of an inline function (or a definition of a
+                        // declaration) keeps its return type on the DIE it refers to.
+                        let ret = self.type_attr(&unit, entry).or_else(|| {
+                            let mut e = entry.clone();
+                            for _ in 0..4 {
+                                let Some(AttributeValue::UnitRef(o)) = e
+                                    .attr_value(dw::DW_AT_abstract_origin)
+                                    .or_else(|| e.attr_value(dw::DW_AT_specification))
+                                else {
+                                    return None;
+                                };
+                                e = unit.entry(o).ok()?;
+                                if let Some(t) = self.type_attr(&unit, &e) {
+                                    return Some(t);
+                                }
+                            }
+                            None
+                        });
                         while let Some(r) = ranges.next()? {
                             if r.begin >= r.end {
                                 continue;
@@ -671,6 +711,15 @@ impl<'a> Typer<'a> {
         }
     }
 
+    /// Whether type `key` is a struct or union, or an array of them.
+    fn holds_structs(&self, key: TypeKey) -> bool {
+        match &*self.ty(key) {
+            Ty::Struct { .. } => true,
+            Ty::Array { elem, .. } => self.struct_name(*elem).is_some(),
+            _ => false,
+        }
+    }
+
     /// The struct's name, when `key` is a struct or union.
     fn struct_name(&self, key: TypeKey) -> Option<String> {
         match &*self.ty(key) {
@@ -859,6 +908,20 @@ impl<'a> Typer<'a> {
                 jumped_from[t].push(i);
             }
         }
+        // Switch tables and computed gotos: each indirect jump's table targets are jumped to
+        // from it.
+        for j in 0..instrs.len() {
+            if instrs[j].flow_control() != FlowControl::IndirectBranch {
+                continue;
+            }
+            for t in self.jump_table_targets(&instrs, j, start, end) {
+                if let Ok(k) = instrs.binary_search_by_key(&t, |x| x.ip())
+                    && !jumped_from[k].contains(&j)
+                {
+                    jumped_from[k].push(j);
+                }
+            }
+        }
         let frame_pointer = instrs.iter().take(12).any(|i| {
             i.mnemonic() == Mnemonic::Mov
                 && i.op0_kind() == OpKind::Register
@@ -880,6 +943,130 @@ impl<'a> Typer<'a> {
         });
         self.decoded.borrow_mut().insert(start, f.clone());
         Some(f)
+    }
+
+    /// `n` bytes the image loads at `address`.
+    fn loaded_bytes(&self, address: u64, n: usize) -> Option<&'a [u8]> {
+        let &(a, d) = self
+            .loaded
+            .iter()
+            .find(|(a, d)| *a <= address && address + n as u64 <= a + d.len() as u64)?;
+        d.get((address - a) as usize..(address - a) as usize + n)
+    }
+
+    /// The targets of the indirect jump `instrs[j]` read from its jump table, the compilers'
+    /// two shapes: `jmp [base+idx*8]` (absolute entries: a computed goto's table, or a
+    /// switch's in position-dependent code) and `movsxd r, [base+idx*4]; add r, base; jmp r`
+    /// (entries relative to the table). The table's base is a constant the function makes
+    /// with `lea base, [rip+T]`; its length is the bound a `cmp idx, N; ja` before it checks,
+    /// else entries are read while they land on instructions of the function.
+    fn jump_table_targets(
+        &self,
+        instrs: &[Instruction],
+        j: usize,
+        start: u64,
+        end: u64,
+    ) -> Vec<u64> {
+        let ins = &instrs[j];
+        // (table address, entry bytes, relative entries)
+        let table = if ins.op0_kind() == OpKind::Memory {
+            if ins.memory_index() == Register::None || ins.memory_index_scale() != 8 {
+                return Vec::new();
+            }
+            let disp = ins.memory_displacement64();
+            let base = match ins.memory_base() {
+                Register::None => Some(0),
+                Register::RIP => return Vec::new(),
+                b => constant_address(instrs, j, b.full_register()),
+            };
+            base.map(|b| (b.wrapping_add(disp), 8usize, false))
+        } else if ins.op0_kind() == OpKind::Register {
+            let r = ins.op0_register().full_register();
+            let mut found = None;
+            for k in (j.saturating_sub(8)..j).rev() {
+                let x = &instrs[k];
+                if !writes_register(x, r) {
+                    continue;
+                }
+                if x.mnemonic() == Mnemonic::Add
+                    && x.op0_kind() == OpKind::Register
+                    && x.op0_register() == r
+                    && x.op1_kind() == OpKind::Register
+                {
+                    let b = x.op1_register().full_register();
+                    found = constant_address(instrs, k, b).map(|t| (t, 4usize, true));
+                } else if x.mnemonic() == Mnemonic::Mov
+                    && x.op1_kind() == OpKind::Memory
+                    && x.memory_index_scale() == 8
+                    && x.memory_size().size() == 8
+                {
+                    let base = match x.memory_base() {
+                        Register::None => Some(0),
+                        Register::RIP => None,
+                        b => constant_address(instrs, k, b.full_register()),
+                    };
+                    found =
+                        base.map(|b| (b.wrapping_add(x.memory_displacement64()), 8usize, false));
+                }
+                break;
+            }
+            found
+        } else {
+            None
+        };
+        let Some((table, width, relative)) = table else {
+            return Vec::new();
+        };
+        // The bound: `cmp idx, N; ja default` (N+1 entries) or `jae` (N) just before.
+        let mut bound = None;
+        for k in (j.saturating_sub(16)..j).rev() {
+            let x = &instrs[k];
+            if matches!(x.flow_control(), FlowControl::ConditionalBranch)
+                && matches!(x.mnemonic(), Mnemonic::Ja | Mnemonic::Jae)
+                && k > 0
+                && instrs[k - 1].mnemonic() == Mnemonic::Cmp
+                && matches!(
+                    instrs[k - 1].op1_kind(),
+                    OpKind::Immediate8
+                        | OpKind::Immediate8to32
+                        | OpKind::Immediate8to64
+                        | OpKind::Immediate32
+                        | OpKind::Immediate32to64
+                )
+            {
+                let n = instrs[k - 1].immediate(1);
+                bound = Some(if x.mnemonic() == Mnemonic::Ja {
+                    n + 1
+                } else {
+                    n
+                });
+                break;
+            }
+            if !matches!(x.flow_control(), FlowControl::Next) {
+                break;
+            }
+        }
+        let limit = bound.unwrap_or(1024).min(4096) as usize;
+        let mut out = Vec::new();
+        for i in 0..limit {
+            let Some(b) = self.loaded_bytes(table + (i * width) as u64, width) else {
+                break;
+            };
+            let t = if relative {
+                let e = i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
+                table.wrapping_add(e as u64)
+            } else {
+                u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+            };
+            let valid =
+                start <= t && t < end && instrs.binary_search_by_key(&t, |x| x.ip()).is_ok();
+            if valid {
+                out.push(t);
+            } else if bound.is_none() {
+                break;
+            }
+        }
+        out
     }
 
     /// Every parameter and variable of the subprogram (inlined ones and those of nested
@@ -982,13 +1169,17 @@ impl<'a> Typer<'a> {
     ) -> (String, Option<TypeKey>) {
         let mut name = self.name_of(unit, entry);
         let mut ty = self.type_attr(unit, entry);
-        let mut origin = entry.attr_value(dw::DW_AT_abstract_origin);
+        let mut origin = entry
+            .attr_value(dw::DW_AT_abstract_origin)
+            .or_else(|| entry.attr_value(dw::DW_AT_specification));
+        // The unit the origin reference is relative to.
+        let mut header = unit.header;
         for _ in 0..4 {
             if name.is_some() && ty.is_some() {
                 break;
             }
             let key = match origin {
-                Some(AttributeValue::UnitRef(o)) => o.to_debug_info_offset(&unit.header),
+                Some(AttributeValue::UnitRef(o)) => o.to_debug_info_offset(&header),
                 Some(AttributeValue::DebugInfoRef(o)) => Some(o),
                 _ => None,
             };
@@ -1003,7 +1194,10 @@ impl<'a> Typer<'a> {
             let Ok(e) = u.entry(off) else { break };
             name = name.or_else(|| self.name_of(u, &e));
             ty = ty.or_else(|| self.type_attr(u, &e));
-            origin = e.attr_value(dw::DW_AT_abstract_origin);
+            origin = e
+                .attr_value(dw::DW_AT_abstract_origin)
+                .or_else(|| e.attr_value(dw::DW_AT_specification));
+            header = u.header;
         }
         (name.unwrap_or_default(), ty)
     }
@@ -1097,6 +1291,24 @@ impl<'a> Typer<'a> {
             return Err(NotTyped::new(NO_CODE, format!("{pc:#x} is in no function")));
         };
         let Some(idx) = f.index_of(pc) else {
+            // Inside an instruction: a recorded site inside a call longer than 5 bytes
+            // (`call [rip+x]`: the recording names the byte before the return address).
+            let i = f.instrs.partition_point(|i| i.ip() <= pc);
+            if let Some(ins) = i.checked_sub(1).map(|i| &f.instrs[i])
+                && pc < ins.next_ip()
+                && matches!(
+                    ins.flow_control(),
+                    FlowControl::Call | FlowControl::IndirectCall
+                )
+            {
+                return Err(NotTyped::new(
+                    IN_CALLEE,
+                    format!(
+                        "{pc:#x} is inside `{}`, a call through a pointer: its callee, not known here, made the access",
+                        show(ins)
+                    ),
+                ));
+            }
             return Err(NotTyped::new(
                 NO_CODE,
                 format!("{pc:#x} is not an instruction boundary"),
@@ -1156,6 +1368,10 @@ impl<'a> Typer<'a> {
                 UNTRACKED,
                 format!("{}: {why}", reg_name(base)),
             )),
+            Val::Int(_) => Err(NotTyped::new(
+                UNTRACKED,
+                format!("{}: an integer, not a pointer", reg_name(base)),
+            )),
             Val::Pending => Err(NotTyped::new(
                 UNTRACKED,
                 format!("{}: only loops reach it", reg_name(base)),
@@ -1189,8 +1405,12 @@ impl<'a> Typer<'a> {
         Some(n.map(|n| if *kind == "atomic" { n / 8 } else { n }))
     }
 
-    /// A call's first argument as the address it accesses: a recorded access site inside a
-    /// call (`pthread_mutex_lock(&a->lock)`, which the recording runtime counts at the call).
+    /// A call's pointer arguments as the addresses it accesses: a recorded access site at a
+    /// call (`pthread_mutex_lock(&a->lock)`, `memset(&s->stats, 0, n)`, which the recording
+    /// runtime counts at the call, whether the function is the C library's or the runtime's
+    /// own copy linked into the program). `memcpy` and `memmove` access both their
+    /// arguments: the one typed as a struct member answers when the other is known not to be
+    /// one (a local, a scalar buffer); both typed must agree.
     pub fn type_call_argument(&self, pc: u64) -> Result<TypedAccess, NotTyped> {
         let f = self
             .function(pc)
@@ -1202,24 +1422,73 @@ impl<'a> Typer<'a> {
         if ins.flow_control() != FlowControl::Call {
             return Err(NotTyped::new(NOT_MEMORY, show(ins)));
         }
-        // A call into the program itself may touch anything its callees reach; only a call
-        // out of it (a PLT stub: `pthread_mutex_lock(&a->lock)`) is read as an access to its
-        // first argument.
-        if self.function_range(ins.near_branch_target()).is_some() {
-            return Err(NotTyped::new(
-                NOT_MEMORY,
-                format!(
-                    "{}: a call into the program, the access is in the callee",
-                    show(ins)
-                ),
-            ));
+        let target = ins.near_branch_target();
+        let name = self
+            .symbol_at(target)
+            .map(|n| n.split('@').next().unwrap_or(n));
+        let args: &[Register] = match name.map(pointer_arguments) {
+            Some(Some(args)) => args,
+            // A call into the program itself may touch anything its callees reach; only a
+            // call out of it (a PLT stub) is read as an access to its first argument.
+            _ if self.function_range(target).is_some() => {
+                return Err(NotTyped::new(
+                    IN_CALLEE,
+                    format!(
+                        "{}: a call into the program, the access is in the callee",
+                        show(ins)
+                    ),
+                ));
+            }
+            _ => &[Register::RDI],
+        };
+        // The memory functions' length (rdx), when the code sets it to a constant: the access
+        // is that many bytes from the pointer.
+        let size =
+            if args.len() == 2 || name.is_some_and(|n| n.contains("mem") || n.contains("bzero")) {
+                let len = if name.is_some_and(|n| n == "bzero" || n == "explicit_bzero") {
+                    Register::RSI
+                } else {
+                    Register::RDX
+                };
+                constant_before(&f, idx, len).and_then(|n| u32::try_from(n).ok())
+            } else {
+                None
+            };
+        let mut results = Vec::new();
+        for &r in args {
+            let mut walk = Walk::default();
+            let what = reg_name(r);
+            results.push(match self.before(&f, &mut walk, idx, Loc::Reg(r), 0) {
+                Val::Ptr(p) => self.finish(p, 0, false, size, show(ins)),
+                Val::Stack => Err(NotTyped::new(STACK, show(ins))),
+                Val::Unknown(why) => Err(NotTyped::new(UNTRACKED, format!("{what}: {why}"))),
+                Val::Int(_) => Err(NotTyped::new(
+                    UNTRACKED,
+                    format!("{what}: an integer, not a pointer"),
+                )),
+                Val::Pending => Err(NotTyped::new(
+                    UNTRACKED,
+                    format!("{what}: only loops reach it"),
+                )),
+            });
         }
-        let mut walk = Walk::default();
-        match self.before(&f, &mut walk, idx, Loc::Reg(Register::RDI), 0) {
-            Val::Ptr(p) => self.finish(p, 0, false, None, show(ins)),
-            Val::Stack => Err(NotTyped::new(STACK, show(ins))),
-            Val::Unknown(why) => Err(NotTyped::new(UNTRACKED, format!("rdi: {why}"))),
-            Val::Pending => Err(NotTyped::new(UNTRACKED, "rdi: only loops reach it")),
+        let typed: Vec<&TypedAccess> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        let unknown = results.iter().any(|r| {
+            r.as_ref()
+                .is_err_and(|e| e.label != STACK && e.label != NOT_STRUCT)
+        });
+        match typed.as_slice() {
+            [] => results.swap_remove(0),
+            [one] if !unknown => Ok((*one).clone()),
+            [a, b] if a.type_name == b.type_name && a.member == b.member => Ok((*a).clone()),
+            [_] => Err(NotTyped::new(
+                UNTRACKED,
+                format!("{}: one argument typed, the other not found", show(ins)),
+            )),
+            _ => Err(NotTyped::new(
+                UNTRACKED,
+                format!("{}: the arguments point to different structs", show(ins)),
+            )),
         }
     }
 
@@ -1400,7 +1669,14 @@ impl<'a> Typer<'a> {
             return v.clone().unwrap_or(Val::Pending);
         }
         walk.memo.insert((idx, loc), None);
-        let v = self.before_uncached(f, walk, idx, loc, depth);
+        let mut fallback = None;
+        let v = match self.before_uncached(f, walk, idx, loc, depth, &mut fallback) {
+            Val::Ptr(p) => Val::Ptr(p),
+            Val::Stack => Val::Stack,
+            // A variable that points to a scalar or a pointer (`GCObject **pnext`), where
+            // the code does not show it to be a struct member's address: its declared type.
+            other => fallback.map_or(other, Val::Ptr),
+        };
         walk.memo.insert((idx, loc), Some(v.clone()));
         v
     }
@@ -1412,6 +1688,7 @@ impl<'a> Typer<'a> {
         mut idx: usize,
         mut loc: Loc,
         depth: usize,
+        fallback: &mut Option<Ptr>,
     ) -> Val {
         let mut seen: HashSet<(usize, Loc)> = HashSet::new();
         loop {
@@ -1420,7 +1697,12 @@ impl<'a> Typer<'a> {
             }
             walk.steps += 1;
             if let Some(p) = self.variable_at(f, f.instrs[idx].ip(), loc) {
-                return Val::Ptr(p);
+                if self.holds_structs(p.ty) {
+                    return Val::Ptr(p);
+                }
+                // A pointer to a scalar or a pointer may hold a struct member's address
+                // (`GCObject **p = &g->allgc`): the code that made it says which.
+                fallback.get_or_insert(p);
             }
             if !seen.insert((idx, loc)) {
                 return Val::Pending;
@@ -1462,6 +1744,8 @@ impl<'a> Typer<'a> {
         let mut found: Option<Ptr> = None;
         let mut stack = false;
         let mut unknown: Option<String> = None;
+        // Integers the paths give: the constant when they agree.
+        let mut ints: Option<Option<i64>> = None;
         for v in vals {
             match v {
                 Val::Ptr(p) => match &mut found {
@@ -1498,6 +1782,12 @@ impl<'a> Typer<'a> {
                 Val::Unknown(w) => {
                     unknown.get_or_insert(w);
                 }
+                Val::Int(c) => {
+                    ints = Some(match ints {
+                        None => Some(c),
+                        Some(prev) => prev.filter(|p| *p == c),
+                    });
+                }
                 Val::Pending => {}
             }
         }
@@ -1505,7 +1795,11 @@ impl<'a> Typer<'a> {
             (Some(_), true) => Val::Unknown("a path gives a stack address".into()),
             (Some(p), false) => Val::Ptr(p),
             (None, true) => Val::Stack,
-            (None, false) => unknown.map_or(Val::Pending, Val::Unknown),
+            (None, false) => match (unknown, ints) {
+                (None, Some(Some(c))) => Val::Int(c),
+                (None, Some(None)) => Val::Unknown(DIFFERENT_INTEGERS.into()),
+                (u, _) => u.map_or(Val::Pending, Val::Unknown),
+            },
         }
     }
 
@@ -1592,6 +1886,27 @@ impl<'a> Typer<'a> {
             return Effect::Through(Loc::Reg(r));
         }
         let text = || show(ins);
+        // A constant: `mov eax, 0x118` (a 32-bit write clears the upper half), `xor eax, eax`.
+        if ins.op_count() >= 1
+            && ins.op0_kind() == OpKind::Register
+            && ins.op0_register().full_register() == r
+            && (ins.op0_register() == r || ins.op0_register().is_gpr32())
+        {
+            if ins.mnemonic() == Mnemonic::Mov
+                && matches!(
+                    ins.op1_kind(),
+                    OpKind::Immediate32 | OpKind::Immediate32to64 | OpKind::Immediate64
+                )
+            {
+                return Effect::Value(Val::Int(ins.immediate(1) as i64));
+            }
+            if ins.mnemonic() == Mnemonic::Xor
+                && ins.op1_kind() == OpKind::Register
+                && ins.op1_register() == ins.op0_register()
+            {
+                return Effect::Value(Val::Int(0));
+            }
+        }
         let full_dest =
             ins.op_count() >= 1 && ins.op0_kind() == OpKind::Register && ins.op0_register() == r;
         if !full_dest {
@@ -1629,6 +1944,7 @@ impl<'a> Typer<'a> {
                         q.offset += imm;
                         Val::Ptr(q)
                     }
+                    Val::Int(c) => Val::Int(c + imm),
                     other => other,
                 })
             }
@@ -1638,7 +1954,17 @@ impl<'a> Typer<'a> {
                 let a = self.before(f, walk, p, Loc::Reg(r), depth + 1);
                 let b = self.before(f, walk, p, Loc::Reg(s), depth + 1);
                 Effect::Value(match (a, b) {
-                    (Val::Ptr(mut q), Val::Unknown(_)) | (Val::Unknown(_), Val::Ptr(mut q)) => {
+                    // Not one of several known constants: those are different members.
+                    (Val::Ptr(mut q), Val::Unknown(w)) | (Val::Unknown(w), Val::Ptr(mut q))
+                        if w != DIFFERENT_INTEGERS =>
+                    {
+                        q.indexed = true;
+                        Val::Ptr(q)
+                    }
+                    // The index's constant part (`lea rdi, [r14*4+0x30]; add rdi, rbp`) is a
+                    // byte offset from the pointer.
+                    (Val::Ptr(mut q), Val::Int(c)) | (Val::Int(c), Val::Ptr(mut q)) => {
+                        q.offset += c;
                         q.indexed = true;
                         Val::Ptr(q)
                     }
@@ -1697,6 +2023,7 @@ impl<'a> Typer<'a> {
                 self.pointer_member(q.ty, off as u64, indexed || q.indexed, &q.via)
             }
             Val::Stack => Val::Unknown("loaded from a stack address".into()),
+            Val::Int(_) => Val::Unknown("loaded from an integer address".into()),
             other => other,
         }
     }
@@ -1759,7 +2086,12 @@ impl<'a> Typer<'a> {
             return Val::Stack;
         }
         if base == Register::None {
-            return Val::Unknown(format!("made by `{}`", show(ins)));
+            // `lea rdi, [r14*4+0x30]`: a scaled index and a constant.
+            return if indexed {
+                Val::Int(disp)
+            } else {
+                Val::Unknown(format!("made by `{}`", show(ins)))
+            };
         }
         match self.before(f, walk, p, Loc::Reg(base.full_register()), depth + 1) {
             Val::Ptr(mut q) => {
@@ -1767,6 +2099,20 @@ impl<'a> Typer<'a> {
                 q.indexed |= indexed;
                 Val::Ptr(q)
             }
+            Val::Int(c) if !indexed => Val::Int(c + disp),
+            Val::Int(c) if ins.memory_index_scale() == 1 => {
+                // `lea rax, [rcx+rdx*1+8]` with the pointer in the index.
+                let index = ins.memory_index().full_register();
+                match self.before(f, walk, p, Loc::Reg(index), depth + 1) {
+                    Val::Ptr(mut q) => {
+                        q.offset += c + disp;
+                        q.indexed = true;
+                        Val::Ptr(q)
+                    }
+                    _ => Val::Int(c + disp),
+                }
+            }
+            Val::Int(c) => Val::Int(c + disp),
             other => other,
         }
     }
@@ -1793,6 +2139,108 @@ impl<'a> Typer<'a> {
     }
 }
 
+/// The address register `r` holds at instruction `idx`, when the function makes it one way:
+/// the nearest write before it (straight-line, within 32 instructions) or, else, every write
+/// of it in the function (a prologue's `pop` aside) is `lea r, [rip+T]` with one `T`.
+fn constant_address(instrs: &[Instruction], idx: usize, r: Register) -> Option<u64> {
+    let lea_rip = |x: &Instruction| {
+        (x.mnemonic() == Mnemonic::Lea
+            && x.op0_register() == r
+            && x.memory_base() == Register::RIP
+            && x.memory_index() == Register::None)
+            .then(|| x.ip_rel_memory_address())
+    };
+    for k in (idx.saturating_sub(32)..idx).rev() {
+        let x = &instrs[k];
+        if !matches!(
+            x.flow_control(),
+            FlowControl::Next | FlowControl::ConditionalBranch
+        ) {
+            break;
+        }
+        if writes_register(x, r) {
+            if let Some(t) = lea_rip(x) {
+                return Some(t);
+            }
+            break;
+        }
+    }
+    let mut found = None;
+    for x in instrs {
+        if x.mnemonic() == Mnemonic::Pop || !writes_register(x, r) {
+            continue;
+        }
+        let t = lea_rip(x)?;
+        if found.is_some_and(|f| f != t) {
+            return None;
+        }
+        found = Some(t);
+    }
+    found
+}
+
+/// The constant register `r` holds before instruction `idx`, when the code just before it (on
+/// the one path falling through to it, within 32 instructions) sets it: `mov edx, 0x58`.
+fn constant_before(f: &Function, idx: usize, r: Register) -> Option<u64> {
+    let mut i = idx;
+    for _ in 0..32 {
+        if !f.jumped_from[i].is_empty() || i == 0 {
+            return None;
+        }
+        i -= 1;
+        let ins = &f.instrs[i];
+        if matches!(
+            ins.flow_control(),
+            FlowControl::Call
+                | FlowControl::IndirectCall
+                | FlowControl::UnconditionalBranch
+                | FlowControl::IndirectBranch
+                | FlowControl::Return
+        ) {
+            return None;
+        }
+        if !writes_register(ins, r) {
+            continue;
+        }
+        let dest = ins.op0_register();
+        let full = ins.op0_kind() == OpKind::Register
+            && dest.full_register() == r
+            && (dest == r || dest.is_gpr32());
+        if full
+            && ins.mnemonic() == Mnemonic::Mov
+            && matches!(
+                ins.op1_kind(),
+                OpKind::Immediate32 | OpKind::Immediate32to64 | OpKind::Immediate64
+            )
+        {
+            return Some(ins.immediate(1));
+        }
+        return None;
+    }
+    None
+}
+
+/// The argument registers a C library function accesses memory through, for the functions
+/// the recording runtime counts at their call: the string and memory functions, and the
+/// pthread and semaphore objects.
+fn pointer_arguments(name: &str) -> Option<&'static [Register]> {
+    const BOTH: &[Register] = &[Register::RDI, Register::RSI];
+    const FIRST: &[Register] = &[Register::RDI];
+    match name {
+        "memcpy" | "memmove" | "mempcpy" | "__memcpy_chk" | "__memmove_chk" => Some(BOTH),
+        "memset" | "__memset_chk" | "bzero" | "explicit_bzero" => Some(FIRST),
+        n if n.starts_with("pthread_mutex_")
+            || n.starts_with("pthread_spin_")
+            || n.starts_with("pthread_rwlock_")
+            || n.starts_with("pthread_barrier_")
+            || n.starts_with("sem_") =>
+        {
+            Some(FIRST)
+        }
+        _ => None,
+    }
+}
+
 /// `mov rax, [rbx+0x18]`: the instruction as the answers show it.
 fn show(ins: &Instruction) -> String {
     let ops: Vec<String> = (0..ins.op_count())
@@ -1805,7 +2253,8 @@ fn show(ins: &Instruction) -> String {
                 }
                 if ins.memory_index() != Register::None {
                     m.push_str(&format!(
-                        "+{}*{}",
+                        "{}{}*{}",
+                        if m.len() > 1 { "+" } else { "" },
                         reg_name(ins.memory_index()),
                         ins.memory_index_scale()
                     ));
@@ -2341,7 +2790,13 @@ pub fn check_recorded(
         };
         let member = typer.member_of(ty, *off).unwrap_or_default();
         let result = match typer.type_at(pc) {
-            Err(e) if e.label == NOT_MEMORY => typer.type_call_argument(pc),
+            Err(e) if e.label == NOT_MEMORY || e.label == IN_CALLEE => {
+                match typer.type_call_argument(pc) {
+                    // Not a call: the first reason stands.
+                    Err(e2) if e2.label == NOT_MEMORY || e2.label == NO_CODE => Err(e),
+                    other => other,
+                }
+            }
             other => other,
         };
         acc.sites += 1;
@@ -2355,7 +2810,13 @@ pub fn check_recorded(
                         && (if t.indexed {
                             without_indices(&t.member) == without_indices(path)
                         } else {
-                            t.offset as u64 == *at || t.member == *path
+                            // The recorded byte is one the access covers (a memset's
+                            // range, from its first member).
+                            let covers = t.offset >= 0
+                                && t.size.is_some_and(|n| {
+                                    (t.offset as u64..t.offset as u64 + n as u64).contains(at)
+                                });
+                            t.offset as u64 == *at || t.member == *path || covers
                         })
                 })
             }
@@ -2443,5 +2904,290 @@ mod tests {
             register_location(expr, enc, Some(6), true),
             Some((6, -24, true))
         );
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Propagation classes, on small C programs compiled here (gcc and clang, -O2 -g) and on
+    // hand-assembled functions typed with the compiled program's DWARF types.
+
+    const CLASSES: &str = r#"
+typedef unsigned long size_t;
+struct enc { long low; unsigned count; unsigned symbols[64]; };
+struct cfg { long a[64]; long b; };
+struct mtx { int word[10]; };
+struct locked { long pad; struct mtx lock; long hits; };
+struct big { long a; long b; long c; long d; long e; long f; long tail; };
+struct cfg gcfg;
+#define NOINLINE __attribute__((noinline))
+/* The program's own copies, as the recording runtime links them in. */
+NOINLINE void *memset(void *d, int c, size_t n) {
+    volatile char *p = d;
+    while (n--) *p++ = (char)c;
+    return d;
+}
+NOINLINE int pthread_mutex_lock(struct mtx *m) { return ((volatile int *)m->word)[0]; }
+NOINLINE void opaque(void *p) { __asm__ volatile("" : : "r"(p) : "memory"); }
+NOINLINE long put(struct enc *rc, unsigned s) { rc->symbols[rc->count] = s; return rc->low; }
+NOINLINE void clear(struct cfg *c) { memset(c, 0, sizeof *c); c->b = 1; }
+NOINLINE void clear_some(struct cfg *c, size_t n) { memset(c->a, 0, n); c->b = 2; }
+NOINLINE void bump(struct locked *l) { l->hits += pthread_mutex_lock(&l->lock); }
+NOINLINE long sw(struct big *b, int k) {
+    switch (k) {
+    case 0: b->a += 3; opaque(b); break;
+    case 1: b->b *= 5; opaque(0); break;
+    case 2: b->c ^= 7; opaque(b); break;
+    case 3: b->d -= 9; opaque(0); break;
+    case 4: b->e |= 11; opaque(b); break;
+    case 5: b->f &= 13; opaque(0); break;
+    case 6: b->tail += b->a; opaque(b); break;
+    case 7: b->tail -= 2; opaque(0); break;
+    }
+    return k;
+}
+int main(int argc, char **argv) {
+    static struct enc e; static struct cfg c; static struct locked l; static struct big b;
+    put(&e, argc); clear(&c); clear_some(&c, argc); bump(&l);
+    return (int)sw(&b, argc) + (int)c.b;
+}
+"#;
+
+    /// `CLASSES` built by `cc` at -O2 -g in a fresh directory; `None` without that compiler.
+    fn build(cc: &str, tag: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+        let dir = std::env::temp_dir().join(format!(
+            "lineup-typing-unit-{tag}-{cc}-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("classes.c");
+        std::fs::write(&src, CLASSES).unwrap();
+        let out = dir.join("classes");
+        let r = std::process::Command::new(cc)
+            .args(["-O2", "-g", "-fno-inline-functions", "-fno-builtin", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .output();
+        match r {
+            Ok(r) if r.status.success() => Some((dir, out)),
+            Ok(r) => panic!("{cc}: {}", String::from_utf8_lossy(&r.stderr)),
+            Err(_) => None,
+        }
+    }
+
+    /// Every call in function `name` to function `callee`.
+    fn calls_to(typer: &Typer<'_>, name: &str, callee: &str) -> Vec<u64> {
+        let target = typer.symbol_address(callee).unwrap();
+        let f = typer.function(typer.symbol_address(name).unwrap()).unwrap();
+        f.instrs
+            .iter()
+            .filter(|i| i.flow_control() == FlowControl::Call && i.near_branch_target() == target)
+            .map(|i| i.ip())
+            .collect()
+    }
+
+    #[test]
+    fn calls_to_the_memory_and_lock_functions_are_accesses_to_their_arguments() {
+        for cc in ["gcc", "clang"] {
+            let Some((dir, bin)) = build(cc, "calls") else {
+                continue;
+            };
+            let file = InputFile::open(&bin).unwrap();
+            let typer = Typer::new(&file).unwrap();
+            // memset(c, 0, sizeof *c): the struct from its first byte, 520 bytes long.
+            let sites = calls_to(&typer, "clear", "memset");
+            assert!(!sites.is_empty(), "{cc}: clear calls memset");
+            for pc in sites {
+                let t = typer.type_call_argument(pc).unwrap();
+                assert_eq!((t.type_name.as_str(), t.offset), ("cfg", 0), "{cc}: {t:?}");
+                assert_eq!(t.size, Some(520), "{cc}: {t:?}");
+            }
+            // memset(c->a, 0, n): the member, length unknown.
+            for pc in calls_to(&typer, "clear_some", "memset") {
+                let t = typer.type_call_argument(pc).unwrap();
+                assert_eq!(
+                    (t.type_name.as_str(), t.member.as_str()),
+                    ("cfg", "a[0]"),
+                    "{cc}"
+                );
+                assert_eq!(t.size, None, "{cc}: {t:?}");
+            }
+            // pthread_mutex_lock(&l->lock), defined in the program.
+            let sites = calls_to(&typer, "bump", "pthread_mutex_lock");
+            assert!(!sites.is_empty(), "{cc}: bump calls pthread_mutex_lock");
+            for pc in sites {
+                let t = typer.type_call_argument(pc).unwrap();
+                assert_eq!(
+                    (t.type_name.as_str(), t.offset),
+                    ("locked", 8),
+                    "{cc}: {t:?}"
+                );
+                assert!(t.member.starts_with("lock"), "{cc}: {t:?}");
+            }
+            // A call to any other function of the program: the callee made the access.
+            let pc = calls_to(&typer, "sw", "opaque")[0];
+            assert_eq!(typer.type_call_argument(pc).unwrap_err().label, IN_CALLEE);
+            std::fs::remove_dir_all(&dir).ok();
+        }
+    }
+
+    #[test]
+    fn a_switch_tables_targets_are_jumped_to_from_its_indirect_jump() {
+        let mut tables = 0;
+        for cc in ["gcc", "clang"] {
+            let Some((dir, bin)) = build(cc, "switch") else {
+                continue;
+            };
+            let file = InputFile::open(&bin).unwrap();
+            let typer = Typer::new(&file).unwrap();
+            let f = typer.function(typer.symbol_address("sw").unwrap()).unwrap();
+            let jumps: Vec<usize> = (0..f.instrs.len())
+                .filter(|&j| f.instrs[j].flow_control() == FlowControl::IndirectBranch)
+                .collect();
+            for &j in &jumps {
+                let targets = f
+                    .jumped_from
+                    .iter()
+                    .filter(|from| from.contains(&j))
+                    .count();
+                // Eight cases (the default may share a target).
+                assert!(
+                    targets >= 7,
+                    "{cc}: {targets} targets from {}",
+                    show(&f.instrs[j])
+                );
+                tables += 1;
+            }
+            // Every access in a case is typed, its register from before the jump.
+            for (pc, r) in typer.accesses_in("sw") {
+                if let Ok(t) = &r {
+                    assert_eq!(t.type_name, "big", "{cc} {pc:#x}: {t:?}");
+                } else {
+                    // Locals, and the read of the jump table itself (no variable).
+                    let e = r.unwrap_err();
+                    assert!(
+                        e.label == STACK
+                            || e.label == NOT_STRUCT
+                            || e.detail.contains("of no variable"),
+                        "{cc} {pc:#x}: {e}"
+                    );
+                }
+            }
+            std::fs::remove_dir_all(&dir).ok();
+        }
+        // At least one compiler made a jump table of the switch (gcc does at -O2).
+        if Command::new("gcc").arg("--version").output().is_ok() {
+            assert!(tables >= 1, "no jump table read");
+        }
+    }
+
+    use std::process::Command;
+
+    /// A function of hand-assembled x86-64 `bytes` whose parameters are those of the compiled
+    /// program's function `like` (its DWARF types), and no variable locations: what the code
+    /// does is all the typer sees.
+    fn synthetic(typer: &Typer<'_>, like: &str, bytes: &[u8]) -> Function {
+        let params = typer
+            .function(typer.symbol_address(like).unwrap())
+            .unwrap()
+            .params
+            .clone();
+        let mut decoder = Decoder::with_ip(64, bytes, 0x1000, DecoderOptions::NONE);
+        let mut instrs = Vec::new();
+        while decoder.can_decode() {
+            instrs.push(decoder.decode());
+        }
+        let jumped_from = vec![Vec::new(); instrs.len()];
+        Function {
+            start: 0x1000,
+            instrs,
+            jumped_from,
+            frame_pointer: false,
+            vars: Vec::new(),
+            params,
+        }
+    }
+
+    /// Types the last instruction's memory operand of `f`, as `type_at` does.
+    fn type_last(typer: &Typer<'_>, f: &Function) -> Result<TypedAccess, String> {
+        let idx = f.instrs.len() - 1;
+        let ins = &f.instrs[idx];
+        let base = ins.memory_base().full_register();
+        let mut walk = Walk::default();
+        match typer.before(f, &mut walk, idx, Loc::Reg(base), 0) {
+            Val::Ptr(p) => typer
+                .finish(
+                    p,
+                    ins.memory_displacement64() as i64,
+                    ins.memory_index() != Register::None,
+                    Some(4),
+                    show(ins),
+                )
+                .map_err(|e| e.to_string()),
+            other => Err(format!("{other:?}")),
+        }
+    }
+
+    #[test]
+    fn an_index_with_a_constant_added_to_a_pointer_keeps_the_constant() {
+        let Some((dir, bin)) = build("gcc", "index") else {
+            return;
+        };
+        let file = InputFile::open(&bin).unwrap();
+        let typer = Typer::new(&file).unwrap();
+        // put(struct enc *rc, ...): rc in rdi at entry.
+        //   mov rbp, rdi; lea rdi, [r14*4+0xc]; add rdi, rbp; mov [rdi], eax
+        // is &rc->symbols[r14]: the lea's 0xc is the member's offset.
+        let f = synthetic(
+            &typer,
+            "put",
+            &[
+                0x48, 0x89, 0xfd, 0x4a, 0x8d, 0x3c, 0xb5, 0x0c, 0x00, 0x00, 0x00, 0x48, 0x01, 0xef,
+                0x89, 0x07,
+            ],
+        );
+        assert_eq!(show(&f.instrs[1]), "lea rdi, [r14*4+0xc]");
+        let t = type_last(&typer, &f).unwrap();
+        assert_eq!((t.type_name.as_str(), t.offset), ("enc", 12), "{t:?}");
+        assert_eq!(t.member, "symbols[0]");
+        assert!(t.indexed);
+        // mov eax, 0x10; add rax, rdi; mov [rax], ecx: rc + 16, symbols[1].
+        let f = synthetic(
+            &typer,
+            "put",
+            &[0xb8, 0x10, 0x00, 0x00, 0x00, 0x48, 0x01, 0xf8, 0x89, 0x08],
+        );
+        let t = type_last(&typer, &f).unwrap();
+        assert_eq!((t.type_name.as_str(), t.offset), ("enc", 16), "{t:?}");
+        assert_eq!(t.member, "symbols[1]");
+        // Two paths giving different constants say nothing: xor eax, eax; add rax, rdi ...
+        // with a jump over a `mov eax, 8` : not typed as either.
+        //   xor eax, eax; test esi, esi; je +5; mov eax, 8; add rax, rdi; mov [rax], ecx
+        let mut f = synthetic(
+            &typer,
+            "put",
+            &[
+                0x31, 0xc0, 0x85, 0xf6, 0x74, 0x05, 0xb8, 0x08, 0x00, 0x00, 0x00, 0x48, 0x01, 0xf8,
+                0x89, 0x08,
+            ],
+        );
+        let je = 2;
+        let target = f.index_of(f.instrs[je].near_branch_target()).unwrap();
+        f.jumped_from[target].push(je);
+        assert!(type_last(&typer, &f).is_err());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_pointer_to_a_scalar_made_from_a_members_address_is_that_member() {
+        let Some((dir, bin)) = build("gcc", "scalar") else {
+            return;
+        };
+        let file = InputFile::open(&bin).unwrap();
+        let typer = Typer::new(&file).unwrap();
+        // lea rbx, [rdi+0x8]; mov eax, [rbx]: rbx is &rc->count (a `unsigned *` to DWARF,
+        // were it a variable), typed as the member of the struct its address was made from.
+        let f = synthetic(&typer, "put", &[0x48, 0x8d, 0x5f, 0x08, 0x8b, 0x03]);
+        let t = type_last(&typer, &f).unwrap();
+        assert_eq!((t.type_name.as_str(), t.member.as_str()), ("enc", "count"));
+        std::fs::remove_dir_all(&dir).ok();
     }
 }
