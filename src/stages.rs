@@ -363,6 +363,45 @@ pub fn check_import(kind: ProfileInput, data: &[u8]) -> usize {
     profiles.len()
 }
 
+/// Reads `data` as an image (ELF code and DWARF) and types its memory accesses from their
+/// instructions (`lineup typing`), at most `MAX_TYPED` of them, and each call as an access to
+/// its arguments. Panics on a panic of the typer, a multi-line error or reason, or a typed
+/// access outside its struct; returns the accesses typed.
+pub fn check_typing(data: &[u8]) -> usize {
+    use crate::readers::{InputFile, typing::Typer};
+    const MAX_TYPED: usize = 256;
+    let file = InputFile::from_bytes(std::path::Path::new("input.elf"), data.to_vec());
+    let typer = match Typer::new(&file) {
+        Ok(t) => t,
+        Err(e) => {
+            assert_one_line(&e.to_string());
+            return 0;
+        }
+    };
+    let mut seen = 0;
+    let mut typed = 0;
+    for name in typer.function_names() {
+        if seen >= MAX_TYPED {
+            break;
+        }
+        for (pc, result) in typer.accesses_in(name).into_iter().take(MAX_TYPED - seen) {
+            seen += 1;
+            let call = typer.type_call_argument(pc);
+            for r in [result, call] {
+                match r {
+                    Ok(t) => {
+                        assert!(t.offset >= 0, "{name} {pc:#x}: {t:?}");
+                        assert_one_line(&t.via);
+                        typed += 1;
+                    }
+                    Err(e) => assert_one_line(&e.to_string()),
+                }
+            }
+        }
+    }
+    typed
+}
+
 fn assert_one_line(e: &str) {
     assert!(!e.contains('\n'), "multi-line error: {e}");
 }

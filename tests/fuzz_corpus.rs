@@ -242,3 +242,24 @@ fn record_raw_bursts_seed_names_patched_sites_and_their_executions() {
         assert!(b.sites.binary_search(&pc).is_ok() && n > 0, "{pc:#x}");
     }
 }
+
+/// The typing corpus (`fuzz/corpus/typing`: the typer's unit-test program built by gcc and
+/// clang at -O2 -g, tests/typing.rs's shapes, a copy cut off in its ELF headers): each image
+/// reads and has accesses typed, or fails in one line, through what the `typing` fuzz target
+/// runs.
+#[test]
+fn typing_corpus_types_accesses_or_fails_cleanly() {
+    let files = corpus("typing");
+    assert!(files.len() >= 3, "{} files", files.len());
+    let mut typed_images = 0;
+    for (path, data) in files {
+        eprintln!("{}", path.display());
+        if lineup::stages::check_typing(&data) > 0 {
+            typed_images += 1;
+        }
+    }
+    assert!(
+        typed_images >= 3,
+        "only {typed_images} images had accesses typed"
+    );
+}

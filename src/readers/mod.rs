@@ -163,6 +163,16 @@ impl InputFile {
         }
     }
 
+    /// Bytes held in memory (a fuzz input), shown under `name` in messages.
+    pub fn from_bytes(name: &Path, bytes: Vec<u8>) -> Self {
+        InputFile {
+            path: name.to_path_buf(),
+            map: None,
+            read: Cow::Owned(bytes),
+            arena: typed_arena::Arena::new(),
+        }
+    }
+
     pub fn bytes(&self) -> &[u8] {
         match &self.map {
             Some(m) => m,

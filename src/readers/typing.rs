@@ -370,6 +370,11 @@ impl<'a> Typer<'a> {
         self.isa
     }
 
+    /// The names of the image's function symbols, by address.
+    pub fn function_names(&self) -> Vec<&str> {
+        self.symbols.iter().map(|s| s.2.as_str()).collect()
+    }
+
     /// The address of function `name`.
     pub fn symbol_address(&self, name: &str) -> Option<u64> {
         self.by_name.get(name).copied()
