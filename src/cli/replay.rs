@@ -240,7 +240,7 @@ pub fn run(args: Args) -> Result<i32> {
         &opened.source,
         (type_name, &model),
         &settings,
-        (&variants, &measured, signal.as_deref()),
+        (&variants, &measured, signal),
         &rows,
         &reports,
     );
