@@ -19,10 +19,14 @@ Sources are fetched at benchmark time, never committed:
   pigz      apt-get source pigz                              ($PIGZ_SRC)
   zstd      apt-get source zstd                              ($ZSTD_SRC)
   SQLite    apt-get source sqlite3, its amalgamation built   ($SQLITE_SRC)
-`apt-get source` needs a deb-src line in the apt sources. A program that cannot be fetched
+  xz        apt-get source xz-utils (xz -T2)                 ($XZ_SRC)
+  lz4       apt-get source lz4                               ($LZ4_SRC)
+  Lua       apt-get source lua5.4, the interpreter           ($LUA_SRC)
+`apt-get source` needs a deb-src line in the apt sources; without one, the script keeps an
+apt index of its own in the work directory (deb.debian.org, the system's release). A program that cannot be fetched
 or built is reported as such and skipped.
 
-Usage: bench/typing_accuracy.py [--work DIR] [--only NAME,...] [--sites]
+Usage: bench/typing_accuracy.py [--work DIR] [--only NAME,...] [--sites] [--reuse] [--reasons N]
 """
 
 import argparse
@@ -30,6 +34,7 @@ import glob
 import json
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -37,6 +42,8 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINEUP = os.environ.get("LINEUP", os.path.join(REPO, "target/release/lineup"))
+# lineup typing's label for a site whose access its callee made (readers::typing::IN_CALLEE).
+IN_CALLEE = "the access is in a callee"
 PHOENIX = ["histogram", "kmeans", "linear_regression", "matrix_multiply", "pca",
            "string_match", "word_count"]
 
@@ -70,6 +77,32 @@ def fetch_phoenix(work):
     return dst
 
 
+def private_apt(work):
+    """apt options for a deb-src index of its own under WORK (the system's sources are left
+    alone): used when the system's sources have no deb-src line."""
+    root = os.path.join(work, "apt-src")
+    lists = os.path.join(root, "lists")
+    opts = ["-o", f"Dir::Etc::SourceList={os.path.join(root, 'sources.list')}",
+            "-o", f"Dir::Etc::SourceParts={os.path.join(root, 'parts')}",
+            "-o", f"Dir::State::Lists={lists}"]
+    if not glob.glob(os.path.join(lists, "*Sources*")):
+        os.makedirs(os.path.join(lists, "partial"), exist_ok=True)
+        os.makedirs(os.path.join(root, "parts"), exist_ok=True)
+        suite = "bookworm"
+        try:
+            with open("/etc/os-release") as f:
+                for line in f:
+                    if line.startswith("VERSION_CODENAME="):
+                        suite = line.split("=", 1)[1].strip().strip('"') or suite
+        except OSError:
+            pass
+        with open(os.path.join(root, "sources.list"), "w") as f:
+            f.write(f"deb-src http://deb.debian.org/debian {suite} main\n"
+                    f"deb-src http://deb.debian.org/debian-security {suite}-security main\n")
+        run(["apt-get"] + opts + ["update"], timeout=600)
+    return opts
+
+
 def apt_source(work, package, env_name):
     src = os.environ.get(env_name)
     if src:
@@ -78,7 +111,12 @@ def apt_source(work, package, env_name):
     os.makedirs(base, exist_ok=True)
     found = [d for d in glob.glob(os.path.join(base, "*")) if os.path.isdir(d)]
     if not found:
-        run(["apt-get", "source", "--no-install-recommends", package], cwd=base)
+        try:
+            run(["apt-get", "source", "--no-install-recommends", package], cwd=base)
+        except RuntimeError as e:
+            if "deb-src" not in str(e):
+                raise
+            run(["apt-get"] + private_apt(work) + ["source", package], cwd=base)
         found = [d for d in glob.glob(os.path.join(base, "*")) if os.path.isdir(d)]
     if not found:
         raise RuntimeError(f"apt-get source {package}: no source directory")
@@ -192,17 +230,121 @@ def sqlite_program(work):
     return [("sqlite3", build, ["-batch", "-init", sql, ":memory:", ".quit"], work)]
 
 
+def xz_program(work):
+    def build():
+        src = apt_source(work, "xz-utils", "XZ_SRC")
+        binary = os.path.join(src, "src", "xz", "xz")
+        run(["./configure", f"CC={LINEUP} cc", "CFLAGS=-O2 -g", "--disable-shared",
+             "--disable-nls", "--disable-doc", "--disable-scripts", "--disable-xzdec",
+             "--disable-lzmadec", "--disable-lzmainfo", "--disable-lzma-links"], cwd=src)
+        run(["make", "-C", os.path.join(src, "src", "liblzma"), "clean"])
+        run(["make", "-C", os.path.join(src, "src", "xz"), "clean"])
+        run(["make", "-j2", "-C", os.path.join(src, "src", "liblzma")])
+        run(["make", "-C", os.path.join(src, "src", "xz")])
+        return binary
+    data = os.path.join(work, "xz-input.txt")
+    write_text(data, 60000)
+    # Two threads, 64 KiB blocks: several blocks, so both workers run.
+    return [("xz", build, ["-T2", "-1", "--block-size=65536", "-k", "-f", data], work)]
+
+
+def lz4_program(work):
+    def build():
+        src = apt_source(work, "lz4", "LZ4_SRC")
+        flags = [f"CC={LINEUP} cc", "MOREFLAGS=-O2 -g"]
+        run(["make", "-C", os.path.join(src, "lib"), "clean"])
+        run(["make", "-C", os.path.join(src, "programs"), "clean"])
+        # The program links the library by -llz4: the static one built here.
+        run(["make", "-C", os.path.join(src, "lib"), "liblz4.a"] + flags)
+        run(["make", "-C", os.path.join(src, "programs"), "lz4"] + flags)
+        return os.path.join(src, "programs", "lz4")
+    data = os.path.join(work, "lz4-input.txt")
+    write_text(data, 60000)
+    return [("lz4", build, ["-f", "-k", "-q", data, data + ".lz4"], work)]
+
+
+LUA_SCRIPT = """\
+local t = {}
+for i = 1, 20000 do t[i] = {id = i, name = "row" .. i, v = i * 1.5} end
+table.sort(t, function(a, b) return a.v > b.v end)
+local words = {}
+for i = 1, 5000 do
+  local w = string.format("%x", (i * 2654435761) % 65536)
+  words[w] = (words[w] or 0) + 1
+end
+local n = 0
+for k, v in pairs(words) do n = n + v + #k end
+local co = coroutine.wrap(function() for i = 1, 1000 do coroutine.yield(i) end end)
+local s = 0
+for i = 1, 1000 do s = s + co() end
+local parts = {}
+for i = 1, 2000 do parts[#parts + 1] = tostring(i):rep(3) end
+local str = table.concat(parts, ",")
+local cnt = 0
+for _ in str:gmatch("%d+") do cnt = cnt + 1 end
+collectgarbage()
+print(#t, n, s, cnt)
+"""
+
+
+def lua_program(work):
+    script = os.path.join(work, "bench.lua")
+    with open(script, "w") as f:
+        f.write(LUA_SCRIPT)
+
+    def build():
+        src = os.path.join(apt_source(work, "lua5.4", "LUA_SRC"), "src")
+        # What debian/rules writes before building: the multiarch triplet luaconf.h includes.
+        with open(os.path.join(src, "lua5.4-deb-multiarch.h"), "w") as f:
+            f.write('#ifndef _LUA_DEB_MULTIARCH_\n#define _LUA_DEB_MULTIARCH_\n'
+                    '#define DEB_HOST_MULTIARCH "x86_64-linux-gnu"\n#endif\n')
+        sources = sorted(c for c in glob.glob(os.path.join(src, "*.c"))
+                         if os.path.basename(c) != "luac.c")
+        binary = os.path.join(work, "lua")
+        run([LINEUP, "cc", "-O2", "-DLUA_USE_POSIX", "-DLUA_COMPAT_5_3"] + sources +
+            ["-o", binary, "-lm"])
+        return binary
+    return [("lua", build, [script], work)]
+
+
 # ---------------------------------------------------------------------------------------------
 
-def measure(name, build, args, cwd, work, sites):
-    binary = build()
-    profile = os.path.join(work, name.replace("/", "_") + ".profile.json")
-    run([LINEUP, "record", "-o", profile, "--", binary] + args, cwd=cwd, timeout=1800)
-    cmd = [LINEUP, "typing", "--image", binary, "--profile", profile, "--json"]
-    if sites:
-        cmd.append("--sites")
-    result = json.loads(run(cmd))["accuracy"]
-    return result
+def measure(name, build, args, cwd, work, reuse):
+    """Builds and records the program (unless --reuse finds both from an earlier run), then
+    types every recorded site; the answer holds each site's check."""
+    stem = os.path.join(work, name.replace("/", "_"))
+    profile = stem + ".profile.json"
+    image = stem + ".image"
+    binary = None
+    if reuse and os.path.exists(profile) and os.path.exists(image):
+        with open(image) as f:
+            binary = f.read().strip()
+        if not os.path.exists(binary):
+            binary = None
+    if binary is None:
+        binary = build()
+        run([LINEUP, "record", "-o", profile, "--", binary] + args, cwd=cwd, timeout=1800)
+        with open(image, "w") as f:
+            f.write(binary + "\n")
+    cmd = [LINEUP, "typing", "--image", binary, "--profile", profile, "--json", "--sites"]
+    return json.loads(run(cmd))["accuracy"]
+
+
+def reason(check):
+    """The class a site left untyped falls in: its reason without the instruction, registers,
+    addresses and names (`rdi: returned by luaH_getint (no DWARF)` and the same of another
+    function are one class)."""
+    nt = check.get("not_typed") or {}
+    label, detail = nt.get("label", "?"), nt.get("detail", "")
+    d = re.sub(r"\s*\((variable|loaded|parameter|returned|global|address|container_of)[^()]*(\([^()]*(\([^()]*\)[^()]*)*\)[^()]*)*\)", "", detail)
+    d = re.sub(r"^(call|mov|lea|cmp|add|sub|movzx|movsxd|test|and|or|xor|inc|dec|lock \w+|\w+) [^:]*: ", "", d)
+    d = re.sub(r"^\w+: ", "", d)  # the register
+    d = re.sub(r"`(\w+)[^`]*`", r"`\1`", d)  # an instruction: its mnemonic
+    d = re.sub(r"returned by (?!an indirect)\S+", "returned by F", d)
+    d = re.sub(r"(global|variable|struct) `?[\w.]+`?", r"\1 X", d)
+    d = re.sub(r"0x[0-9a-f]+", "N", d)
+    d = re.sub(r"\b\d+\b", "N", d)
+    return f"{label}: {d}" if d else label
 
 
 def pct(a, b):
@@ -214,11 +356,16 @@ def main():
     ap.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "lineup-typing-bench"))
     ap.add_argument("--only", default="", help="comma-separated program names (phoenix/kmeans, pigz, ...)")
     ap.add_argument("--sites", action="store_true", help="print each wrongly typed site")
+    ap.add_argument("--reuse", action="store_true",
+                    help="type the images and profiles an earlier run left in --work (no build or record)")
+    ap.add_argument("--reasons", type=int, default=8,
+                    help="classes of untyped sites printed per program (default 8)")
     a = ap.parse_args()
     if not os.access(LINEUP, os.X_OK):
         sys.exit(f"{LINEUP}: not built (cargo build --release)")
     os.makedirs(a.work, exist_ok=True)
-    groups = [phoenix_programs, pigz_program, zstd_program, sqlite_program]
+    groups = [phoenix_programs, pigz_program, zstd_program, sqlite_program, xz_program,
+              lz4_program, lua_program]
     programs = []
     for g in groups:
         try:
@@ -231,7 +378,7 @@ def main():
         if only and name not in only:
             continue
         try:
-            r = measure(name, build, args, cwd, a.work, a.sites)
+            r = measure(name, build, args, cwd, a.work, a.reuse)
         except Exception as e:
             print(f"{name}: skipped: {e}", file=sys.stderr)
             continue
@@ -245,19 +392,43 @@ def main():
                     print(f"  WRONG {c['address']} {c['truth_type']}.{c['truth_member']}: "
                           f"typed {t['type_name']}+{t['offset']} {t['member']} ({t['via']})",
                           file=sys.stderr)
+                if not c.get("typed"):
+                    nt = c.get("not_typed") or {}
+                    print(f"  -     {c['address']} {c['truth_type']}.{c['truth_member']}: "
+                          f"{nt.get('label')}: {nt.get('detail')}", file=sys.stderr)
     print()
-    print("| program | struct-access sites | typed | right (of typed) | accesses typed | accesses right (of typed) | not typed, by reason |")
-    print("|---|---:|---:|---:|---:|---:|---|")
+    print("| program | struct-access sites | typed | right (of typed) | accesses typed | accesses right (of typed) | typed, of sites whose instruction makes the access | not typed, by reason |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    own_total = 0
     tot = {"sites": 0, "typed": 0, "right": 0, "accesses": 0.0, "accesses_typed": 0.0, "accesses_right": 0.0}
     for name, r in rows:
         for k in tot:
             tot[k] += r[k]
         why = ", ".join(f"{k}: {v}" for k, v in sorted(r["untyped"].items(), key=lambda kv: -kv[1]))
+        # Sites the recording puts at a call whose callee made the access (a tail call into
+        # the runtime's pthread_mutex_lock through a function pointer): no instruction there
+        # makes it.
+        own = r["sites"] - r["untyped"].get(IN_CALLEE, 0)
+        own_total += own
         print(f"| {name} | {r['sites']} | {pct(r['typed'], r['sites']):.1f}% | {pct(r['right'], r['typed']):.1f}% "
-              f"| {pct(r['accesses_typed'], r['accesses']):.1f}% | {pct(r['accesses_right'], r['accesses_typed']):.1f}% | {why} |")
+              f"| {pct(r['accesses_typed'], r['accesses']):.1f}% | {pct(r['accesses_right'], r['accesses_typed']):.1f}% "
+              f"| {pct(r['typed'], own):.1f}% of {own} | {why} |")
     if rows:
         print(f"| **all** | {tot['sites']} | {pct(tot['typed'], tot['sites']):.1f}% | {pct(tot['right'], tot['typed']):.1f}% "
-              f"| {pct(tot['accesses_typed'], tot['accesses']):.1f}% | {pct(tot['accesses_right'], tot['accesses_typed']):.1f}% | |")
+              f"| {pct(tot['accesses_typed'], tot['accesses']):.1f}% | {pct(tot['accesses_right'], tot['accesses_typed']):.1f}% "
+              f"| {pct(tot['typed'], own_total):.1f}% of {own_total} | |")
+    print()
+    print("Sites not typed, by class (sites):")
+    for name, r in rows:
+        classes = {}
+        for c in r.get("checks", []):
+            if not c.get("typed"):
+                k = reason(c)
+                classes[k] = classes.get(k, 0) + 1
+        top = sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = "; ".join(f"{k} ({v})" for k, v in top[:a.reasons])
+        more = sum(v for _, v in top[a.reasons:])
+        print(f"- {name}: {shown or 'none'}" + (f"; {more} more in other classes" if more else ""))
     print()
     print("Reference (published coverage, samples typed): TypeCraft 92% of kernel cycles, 70-80% on "
           "userspace C; perf data-type profiling alone 66-75% (kernel). Neither publishes accuracy "
