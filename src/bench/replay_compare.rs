@@ -1,8 +1,10 @@
 //! What `lineup replay` compares: the layouts it replays (the current one, lineup's,
 //! candidates, or the current one twice as a check of the harness), the access streams it
-//! replays, and per layout the model's prediction beside the measured change (no I/O).
+//! replays, how it measures them ([`measure`], the only I/O here), and per layout the
+//! model's prediction beside the measured change.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -10,7 +12,8 @@ use crate::analysis::model::Model;
 use crate::analysis::prediction;
 use crate::bench::Comparison;
 use crate::bench::parsers::Direction;
-use crate::bench::replay::{ReplayStream, Variant, replay_streams};
+use crate::bench::replay::{self, ReplayStream, Variant, replay_streams};
+use crate::bench::run as bench_run;
 use crate::bench::stats::{self, Summary, Welch};
 use crate::profile::{Access, Profile};
 use crate::types::Types;
@@ -119,6 +122,74 @@ impl Measured {
             interrupted,
         }
     }
+}
+
+/// How many runs each layout gets, and how long each runs.
+pub struct Runs {
+    /// Measured runs per layout (0: compile only).
+    pub runs: usize,
+    /// Warm-up runs per layout, not counted.
+    pub warmup: usize,
+    pub duration: Duration,
+    /// Iterations of private arithmetic between two accesses to the struct.
+    pub think: u32,
+}
+
+/// What [`measure`] tells its caller as it goes.
+pub enum Progress {
+    /// The runs are about to start: this many, warm-up included.
+    Starting(u64),
+    /// One more run finished.
+    RunDone,
+    /// No more runs (all done, stopped by a signal, or failed).
+    Finished,
+}
+
+/// Compiles `source` with `cc` in `dir` and runs every layout, interleaved, telling
+/// `progress` how it goes. A signal stops the runs; those finished count.
+pub fn measure(
+    cc: &str,
+    dir: &Path,
+    source: &str,
+    variants: usize,
+    runs: &Runs,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Measured, String> {
+    let c_path = dir.join("replay.c");
+    let bin = dir.join("replay");
+    std::fs::write(&c_path, source)
+        .map_err(|e| format!("{}: cannot write: {e}", c_path.display()))?;
+    replay::compile(cc, &c_path, &bin)?;
+    let mut m = Measured::empty(variants, bench_run::interrupted());
+    if runs.runs == 0 || m.interrupted {
+        return Ok(m);
+    }
+    let order = replay::schedule(variants, runs.runs, runs.warmup);
+    progress(Progress::Starting(order.len() as u64));
+    for (v, warm) in order {
+        let figures = match replay::run_variant(&bin, v, runs.duration, runs.think) {
+            Ok(f) => f,
+            Err(_) if bench_run::interrupted() => {
+                m.interrupted = true;
+                break;
+            }
+            Err(e) => {
+                progress(Progress::Finished);
+                return Err(e);
+            }
+        };
+        if !warm && !figures.has_corun_time() {
+            // No moment when all threads ran together: the figure is undefined, not 0.
+            m.no_corun[v] += 1;
+        } else if !warm {
+            m.runs[v].push(figures.ops_per_corun_second());
+            m.runs_cpu[v].push(figures.ops_per_cpu_second());
+            m.corun_share[v].push(figures.corun_share());
+        }
+        progress(Progress::RunDone);
+    }
+    progress(Progress::Finished);
+    Ok(m)
 }
 
 /// One layout's prediction and measurement.

@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use lineup::analysis::prediction;
 use lineup::bench::replay;
-use lineup::bench::replay_compare::{self, ALPHA, Measured};
+use lineup::bench::replay_compare::{self, ALPHA, Measured, Progress};
 use lineup::bench::{Comparison, run as bench_run};
 use lineup::emit;
 
@@ -248,48 +248,38 @@ pub fn run(args: Args) -> Result<i32> {
     Ok(status)
 }
 
-/// Compiles the source and runs every layout. A signal stops the runs; those finished count.
+/// Compiles the source and runs every layout ([`replay_compare::measure`]), with a
+/// progress bar on stderr.
 fn measure(args: &Args, dir: &std::path::Path, source: &str, variants: usize) -> Result<Measured> {
-    let c_path = dir.join("replay.c");
-    let bin = dir.join("replay");
-    std::fs::write(&c_path, source)
-        .with_context(|| format!("{}: cannot write", c_path.display()))?;
-    replay::compile(&args.cc, &c_path, &bin).map_err(anyhow::Error::msg)?;
-    let mut m = Measured::empty(variants, bench_run::interrupted());
-    if args.runs == 0 || m.interrupted {
-        return Ok(m);
-    }
-    let order = replay::schedule(variants, args.runs, args.warmup);
-    let bar = ProgressBar::with_draw_target(Some(order.len() as u64), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} runs {msg}",
-        )
-        .expect("valid template"),
-    );
-    let duration = Duration::from_millis(args.duration_ms);
-    for (v, warm) in order {
-        let figures = match replay::run_variant(&bin, v, duration, args.think) {
-            Ok(f) => f,
-            Err(_) if bench_run::interrupted() => {
-                m.interrupted = true;
-                break;
-            }
-            Err(e) => {
-                bar.finish_and_clear();
-                bail!(e);
-            }
-        };
-        if !warm && !figures.has_corun_time() {
-            // No moment when all threads ran together: the figure is undefined, not 0.
-            m.no_corun[v] += 1;
-        } else if !warm {
-            m.runs[v].push(figures.ops_per_corun_second());
-            m.runs_cpu[v].push(figures.ops_per_cpu_second());
-            m.corun_share[v].push(figures.corun_share());
+    let runs = replay_compare::Runs {
+        runs: args.runs,
+        warmup: args.warmup,
+        duration: Duration::from_millis(args.duration_ms),
+        think: args.think,
+    };
+    let mut bar: Option<ProgressBar> = None;
+    let mut progress = |p: Progress| match p {
+        Progress::Starting(total) => {
+            let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} runs {msg}",
+                )
+                .expect("valid template"),
+            );
+            bar = Some(b);
         }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    Ok(m)
+        Progress::RunDone => {
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
+        }
+        Progress::Finished => {
+            if let Some(b) = &bar {
+                b.finish_and_clear();
+            }
+        }
+    };
+    replay_compare::measure(&args.cc, dir, source, variants, &runs, &mut progress)
+        .map_err(anyhow::Error::msg)
 }
