@@ -252,6 +252,7 @@ impl Search<'_> {
 /// Finds the best order and alignment for `units` under `constraints`. `current` is the
 /// struct as it is; `min_align` is the struct's own alignment.
 #[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)]
 pub fn optimize(
     units: &[Unit],
     streams: &[Stream],
@@ -261,6 +262,61 @@ pub fn optimize(
     cls: u64,
     machine: &MachineModel,
     q: &Queueing,
+) -> Result<Plan, String> {
+    // Within a size budget: each hot line the search opens starts a fresh line, and the
+    // members around it may not fill the gaps; when the best grouping's layout is over the
+    // budget, search again with one hot line fewer, down to one. The current layout is a
+    // candidate too when it fits: "nothing within N lines beats it" is an answer, a refusal
+    // is not.
+    let mut hot_lines = None;
+    let mut smallest: Option<u64> = None;
+    loop {
+        let plan = optimize_lines(
+            units,
+            streams,
+            current,
+            min_align,
+            constraints,
+            cls,
+            machine,
+            q,
+            hot_lines,
+        )?;
+        let Some(max) = constraints.max_size else {
+            return Ok(plan);
+        };
+        if plan.placement.size <= max {
+            return Ok(plan);
+        }
+        smallest = Some(smallest.map_or(plan.placement.size, |s| s.min(plan.placement.size)));
+        let opened = plan.write_lines.len();
+        if opened <= 1 || hot_lines == Some(opened) {
+            if current.size <= max {
+                let cost = cost::evaluate(units, streams, current, cls, machine, q);
+                return Ok(as_current(plan, units, current, cost));
+            }
+            return Err(format!(
+                "the best layout found needs {} bytes, over the budget of {max}",
+                smallest.unwrap_or(plan.placement.size)
+            ));
+        }
+        hot_lines = Some(opened - 1);
+    }
+}
+
+/// [`optimize`] with the search opening at most `hot_lines` lines for hot members (beyond
+/// what the size budget allows), and no check of the final size.
+#[allow(clippy::too_many_arguments)]
+fn optimize_lines(
+    units: &[Unit],
+    streams: &[Stream],
+    current: &Placement,
+    min_align: u64,
+    constraints: &Constraints,
+    cls: u64,
+    machine: &MachineModel,
+    q: &Queueing,
+    hot_lines: Option<usize>,
 ) -> Result<Plan, String> {
     if units.len() > 1 && units.iter().all(|u| u.offset == 0) {
         return Err(
@@ -430,7 +486,13 @@ pub fn optimize(
             e.1.insert(i);
         }
     }
-    let max_bins = constraints.max_size.map(|m| (m / cls).max(1) as usize);
+    let max_bins = match (
+        constraints.max_size.map(|m| (m / cls).max(1) as usize),
+        hot_lines,
+    ) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let mut search = Search {
         q: *q,
         items: &items,
@@ -732,14 +794,6 @@ pub fn optimize(
         break;
     }
     placement = derive(units, &unit_order, &line_aligned, cls, min_align);
-    if let Some(max) = constraints.max_size
-        && placement.size > max
-    {
-        return Err(format!(
-            "the best layout found needs {} bytes, over the budget of {max}",
-            placement.size
-        ));
-    }
     let cost = cost::evaluate(units, &unit_streams, &placement, cls, machine, q);
     let moved = reordered(&unit_order, current)
         .into_iter()
@@ -1379,6 +1433,54 @@ mod tests {
             cpu_list: cpus.to_vec(),
             lock: false,
         }
+    }
+
+    #[test]
+    fn a_size_budget_is_searched_within_not_refused() {
+        // Three members written by three CPUs and a 72-byte cold member: apart, each writer
+        // on its own line, the struct needs more than the 2 lines it has today. Within 2
+        // lines the search must still answer (fewer hot lines, or the current layout), not
+        // refuse; under 2 lines nothing fits, the current layout included.
+        let mut d = unit("d", 24, 72);
+        d.align = 8;
+        d.natural_align = 8;
+        let units = [unit("a", 0, 8), unit("b", 8, 8), unit("c", 16, 8), d];
+        let streams = [
+            stream(0, "pa", 100.0, &[0]),
+            stream(1, "pb", 100.0, &[1]),
+            stream(2, "pc", 100.0, &[2]),
+        ];
+        let m = crate::analysis::machine::preset("icelake-2s").unwrap();
+        let current = Placement {
+            offsets: units.iter().map(|u| u.offset).collect(),
+            size: 96,
+        };
+        let q = Queueing {
+            reference: cost::busiest_line(&streams, &current, 64, &m),
+            utilization: 0.5,
+        };
+        let run = |max: Option<u64>| {
+            let c = Constraints {
+                max_size: max,
+                ..Constraints::default()
+            };
+            optimize(&units, &streams, &current, 8, &c, 64, &m, &q)
+        };
+        let free = run(None).unwrap();
+        assert!(free.placement.size > 128, "{:?}", free.placement);
+        // The first search within 2 lines: its best grouping lays out over the budget.
+        let c = Constraints {
+            max_size: Some(128),
+            ..Constraints::default()
+        };
+        let first = optimize_lines(&units, &streams, &current, 8, &c, 64, &m, &q, None).unwrap();
+        assert!(first.placement.size > 128, "{:?}", first.placement);
+        let within = run(Some(128)).unwrap();
+        assert!(within.placement.size <= 128, "{:?}", within.placement);
+        let now = cost::evaluate(&units, &streams, &current, 64, &m, &q).total_cycles();
+        assert!(within.cost.total_cycles() <= now + 1e-9, "{within:?}");
+        let err = run(Some(64)).unwrap_err();
+        assert!(err.contains("over the budget of 64"), "{err}");
     }
 
     fn plan_for(units: &[Unit], streams: &[Stream], size: u64) -> Plan {
