@@ -238,6 +238,21 @@ pub fn text_report(
     out
 }
 
+/// "N bytes, K cache lines of C bytes; evidence: TOOL \"LABEL\"", as the text and the HTML
+/// page head a struct's report.
+fn size_and_evidence(profile: &Profile, size: u64, cls: u64) -> String {
+    format!(
+        "{size} bytes, {} cache lines of {cls} bytes; evidence: {}{}",
+        size.div_ceil(cls),
+        profile.provenance.tool,
+        profile
+            .label
+            .as_ref()
+            .map(|l| format!(" \"{l}\""))
+            .unwrap_or_default()
+    )
+}
+
 /// The struct's size and lines, the evidence, where its blocks were allocated and what the
 /// memory budget degraded.
 fn header_text(profile: &Profile, sd: &StructDiagnosis) -> String {
@@ -245,20 +260,13 @@ fn header_text(profile: &Profile, sd: &StructDiagnosis) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "struct {}: {} bytes, {} cache lines of {cls} bytes; evidence: {}{}",
+        "struct {}: {}{}",
         d.type_name,
-        d.size,
-        d.size.div_ceil(cls),
-        profile.provenance.tool,
+        size_and_evidence(profile, d.size, cls),
         profile
-            .label
-            .as_ref()
-            .map(|l| format!(" \"{l}\""))
+            .report_place()
+            .map(|p| format!(" ({p})"))
             .unwrap_or_default()
-            + &profile
-                .report_place()
-                .map(|p| format!(" ({p})"))
-                .unwrap_or_default()
     );
     for a in &sd.allocations {
         let _ = writeln!(text, "allocated in {}", a.describe());
@@ -494,20 +502,7 @@ fn member_note(d: &Diagnosis, f: &Field) -> Option<String> {
 /// One struct's report as a self-contained HTML page (docs/html.md).
 pub fn html_page(source: &LayoutSource, profile: &Profile, sd: &StructDiagnosis) -> html::Page {
     let (d, cls) = (&sd.diagnosis, sd.cls);
-    let mut notes = vec![
-        source.describe(),
-        format!(
-            "{} bytes, {} cache lines of {cls} bytes; evidence: {}{}",
-            d.size,
-            d.size.div_ceil(cls),
-            profile.provenance.tool,
-            profile
-                .label
-                .as_ref()
-                .map(|l| format!(" \"{l}\""))
-                .unwrap_or_default()
-        ),
-    ];
+    let mut notes = vec![source.describe(), size_and_evidence(profile, d.size, cls)];
     if let Some(input) = &profile.provenance.input {
         notes.push(format!("evidence file: {input}"));
     }
