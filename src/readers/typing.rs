@@ -2118,6 +2118,21 @@ impl<'a> Typer<'a> {
                 }
             }
             Val::Int(c) => Val::Int(c + disp),
+            // `lea r12, [r14+r13*1]` with an index of unknown value in the base (a loop's
+            // byte counter) and the pointer in the index.
+            Val::Unknown(w)
+                if indexed && ins.memory_index_scale() == 1 && w != DIFFERENT_INTEGERS =>
+            {
+                let index = ins.memory_index().full_register();
+                match self.before(f, walk, p, Loc::Reg(index), depth + 1) {
+                    Val::Ptr(mut q) => {
+                        q.offset += disp;
+                        q.indexed = true;
+                        Val::Ptr(q)
+                    }
+                    _ => Val::Unknown(w),
+                }
+            }
             other => other,
         }
     }
@@ -3163,6 +3178,21 @@ int main(int argc, char **argv) {
         let t = type_last(&typer, &f).unwrap();
         assert_eq!((t.type_name.as_str(), t.offset), ("enc", 16), "{t:?}");
         assert_eq!(t.member, "symbols[1]");
+        // lea r12, [r14+rdi*1+0x8]; mov eax, [r12]: r14 unknown (a byte counter), the pointer
+        // in the index: rc + 8 and an element, count.
+        let g = synthetic(
+            &typer,
+            "put",
+            &[0x4d, 0x8d, 0x64, 0x3e, 0x08, 0x41, 0x8b, 0x04, 0x24],
+        );
+        assert_eq!(show(&g.instrs[0]), "lea r12, [r14+rdi*1+0x8]");
+        let t = type_last(&typer, &g).unwrap();
+        assert_eq!(
+            (t.type_name.as_str(), t.member.as_str()),
+            ("enc", "count"),
+            "{t:?}"
+        );
+        assert!(t.indexed);
         // Two paths giving different constants say nothing: xor eax, eax; add rax, rdi ...
         // with a jump over a `mov eax, 8` : not typed as either.
         //   xor eax, eax; test esi, esi; je +5; mov eax, 8; add rax, rdi; mov [rax], ecx
