@@ -64,31 +64,8 @@ pub fn run(args: Args) -> Result<()> {
     let out = super::output::check_opt("-o", args.output.as_deref())?;
     let sys = Path::new("/sys");
     let topology = host::read_topology(sys);
-    let affinity = cal::allowed_cpus();
     let online: Vec<u32> = topology.cpus.iter().map(|c| c.cpu).collect();
-    let usable: Vec<u32> = online
-        .iter()
-        .copied()
-        .filter(|c| affinity.is_empty() || affinity.contains(c))
-        .collect();
-    let cpus: Vec<u32> = match &args.cpus {
-        Some(list) => {
-            let want = host::try_parse_cpu_list(list)
-                .filter(|l| !l.is_empty())
-                .ok_or_else(|| anyhow!("--cpus {list}: not a CPU list such as 0-3,8"))?;
-            if let Some(bad) = want.iter().find(|c| !usable.contains(c)) {
-                bail!(
-                    "--cpus {list}: CPU {bad} is not one lineup may run on (online and allowed: {})",
-                    host::format_cpu_list(&usable)
-                );
-            }
-            want
-        }
-        None => usable.clone(),
-    };
-    if cpus.is_empty() {
-        bail!("calibrate: no online CPU that this process may run on");
-    }
+    let cpus = chosen_cpus(args.cpus.as_deref(), &online)?;
     let partial = cpus.len() < online.len();
     let effort = if args.quick {
         Effort::quick()
@@ -98,76 +75,12 @@ pub fn run(args: Args) -> Result<()> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = host::cpu_model(&cpuinfo);
     let key = topology.key(&cpu_model);
-
-    let pairs = topology.representative_pairs(Some(&cpus), effort.pairs_per_class);
-    let (sizes, mut absent) = cal::chase_sizes(&topology, effort.max_dram_bytes);
-    absent.splice(0..0, topology.absent_classes(Some(&cpus)));
-    let steps = 1 + pairs.iter().map(|p| p.picked.len()).sum::<usize>() + sizes.len();
-    let bar = ProgressBar::with_draw_target(Some(steps as u64), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.enable_steady_tick(Duration::from_millis(250));
     let started = Instant::now();
-
-    bar.set_message("core clock");
-    let (ghz, ghz_method) = cal::clock_ghz(cpus[0], &cpuinfo);
-    bar.inc(1);
-
-    let mut transfers: Vec<(PairClass, u64, Measured)> = Vec::new();
-    for host::ClassPairs {
-        class,
-        count,
-        picked: reps,
-    } in &pairs
-    {
-        let mut medians = Vec::new();
-        let mut samples = 0;
-        let mut used = Vec::new();
-        for &(a, b) in reps {
-            bar.set_message(format!("{}: CPUs {a} and {b}", class.name()));
-            match cal::ping_pong(a, b, &effort) {
-                Ok((m, n)) => {
-                    medians.extend(m);
-                    samples += n;
-                    used.push(vec![a, b]);
-                }
-                Err(e) => absent.push(format!("{} CPUs {a},{b}: not measured, {e}", class.name())),
-            }
-            bar.inc(1);
-        }
-        if !used.is_empty() {
-            let m = cal::summarize(class.name(), used, None, medians, samples, ghz);
-            transfers.push((*class, *count, m));
-        }
-    }
-    let mut loads: Vec<Measured> = Vec::new();
-    let line = topology
-        .caches()
-        .first()
-        .map_or(64, |c| c.line)
-        .clamp(16, 4096);
-    let _ = cal::pin(cpus[0]);
-    for (name, bytes) in &sizes {
-        bar.set_message(format!("{name}: chasing {} KiB", bytes >> 10));
-        let (medians, n) = cal::chase(*bytes, line, &effort);
-        loads.push(cal::summarize(
-            name,
-            vec![vec![cpus[0]]],
-            Some(*bytes),
-            medians,
-            n,
-            ghz,
-        ));
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
+    let m = measure(&topology, &cpus, &effort, &cpuinfo);
 
     let date = utc_now();
     let guess = host::read_host(sys);
-    let (mut model, derived) = cal::machine_from(&guess, &transfers, &loads);
+    let (mut model, derived) = cal::machine_from(&guess, &m.transfers, &m.loads);
     model.name = "calibrated".to_string();
     model.description = format!(
         "{cpu_model}: {}; measured by lineup calibrate{} on {}",
@@ -185,22 +98,12 @@ pub fn run(args: Args) -> Result<()> {
         key: key.clone(),
         cpus: host::format_cpu_list(&cpus),
         quick: args.quick,
-        ghz: (ghz * 1000.0).round() / 1000.0,
-        ghz_method,
-        method: format!(
-            "transfer: one-way latency = round trip / 2 of a ping-pong on one 128-byte-aligned \
-             atomic between two threads pinned with sched_setaffinity, timed in batches of 64 \
-             round trips, median over batches per repetition, median over {} repetitions of \
-             {} ms per pair; load: pointer chase through a random cycle of {line}-byte lines, \
-             median of 16 slices per repetition over {} repetitions (includes TLB misses); \
-             cycles = ns x ghz",
-            effort.repetitions,
-            effort.repetition.as_millis(),
-            effort.repetitions
-        ),
-        transfer: transfers.iter().map(|(_, _, m)| m.clone()).collect(),
-        load: loads,
-        absent,
+        ghz: (m.ghz * 1000.0).round() / 1000.0,
+        ghz_method: m.ghz_method,
+        method: method_text(&effort, m.line),
+        transfer: m.transfers.iter().map(|(_, _, t)| t.clone()).collect(),
+        load: m.loads,
+        absent: m.absent,
         derived,
     };
     let text = machine::machine_file_text(&model, Some(&calibration));
@@ -214,8 +117,7 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         let dir = lineup::record::cc::checked_cache_dir().map_err(|e| anyhow!(e))?;
         let path = host::calibration_path(&dir, &key);
-        let staged = super::output::Output::check("cache", &path)?;
-        Some(staged)
+        Some(super::output::Output::check("cache", &path)?)
     };
     let mut writes: Vec<(&super::output::Output, &[u8])> = Vec::new();
     if let Some(o) = &out {
@@ -244,7 +146,7 @@ pub fn run(args: Args) -> Result<()> {
         report(
             &model,
             &calibration,
-            &transfers,
+            &m.transfers,
             started.elapsed(),
             shown(&out),
             shown(&cache),
@@ -252,6 +154,146 @@ pub fn run(args: Args) -> Result<()> {
         )
     );
     Ok(())
+}
+
+/// The CPUs to measure on: `--cpus` when given (each online and allowed), else every
+/// online CPU this process may run on.
+fn chosen_cpus(list: Option<&str>, online: &[u32]) -> Result<Vec<u32>> {
+    let affinity = cal::allowed_cpus();
+    let usable: Vec<u32> = online
+        .iter()
+        .copied()
+        .filter(|c| affinity.is_empty() || affinity.contains(c))
+        .collect();
+    let cpus: Vec<u32> = match list {
+        Some(list) => {
+            let want = host::try_parse_cpu_list(list)
+                .filter(|l| !l.is_empty())
+                .ok_or_else(|| anyhow!("--cpus {list}: not a CPU list such as 0-3,8"))?;
+            if let Some(bad) = want.iter().find(|c| !usable.contains(c)) {
+                bail!(
+                    "--cpus {list}: CPU {bad} is not one lineup may run on (online and allowed: {})",
+                    host::format_cpu_list(&usable)
+                );
+            }
+            want
+        }
+        None => usable,
+    };
+    if cpus.is_empty() {
+        bail!("calibrate: no online CPU that this process may run on");
+    }
+    Ok(cpus)
+}
+
+/// What one calibration measured.
+struct Measurements {
+    ghz: f64,
+    ghz_method: String,
+    /// Per class of CPU pair: the class, how many pairs the machine has of it, the latency.
+    transfers: Vec<(PairClass, u64, Measured)>,
+    loads: Vec<Measured>,
+    /// What was not measured, and why.
+    absent: Vec<String>,
+    /// The line size the loads chased.
+    line: u64,
+}
+
+/// The clock, the transfer latency of each class of CPU pair and the load latency of each
+/// cache level, with a progress bar on standard error.
+fn measure(
+    topology: &host::Topology,
+    cpus: &[u32],
+    effort: &Effort,
+    cpuinfo: &str,
+) -> Measurements {
+    let pairs = topology.representative_pairs(Some(cpus), effort.pairs_per_class);
+    let (sizes, mut absent) = cal::chase_sizes(topology, effort.max_dram_bytes);
+    absent.splice(0..0, topology.absent_classes(Some(cpus)));
+    let steps = 1 + pairs.iter().map(|p| p.picked.len()).sum::<usize>() + sizes.len();
+    let bar = ProgressBar::with_draw_target(Some(steps as u64), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(250));
+
+    bar.set_message("core clock");
+    let (ghz, ghz_method) = cal::clock_ghz(cpus[0], cpuinfo);
+    bar.inc(1);
+
+    let mut transfers: Vec<(PairClass, u64, Measured)> = Vec::new();
+    for host::ClassPairs {
+        class,
+        count,
+        picked: reps,
+    } in &pairs
+    {
+        let mut medians = Vec::new();
+        let mut samples = 0;
+        let mut used = Vec::new();
+        for &(a, b) in reps {
+            bar.set_message(format!("{}: CPUs {a} and {b}", class.name()));
+            match cal::ping_pong(a, b, effort) {
+                Ok((m, n)) => {
+                    medians.extend(m);
+                    samples += n;
+                    used.push(vec![a, b]);
+                }
+                Err(e) => absent.push(format!("{} CPUs {a},{b}: not measured, {e}", class.name())),
+            }
+            bar.inc(1);
+        }
+        if !used.is_empty() {
+            let m = cal::summarize(class.name(), used, None, medians, samples, ghz);
+            transfers.push((*class, *count, m));
+        }
+    }
+    let mut loads: Vec<Measured> = Vec::new();
+    let line = topology
+        .caches()
+        .first()
+        .map_or(64, |c| c.line)
+        .clamp(16, 4096);
+    let _ = cal::pin(cpus[0]);
+    for (name, bytes) in &sizes {
+        bar.set_message(format!("{name}: chasing {} KiB", bytes >> 10));
+        let (medians, n) = cal::chase(*bytes, line, effort);
+        loads.push(cal::summarize(
+            name,
+            vec![vec![cpus[0]]],
+            Some(*bytes),
+            medians,
+            n,
+            ghz,
+        ));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Measurements {
+        ghz,
+        ghz_method,
+        transfers,
+        loads,
+        absent,
+        line,
+    }
+}
+
+/// How the figures were measured, as the machine file records it.
+fn method_text(effort: &Effort, line: u64) -> String {
+    format!(
+        "transfer: one-way latency = round trip / 2 of a ping-pong on one 128-byte-aligned \
+         atomic between two threads pinned with sched_setaffinity, timed in batches of 64 \
+         round trips, median over batches per repetition, median over {} repetitions of \
+         {} ms per pair; load: pointer chase through a random cycle of {line}-byte lines, \
+         median of 16 slices per repetition over {} repetitions (includes TLB misses); \
+         cycles = ns x ghz",
+        effort.repetitions,
+        effort.repetition.as_millis(),
+        effort.repetitions
+    )
 }
 
 fn report(
