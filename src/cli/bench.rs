@@ -126,53 +126,7 @@ pub fn run(args: Args) -> Result<i32> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         bail!("--alpha {} must lie between 0 and 1", args.alpha);
     }
-    let cli_parser = cli_parser(&args)?;
-    let (mut setups, title, file_runs, file_warmup, file_timeout) = match &args.matrix {
-        Some(path) => {
-            let text = lineup::input::read_text_lossy(path)?;
-            let m = matrix::parse(&text, cli_parser.as_ref())
-                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-            let title = args.title.clone().or(m.title).unwrap_or_else(|| {
-                path.file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "bench".into())
-            });
-            (m.setups, title, m.runs, m.warmup, m.timeout)
-        }
-        None => {
-            let (Some(a), Some(b)) = (&args.a, &args.b) else {
-                bail!("give --a CMD and --b CMD, or --matrix FILE");
-            };
-            check_label("--name", &args.name)?;
-            check_label("--load", &args.load)?;
-            let parser = cli_parser.clone().unwrap_or(Parser::Wall);
-            // A built-in parser names the benchmark; otherwise the case does.
-            let title = args.title.clone().unwrap_or_else(|| match parser {
-                Parser::Regex { .. } | Parser::Wall => args.name.clone(),
-                _ => parser.name().to_string(),
-            });
-            let setup = Setup {
-                case: args.name.clone(),
-                load: args.load.clone(),
-                a: a.clone(),
-                b: b.clone(),
-                parser,
-            };
-            (vec![setup], title, None, None, None)
-        }
-    };
-    for s in &setups {
-        for side in [Side::A, Side::B] {
-            if s.command(side).trim().is_empty() {
-                bail!(
-                    "case '{}' load {}: command {} is empty",
-                    s.case,
-                    s.load,
-                    side.letter()
-                );
-            }
-        }
-    }
+    let (mut setups, title, file_runs, file_warmup, file_timeout) = setups_of(&args)?;
     let runs = args.runs.or(file_runs).unwrap_or(10);
     bench::limits::check_runs(runs, "--runs").map_err(|e| anyhow!(e))?;
     let warmup = args.warmup.or(file_warmup).unwrap_or(1);
@@ -254,18 +208,124 @@ pub fn run(args: Args) -> Result<i32> {
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    let shown = Shown {
+        title: &title,
+        runs,
+        warmup,
+        interrupted,
+    };
+    print_report(
+        &args,
+        &shown,
+        (&setups, &collected),
+        (&comparisons, &table_rows),
+        &notes,
+        &mut out,
+    )?;
+    out.flush()?;
+    if interrupted {
+        eprintln!(
+            "lineup: interrupted by {}: the figures are those of the {} runs finished before it",
+            run::interrupt_words(),
+            done_a + done_b
+        );
+        return Ok(run::interrupt_exit_status());
+    }
+    Ok(0)
+}
+
+/// The setups to run (from `--matrix FILE`, or the one `--a`/`--b` pair), the title, and
+/// the matrix file's runs, warm-ups and timeout.
+#[allow(clippy::type_complexity)]
+fn setups_of(
+    args: &Args,
+) -> Result<(
+    Vec<Setup>,
+    String,
+    Option<usize>,
+    Option<usize>,
+    Option<f64>,
+)> {
+    let cli_parser = cli_parser(args)?;
+    let (setups, title, file_runs, file_warmup, file_timeout) = match &args.matrix {
+        Some(path) => {
+            let text = lineup::input::read_text_lossy(path)?;
+            let m = matrix::parse(&text, cli_parser.as_ref())
+                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            let title = args.title.clone().or(m.title).unwrap_or_else(|| {
+                path.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "bench".into())
+            });
+            (m.setups, title, m.runs, m.warmup, m.timeout)
+        }
+        None => {
+            let (Some(a), Some(b)) = (&args.a, &args.b) else {
+                bail!("give --a CMD and --b CMD, or --matrix FILE");
+            };
+            check_label("--name", &args.name)?;
+            check_label("--load", &args.load)?;
+            let parser = cli_parser.clone().unwrap_or(Parser::Wall);
+            // A built-in parser names the benchmark; otherwise the case does.
+            let title = args.title.clone().unwrap_or_else(|| match parser {
+                Parser::Regex { .. } | Parser::Wall => args.name.clone(),
+                _ => parser.name().to_string(),
+            });
+            let setup = Setup {
+                case: args.name.clone(),
+                load: args.load.clone(),
+                a: a.clone(),
+                b: b.clone(),
+                parser,
+            };
+            (vec![setup], title, None, None, None)
+        }
+    };
+    for s in &setups {
+        for side in [Side::A, Side::B] {
+            if s.command(side).trim().is_empty() {
+                bail!(
+                    "case '{}' load {}: command {} is empty",
+                    s.case,
+                    s.load,
+                    side.letter()
+                );
+            }
+        }
+    }
+    Ok((setups, title, file_runs, file_warmup, file_timeout))
+}
+
+/// What the report says about the whole run.
+struct Shown<'a> {
+    title: &'a str,
+    runs: usize,
+    warmup: usize,
+    interrupted: bool,
+}
+
+/// The report on standard output: JSON, or the seeds' table (and the gain and percentile
+/// tables where the parsers give them).
+fn print_report(
+    args: &Args,
+    shown: &Shown<'_>,
+    (setups, collected): (&[Setup], &[Collected]),
+    (comparisons, table_rows): (&[Comparison], &[&Comparison]),
+    notes: &Notes<'_>,
+    out: &mut impl Write,
+) -> Result<()> {
     if args.json {
         let report = Report {
             schema: 1,
-            title: &title,
-            alpha,
+            title: shown.title,
+            alpha: args.alpha,
             order: "ABBA",
-            runs_per_side: runs,
-            warmup_per_side: warmup,
-            interrupted,
+            runs_per_side: shown.runs,
+            warmup_per_side: shown.warmup,
+            interrupted: shown.interrupted,
             setups: setups
                 .iter()
-                .zip(&collected)
+                .zip(collected)
                 .map(|(s, c)| SetupReport {
                     case: &s.case,
                     load: &s.load,
@@ -276,15 +336,23 @@ pub fn run(args: Args) -> Result<i32> {
                     runs_b: c.len(Side::B),
                 })
                 .collect(),
-            comparisons: &comparisons,
+            comparisons,
         };
-        serde_json::to_writer_pretty(&mut out, &report)?;
+        serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;
     } else {
-        write!(out, "{}", table::seeds_table(&title, &table_rows, &notes))?;
+        write!(
+            out,
+            "{}",
+            table::seeds_table(shown.title, &table_rows, &notes)
+        )?;
         if args.gain_table || setups.iter().any(|s| s.parser.has_gain_table()) {
             writeln!(out)?;
-            write!(out, "{}", table::gain_table(&title, &table_rows, &notes))?;
+            write!(
+                out,
+                "{}",
+                table::gain_table(shown.title, &table_rows, &notes)
+            )?;
         }
         let percentiles: Vec<&Comparison> = setups
             .iter()
@@ -300,20 +368,11 @@ pub fn run(args: Args) -> Result<i32> {
             write!(
                 out,
                 "{}",
-                table::percentile_table(&title, &percentiles, &notes)
+                table::percentile_table(shown.title, &percentiles, &notes)
             )?;
         }
     }
-    out.flush()?;
-    if interrupted {
-        eprintln!(
-            "lineup: interrupted by {}: the figures are those of the {} runs finished before it",
-            run::interrupt_words(),
-            done_a + done_b
-        );
-        return Ok(run::interrupt_exit_status());
-    }
-    Ok(0)
+    Ok(())
 }
 
 /// The runs of every setup in schedule order; `Ok(true)` when a signal stopped them.
