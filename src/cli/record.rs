@@ -1353,6 +1353,19 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     if !finish_writing() {
         wait_for_stop();
     }
+    tell(&args, &built, &shown, recorder_rss, status);
+    Ok(code)
+}
+
+/// What lineup says on standard error after the profile is written: the memory budget's
+/// step, sampling, bursts, the build's warnings, its own memory, the program's signal.
+fn tell(
+    args: &RecordArgs,
+    built: &record::Built,
+    shown: &str,
+    recorder_rss: u64,
+    status: Option<std::process::ExitStatus>,
+) {
     if built.budget_level > 0 {
         // The runtime steps at 1/64, 1/16, 1/8 and 1/4 of the budget (runtime/lineup_rt.c,
         // budget_level): say which step, in bytes, not just "the budget".
@@ -1431,7 +1444,6 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
             );
         }
     }
-    Ok(code)
 }
 
 /// Per type, the lines with simulated transfers, most first.
