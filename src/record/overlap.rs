@@ -22,9 +22,9 @@
 //! An access of thread `t` on a line is also *sequential* when `t` made it holding a lock
 //! that every other thread traced on the line held at every one of its accesses there
 //! (those made alone not counted); every other access is *concurrent* (a line no other
-//! thread was traced on included: that is no evidence of order). `diagnose` prices each access at its concurrent share through the
-//! cost model, whose rates then say whether it matters (`details.sequential_accesses` in
-//! the profile holds the rest).
+//! thread was traced on included: that is no evidence of order). `diagnose` prices each
+//! access at its concurrent share through the cost model, whose rates then say whether it
+//! matters (`details.sequential_accesses` in the profile holds the rest).
 
 use std::collections::HashMap;
 
