@@ -515,6 +515,22 @@ impl ObjectMap {
         m
     }
 
+    /// The global or static holding `addr`.
+    fn global_at(&self, addr: u64) -> Option<&Object> {
+        let i = self.globals.partition_point(|o| o.base <= addr);
+        (i > 0 && addr < self.globals[i - 1].end()).then(|| &self.globals[i - 1])
+    }
+
+    /// The heap blocks that ever held `addr`, last-born base first.
+    fn heap_holding(&self, addr: u64) -> impl Iterator<Item = &Object> {
+        let start = self.heap.partition_point(|o| o.base <= addr);
+        (0..start)
+            .rev()
+            .take_while(move |&j| self.heap_max_end[j] > addr)
+            .map(|j| &self.heap[j])
+            .filter(move |o| addr < o.end())
+    }
+
     /// The object holding `addr` that a thread alive over `[start, end)` (its first to
     /// its last traced moment) touched: of the blocks that held the address, the one whose
     /// life overlaps the thread's most. The tally counts a thread's accesses to an address
@@ -525,19 +541,12 @@ impl ObjectMap {
         let Some((start, end)) = life.filter(|&(s, e)| s < e) else {
             return self.lookup(addr, None);
         };
-        let i = self.globals.partition_point(|o| o.base <= addr);
-        if i > 0 && addr < self.globals[i - 1].end() {
-            return Some(&self.globals[i - 1]);
+        if let Some(g) = self.global_at(addr) {
+            return Some(g);
         }
-        let mut j = self.heap.partition_point(|o| o.base <= addr);
         // (overlap with the thread's life, the block's life, the block)
         let mut best: Option<(u64, u64, &Object)> = None;
-        while j > 0 && self.heap_max_end[j - 1] > addr {
-            let o = &self.heap[j - 1];
-            j -= 1;
-            if addr >= o.end() {
-                continue;
-            }
+        for o in self.heap_holding(addr) {
             let overlap = o.died.min(end).saturating_sub(o.born.max(start));
             let life = o.died.saturating_sub(o.born);
             if best.is_none_or(|(bo, bl, _)| (overlap, life) > (bo, bl)) {
@@ -549,18 +558,11 @@ impl ObjectMap {
 
     /// The object holding `addr`; at time `tsc` when known (heap addresses are reused).
     pub fn lookup(&self, addr: u64, tsc: Option<u64>) -> Option<&Object> {
-        let i = self.globals.partition_point(|o| o.base <= addr);
-        if i > 0 && addr < self.globals[i - 1].end() {
-            return Some(&self.globals[i - 1]);
+        if let Some(g) = self.global_at(addr) {
+            return Some(g);
         }
-        let mut j = self.heap.partition_point(|o| o.base <= addr);
         let mut best: Option<&Object> = None;
-        while j > 0 && self.heap_max_end[j - 1] > addr {
-            let o = &self.heap[j - 1];
-            j -= 1;
-            if addr >= o.end() {
-                continue;
-            }
+        for o in self.heap_holding(addr) {
             match tsc {
                 Some(t) if o.born <= t && t < o.died => return Some(o),
                 Some(_) => {}
