@@ -318,10 +318,16 @@ fn live_round_trip_against_perf() {
         );
         agree += n;
     }
-    let total: u64 = want.values().sum();
+    // Out of the samples perf names: where neither has symbols (a libc without its debug
+    // package, as in a fresh Debian root), perf prints the raw address, and that is no name.
+    let total: u64 = want
+        .iter()
+        .filter(|((_, sym), _)| !sym.starts_with("0x"))
+        .map(|(_, n)| n)
+        .sum();
     assert!(
         agree * 10 >= total * 9,
-        "lineup named {agree} of {total} samples as perf does"
+        "lineup named {agree} of the {total} samples perf names"
     );
 
     // The same program recorded in pipe mode (`-o -`): as many samples as perf reports, the
