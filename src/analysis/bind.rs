@@ -1002,6 +1002,9 @@ pub struct BindInput {
     pub line_start: Option<i64>,
     /// Decoded instructions (`--vmlinux`).
     pub decoded: Decoded,
+    /// What share of the rows in that image was typed from its instruction, and why the rest
+    /// was not (an image with DWARF).
+    pub typing: Option<crate::readers::typing::Coverage>,
     /// Function prototypes by struct name, besides the types' own (DWARF subprograms).
     pub prototypes: Vec<(String, Vec<String>)>,
 }

@@ -26,6 +26,8 @@ pub struct StructDiagnosis {
     pub allocations: Vec<AllocationSite>,
     /// Accesses a recording's memory budget counted per code site over a range of bytes.
     pub degraded: Vec<DegradedRange>,
+    /// What share of the rows in the image was typed from its instruction (`--vmlinux`).
+    pub typing: Option<crate::readers::typing::Coverage>,
     pub diagnosis: Diagnosis,
 }
 
@@ -104,6 +106,7 @@ pub fn diagnose_struct(
         unbound,
         allocations,
         degraded,
+        typing: input.typing.clone(),
         diagnosis: d,
     })
 }

@@ -155,13 +155,16 @@ fn line_overview(
             schema: 1,
             evidence: profile.provenance.input.as_deref(),
             types: label,
+            typing: input.typing.as_ref(),
             lines: &lines,
         };
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else {
         let evidence = subject::evidence_label(profile);
-        out.write_all(diagnosis::overview_text(&lines, label, &evidence).as_bytes())?;
+        out.write_all(
+            diagnosis::overview_text(&lines, label, &evidence, input.typing.as_ref()).as_bytes(),
+        )?;
     }
     Ok(())
 }
@@ -175,7 +178,7 @@ fn bind_input(
     types: &lineup::types::Types<'_>,
     profile: &Profile,
 ) -> Result<bind::BindInput> {
-    let decoded = args.code.decode(profile)?;
+    let (decoded, typing) = args.code.decode(profile)?;
     let source_path = args
         .source
         .btf
@@ -193,6 +196,7 @@ fn bind_input(
         domain: bind::types_domain(types, &source_path, profile),
         line_start: args.line_offset,
         decoded,
+        typing,
         prototypes,
     })
 }

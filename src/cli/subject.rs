@@ -11,6 +11,7 @@ use lineup::analysis::machine::MachineModel;
 use lineup::analysis::model;
 use lineup::analysis::subject;
 use lineup::profile::{Access, Profile};
+use lineup::readers::typing::Coverage;
 use lineup::types::{TypeId, Types};
 
 // The model, the evidence and their renderings live in the library; these names stay here
@@ -76,10 +77,11 @@ pub struct CodeArgs {
 }
 
 impl CodeArgs {
-    /// Decodes the instruction of every row that names its code, when an image is given.
-    pub fn decode(&self, profile: &Profile) -> Result<Decoded> {
+    /// Decodes the instruction of every row that names its code, when an image is given, and
+    /// says what share of the rows it typed.
+    pub fn decode(&self, profile: &Profile) -> Result<(Decoded, Option<Coverage>)> {
         let Some(path) = &self.vmlinux else {
-            return Ok(Decoded::new());
+            return Ok((Decoded::new(), None));
         };
         let image = lineup::readers::code::CodeSource::open(path, self.kallsyms.is_some())?;
         let kallsyms = match &self.kallsyms {
@@ -89,7 +91,7 @@ impl CodeArgs {
             }
             None => None,
         };
-        Ok(lineup::readers::code::decode_rows(
+        Ok(lineup::readers::code::decode_and_type_rows(
             &image,
             kallsyms.as_ref(),
             profile,

@@ -13,6 +13,7 @@ use crate::emit::html;
 use crate::layout::Field;
 use crate::profile::{AllocationSite, DegradedRange, Profile};
 use crate::readers::LayoutSource;
+use crate::readers::typing::Coverage;
 use crate::record::overview::{RankedObject, Skipped};
 use crate::types::Types;
 
@@ -31,6 +32,9 @@ pub struct Report<'a> {
     /// exact in total, not split over the members and lines they cover.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub degraded: &'a [DegradedRange],
+    /// What share of the rows in the image (`--vmlinux`) was typed from its instruction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub typing: Option<&'a Coverage>,
     #[serde(flatten)]
     pub diagnosis: &'a Diagnosis,
 }
@@ -45,6 +49,7 @@ impl<'a> Report<'a> {
             unbound: &sd.unbound,
             allocations: &sd.allocations,
             degraded: &sd.degraded,
+            typing: sd.typing.as_ref(),
             diagnosis: &sd.diagnosis,
         }
     }
@@ -56,6 +61,9 @@ pub struct OverviewReport<'a> {
     pub schema: u32,
     pub evidence: Option<&'a str>,
     pub types: &'a str,
+    /// What share of the rows in the image (`--vmlinux`) was typed from its instruction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub typing: Option<&'a Coverage>,
     pub lines: &'a [LineOverview],
 }
 
@@ -124,13 +132,21 @@ pub fn recording_overview_text(
 }
 
 /// Per contended line, the candidate types read from `label` with their reasons.
-pub fn overview_text(lines: &[LineOverview], label: &str, evidence: &str) -> String {
+pub fn overview_text(
+    lines: &[LineOverview],
+    label: &str,
+    evidence: &str,
+    typing: Option<&Coverage>,
+) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
         "{} contended line(s) in {evidence}; candidate types from {label}, best first",
         lines.len()
     );
+    if let Some(t) = typing {
+        let _ = writeln!(text, "{}", t.describe());
+    }
     for l in lines {
         text.push('\n');
         let _ = writeln!(
@@ -304,6 +320,9 @@ fn header_text(profile: &Profile, sd: &StructDiagnosis) -> String {
 fn binding_text(sd: &StructDiagnosis) -> String {
     let (d, bindings) = (&sd.diagnosis, &sd.bindings);
     let mut text = String::new();
+    if let Some(t) = &sd.typing {
+        let _ = writeln!(text, "{}", t.describe());
+    }
     for b in bindings {
         let how = b.binding.label();
         let _ = write!(
@@ -508,6 +527,9 @@ pub fn html_page(source: &LayoutSource, profile: &Profile, sd: &StructDiagnosis)
     }
     for a in &sd.allocations {
         notes.push(format!("allocated in {}", a.describe()));
+    }
+    if let Some(t) = &sd.typing {
+        notes.push(t.describe());
     }
     for b in &sd.bindings {
         notes.push(format!(

@@ -521,11 +521,23 @@ pub fn decode_rows(
     kallsyms: Option<&Kallsyms>,
     profile: &crate::profile::Profile,
 ) -> Decoded {
+    decode_and_type_rows(code, kallsyms, profile).0
+}
+
+/// [`decode_rows`], and what share of the rows whose code lies in the image was typed from
+/// its instruction and why the rest was not (`None` where the image cannot be typed: no
+/// x86-64 image with DWARF).
+pub fn decode_and_type_rows(
+    code: &CodeSource,
+    kallsyms: Option<&Kallsyms>,
+    profile: &crate::profile::Profile,
+) -> (Decoded, Option<super::typing::Coverage>) {
     let mut out = Decoded::new();
     let typer = match code {
         CodeSource::Image(i) if i.isa == Isa::X86_64 => super::typing::Typer::new(&i.file).ok(),
         _ => None,
     };
+    let mut coverage = super::typing::Coverage::default();
     for line in &profile.lines {
         for (i, a) in line.accesses.iter().enumerate() {
             let Some(loc) = &a.code else { continue };
@@ -536,7 +548,7 @@ pub fn decode_rows(
                 (_, _, Some(addr)) => code.operand_at_address(addr, kallsyms),
                 _ => None,
             };
-            if let (Some(t), Some(op), CodeSource::Image(image)) = (&typer, &mut op, code) {
+            if let (Some(t), CodeSource::Image(image)) = (&typer, code) {
                 let at = match (&loc.symbol, loc.symbol_offset, loc.address) {
                     (Some(sym), Some(off), _) => {
                         image.symbol_address(function_part(sym)).map(|s| s + off)
@@ -549,14 +561,22 @@ pub fn decode_rows(
                     },
                     _ => None,
                 };
-                op.typed = at.and_then(|pc| t.type_at(pc).ok());
+                // Rows whose code is not in the image (another module, libc) are not
+                // counted: the image could not have typed them.
+                if let Some(pc) = at {
+                    let result = t.type_at(pc);
+                    coverage.add(a.counts.accesses().max(1e-9), &result);
+                    if let Some(op) = &mut op {
+                        op.typed = result.ok();
+                    }
+                }
             }
             if let Some(op) = op {
                 out.insert((line.address, i), op);
             }
         }
     }
-    out
+    (out, typer.map(|_| coverage))
 }
 
 /// Where instructions come from: an ELF image with symbols, or the live kernel's memory

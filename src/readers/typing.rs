@@ -2625,7 +2625,7 @@ pub struct Coverage {
 }
 
 impl Coverage {
-    fn add(&mut self, weight: f64, result: &Result<TypedAccess, NotTyped>) {
+    pub fn add(&mut self, weight: f64, result: &Result<TypedAccess, NotTyped>) {
         self.rows += 1;
         self.weight += weight;
         match result {
