@@ -54,7 +54,26 @@ pub struct Plan {
     pub moved: Vec<String>,
     /// Hot members the search placed on lines of their own or with others, for the report.
     pub write_lines: Vec<Vec<String>>,
+    /// The alignment of the `line_aligned` units when it is a pair of lines (128 bytes)
+    /// rather than one: the machine's L2 fetches 128-byte aligned pairs of lines
+    /// ([`MachineModel::adjacent_line_pairs`]) and the model prices hot lines a pair apart
+    /// lower. None: one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pair_align: Option<u64>,
+    /// With `pair_align`: what the best layout with one-line spacing costs in the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_spaced_cycles: Option<f64>,
 }
+
+impl Plan {
+    /// The alignment each unit of `line_aligned` is declared with: `cls`, or the pair.
+    pub fn line_align(&self, cls: u64) -> u64 {
+        self.pair_align.unwrap_or(cls).max(cls)
+    }
+}
+
+/// Why a plan spaces hot lines a pair apart, for the reports.
+pub const PAIR_REASON: &str = "the L2 fetches 128-byte pairs of lines on this machine";
 
 #[derive(Clone, Debug)]
 struct Item {
@@ -251,7 +270,13 @@ impl Search<'_> {
 
 /// Finds the best order and alignment for `units` under `constraints`. `current` is the
 /// struct as it is; `min_align` is the struct's own alignment.
-#[allow(clippy::too_many_arguments)]
+///
+/// On a machine whose L2 fetches 128-byte aligned pairs of 64-byte lines
+/// ([`MachineModel::adjacent_line_pairs`]), hot lines written from different CPUs still
+/// contend when they share a pair (`contention::pairs`). The search runs a second time with
+/// pairs as its lines (what it separates starts 128 bytes apart); that layout is priced with
+/// the real 64-byte model, pair term included, and kept only where it costs less (a tie keeps
+/// the smaller one-line layout).
 #[allow(clippy::too_many_arguments)]
 pub fn optimize(
     units: &[Unit],
@@ -262,6 +287,62 @@ pub fn optimize(
     cls: u64,
     machine: &MachineModel,
     q: &Queueing,
+) -> Result<Plan, String> {
+    let search = |spacing: u64| {
+        optimize_spaced(
+            units,
+            streams,
+            current,
+            min_align,
+            constraints,
+            cls,
+            machine,
+            q,
+            spacing,
+        )
+    };
+    let lines = search(cls);
+    if !(machine.adjacent_line_pairs && cls == 64) {
+        return lines;
+    }
+    let pairs = match search(2 * cls) {
+        Ok(p) if !p.line_aligned.is_empty() => p,
+        _ => return lines,
+    };
+    let Ok(lines) = lines else {
+        return Ok(pairs);
+    };
+    let (by_line, by_pair) = (lines.cost.total_cycles(), pairs.cost.total_cycles());
+    if by_pair >= by_line - 1e-9 * by_line.abs().max(1.0) {
+        return Ok(lines);
+    }
+    // The pair search prices a pair as one line, which bounds nothing: the bound is the
+    // one-line search's (the pair term only adds to a layout's cost).
+    let lower_bound = lines.lower_bound.min(by_pair);
+    Ok(Plan {
+        optimal: false,
+        lower_bound,
+        nodes: lines.nodes + pairs.nodes,
+        budget_spent: lines.budget_spent || pairs.budget_spent,
+        pair_align: Some(2 * cls),
+        line_spaced_cycles: Some(by_line),
+        ..pairs
+    })
+}
+
+/// [`optimize`] with `spacing` (a line, or a pair of lines) as the search's line: what it
+/// puts on lines of their own is aligned to `spacing`; the cost is the model's at `cls`.
+#[allow(clippy::too_many_arguments)]
+fn optimize_spaced(
+    units: &[Unit],
+    streams: &[Stream],
+    current: &Placement,
+    min_align: u64,
+    constraints: &Constraints,
+    cls: u64,
+    machine: &MachineModel,
+    q: &Queueing,
+    spacing: u64,
 ) -> Result<Plan, String> {
     // Within a size budget: each hot line the search opens starts a fresh line, and the
     // members around it may not fill the gaps; when the best grouping's layout is over the
@@ -280,6 +361,7 @@ pub fn optimize(
             cls,
             machine,
             q,
+            spacing,
             hot_lines,
         )?;
         let Some(max) = constraints.max_size else {
@@ -304,8 +386,9 @@ pub fn optimize(
     }
 }
 
-/// [`optimize`] with the search opening at most `hot_lines` lines for hot members (beyond
-/// what the size budget allows), and no check of the final size.
+/// [`optimize_spaced`] with the search opening at most `hot_lines` lines (of `spacing`
+/// bytes) for hot members (beyond what the size budget allows), and no check of the final
+/// size.
 #[allow(clippy::too_many_arguments)]
 fn optimize_lines(
     units: &[Unit],
@@ -316,6 +399,7 @@ fn optimize_lines(
     cls: u64,
     machine: &MachineModel,
     q: &Queueing,
+    spacing: u64,
     hot_lines: Option<usize>,
 ) -> Result<Plan, String> {
     if units.len() > 1 && units.iter().all(|u| u.offset == 0) {
@@ -408,7 +492,7 @@ fn optimize_lines(
             current.offsets[last] + units[last].size - first
         };
         it.align = it.units.iter().map(|&u| units[u].align).max().unwrap_or(1);
-        it.big = it.size > cls;
+        it.big = it.size > spacing;
     }
     // Streams of a together-group keep their offsets relative to its first unit.
     let mut streams: Vec<Stream> = streams.to_vec();
@@ -438,7 +522,7 @@ fn optimize_lines(
         items: &items,
         streams: &streams,
         machine,
-        cls,
+        cls: spacing,
         order: vec![],
         alone: vec![],
         paths: vec![],
@@ -487,7 +571,7 @@ fn optimize_lines(
         }
     }
     let max_bins = match (
-        constraints.max_size.map(|m| (m / cls).max(1) as usize),
+        constraints.max_size.map(|m| (m / spacing).max(1) as usize),
         hot_lines,
     ) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -498,7 +582,7 @@ fn optimize_lines(
         items: &items,
         streams: &streams,
         machine,
-        cls,
+        cls: spacing,
         order: order.clone(),
         alone: alone.clone(),
         paths: paths
@@ -507,7 +591,7 @@ fn optimize_lines(
             .collect(),
         read_line: items
             .iter()
-            .map(|it| (current.offsets[it.units[0]] / cls) as usize + 1)
+            .map(|it| (current.offsets[it.units[0]] / spacing) as usize + 1)
             .collect(),
         best: None,
         nodes: 0,
@@ -578,7 +662,7 @@ fn optimize_lines(
         for &u in &items[i].units {
             let mut a = units[u].align.max(1);
             if aligned && u == lead(i) {
-                a = a.max(cls);
+                a = a.max(spacing);
             }
             *cursor = cursor.div_ceil(a) * a + units[u].size;
         }
@@ -641,7 +725,7 @@ fn optimize_lines(
                 emitted[g] = true;
                 place(g, &mut cursor, n == 0);
             }
-            fence = Some(cursor.div_ceil(cls) * cls);
+            fence = Some(cursor.div_ceil(spacing) * spacing);
             continue;
         }
         // While a write line is open, hot items wait; a cold item goes on even when it
@@ -674,12 +758,12 @@ fn optimize_lines(
         }
         place(i, &mut cur, al);
         if bin_of.contains_key(&i) {
-            open_fence = Some(cur.div_ceil(cls) * cls);
+            open_fence = Some(cur.div_ceil(spacing) * spacing);
         }
         unit_order.extend(items[i].units.iter().copied());
     }
     // Pinned units: align them back onto their offsets when the cursor allows.
-    let mut placement = derive(units, &unit_order, &line_aligned, cls, min_align);
+    let mut placement = derive(units, &unit_order, &line_aligned, spacing, min_align);
     for &i in &pinned {
         let u = items[i].units[0];
         let want = current.offsets[u];
@@ -705,7 +789,7 @@ fn optimize_lines(
     for u in line_aligned.clone() {
         let mut without = line_aligned.clone();
         without.remove(&u);
-        let p = derive(units, &unit_order, &without, cls, min_align);
+        let p = derive(units, &unit_order, &without, spacing, min_align);
         if p == placement {
             line_aligned = without;
             continue;
@@ -746,7 +830,7 @@ fn optimize_lines(
             .max()
             .unwrap_or(0)
     };
-    let mut filled = derive(units, &unit_order, &line_aligned, cls, min_align);
+    let mut filled = derive(units, &unit_order, &line_aligned, spacing, min_align);
     let mut current_end = end_of(&filled);
     // Bounded work on huge structs: each trial derives a whole placement.
     let mut trials = 0usize;
@@ -775,7 +859,7 @@ fn optimize_lines(
                 order.remove(r);
                 order.insert(pos, c);
                 let u_order = units_of(&order);
-                let trial = derive(units, &u_order, &line_aligned, cls, min_align);
+                let trial = derive(units, &u_order, &line_aligned, spacing, min_align);
                 if trial.size > p.size || end_of(&trial) >= current_end || !keeps_pins(&trial) {
                     continue;
                 }
@@ -793,7 +877,7 @@ fn optimize_lines(
         }
         break;
     }
-    placement = derive(units, &unit_order, &line_aligned, cls, min_align);
+    placement = derive(units, &unit_order, &line_aligned, spacing, min_align);
     let cost = cost::evaluate(units, &unit_streams, &placement, cls, machine, q);
     let moved = reordered(&unit_order, current)
         .into_iter()
@@ -822,6 +906,8 @@ fn optimize_lines(
         moved,
         write_lines,
         cost,
+        pair_align: None,
+        line_spaced_cycles: None,
     })
 }
 
@@ -1281,7 +1367,13 @@ pub fn keep_last(
     plan.order.push(last);
     plan.line_aligned.retain(|&u| u != last);
     let aligned: BTreeSet<usize> = plan.line_aligned.iter().copied().collect();
-    plan.placement = derive(units, &plan.order, &aligned, cls, min_align);
+    plan.placement = derive(
+        units,
+        &plan.order,
+        &aligned,
+        plan.line_align(cls),
+        min_align,
+    );
     plan.cost = price(&plan.placement);
     plan
 }
@@ -1294,6 +1386,8 @@ pub fn as_current(mut plan: Plan, units: &[Unit], current: &Placement, cost: Cos
     order.sort_by_key(|&u| (current.offsets[u], u));
     plan.order = order;
     plan.line_aligned.clear();
+    plan.pair_align = None;
+    plan.line_spaced_cycles = None;
     plan.placement = current.clone();
     plan.cost = cost;
     plan.moved.clear();
@@ -1303,7 +1397,8 @@ pub fn as_current(mut plan: Plan, units: &[Unit], current: &Placement, cost: Cos
 
 /// The struct `id` with its members in `order` at the offsets of `placement`, as a new type
 /// for the layout engine and the printers. Every unit's first member declares the alignment
-/// the placement was priced with: `cls` for units in `line_aligned`, and any alignment
+/// the placement was priced with: `line_align` for units in `line_aligned` (the line, or a
+/// pair of lines: [`Plan::line_align`]), and any alignment
 /// beyond its type's that the unit had already (inferred from BTF holes, declared in DWARF);
 /// the struct declares `min_align` where its members do not reach it. What is declared is
 /// what the printers write, so the declaration lays out as priced.
@@ -1315,7 +1410,7 @@ pub fn rearranged<'a>(
     order: &[usize],
     line_aligned: &[usize],
     placement: &Placement,
-    cls: u64,
+    line_align: u64,
     min_align: u64,
 ) -> Option<Type<'a>> {
     let original = types.get(id);
@@ -1334,7 +1429,7 @@ pub fn rearranged<'a>(
                     1
                 };
                 if line_aligned.contains(&u) {
-                    want = want.max(cls);
+                    want = want.max(line_align);
                 }
                 m.declared_align = m
                     .declared_align
@@ -1348,9 +1443,11 @@ pub fn rearranged<'a>(
     let members_align = order
         .iter()
         .map(|&u| {
-            units[u]
-                .align
-                .max(if line_aligned.contains(&u) { cls } else { 1 })
+            units[u].align.max(if line_aligned.contains(&u) {
+                line_align
+            } else {
+                1
+            })
         })
         .max()
         .unwrap_or(1);
@@ -1473,7 +1570,8 @@ mod tests {
             max_size: Some(128),
             ..Constraints::default()
         };
-        let first = optimize_lines(&units, &streams, &current, 8, &c, 64, &m, &q, None).unwrap();
+        let first =
+            optimize_lines(&units, &streams, &current, 8, &c, 64, &m, &q, 64, None).unwrap();
         assert!(first.placement.size > 128, "{:?}", first.placement);
         let within = run(Some(128)).unwrap();
         assert!(within.placement.size <= 128, "{:?}", within.placement);
@@ -1504,6 +1602,72 @@ mod tests {
             &q,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn where_the_l2_fetches_pairs_of_lines_two_writers_go_a_pair_apart() {
+        // `a` written by `pa` on CPU 0, `b` by `pb` on CPU 1, side by side on one line. Any
+        // machine puts them on different lines; where the L2 fetches 128-byte pairs of lines,
+        // two written lines of one pair still contend, so the proposal puts them 128 bytes
+        // apart (a pair each), and says so; without pairs, 64 bytes (a line each).
+        let units = [unit("a", 0, 8), unit("b", 8, 8)];
+        let streams = [stream(0, "pa", 100.0, &[0]), stream(1, "pb", 100.0, &[1])];
+        let current = Placement {
+            offsets: vec![0, 8],
+            size: 16,
+        };
+        let run = |m: &MachineModel| {
+            let q = Queueing {
+                reference: cost::busiest_line(&streams, &current, 64, m),
+                utilization: 0.5,
+            };
+            let plan = optimize(
+                &units,
+                &streams,
+                &current,
+                8,
+                &Constraints::default(),
+                64,
+                m,
+                &q,
+            )
+            .unwrap();
+            // What the plan declares is what it priced: its alignment gives its offsets.
+            let aligned: BTreeSet<usize> = plan.line_aligned.iter().copied().collect();
+            let again = derive(&units, &plan.order, &aligned, plan.line_align(64), 8);
+            assert_eq!(again, plan.placement, "{plan:?}");
+            let priced = cost::evaluate(&units, &streams, &plan.placement, 64, m, &q);
+            assert!(
+                (priced.total_cycles() - plan.cost.total_cycles()).abs() < 1e-6,
+                "{plan:?}"
+            );
+            let apart = plan.placement.offsets[0].abs_diff(plan.placement.offsets[1]);
+            (plan, apart)
+        };
+        let pairs = crate::analysis::machine::preset("icelake-2s").unwrap();
+        assert!(pairs.adjacent_line_pairs);
+        let mut no_pairs = pairs.clone();
+        no_pairs.adjacent_line_pairs = false;
+        let (by_pair, apart) = run(&pairs);
+        assert_eq!(apart, 128, "{:?}", by_pair.placement);
+        assert_eq!(by_pair.pair_align, Some(128));
+        assert_eq!(by_pair.cost.pair_cycles, 0.0, "{:?}", by_pair.cost);
+        // Kept because the model prices it lower than the best one-line spacing.
+        let by_line = by_pair.line_spaced_cycles.expect("the one-line price");
+        assert!(by_pair.cost.total_cycles() < by_line, "{by_pair:?}");
+        let (plain, apart) = run(&no_pairs);
+        assert_eq!(apart, 64, "{:?}", plain.placement);
+        assert_eq!(plain.pair_align, None);
+        assert_eq!(plain.line_spaced_cycles, None);
+        assert!(plain.placement.size < by_pair.placement.size);
+        // The same one-line layout on the machine with pairs costs what the pair plan beat.
+        let q = Queueing {
+            reference: cost::busiest_line(&streams, &current, 64, &pairs),
+            utilization: 0.5,
+        };
+        let line_on_pairs = cost::evaluate(&units, &streams, &plain.placement, 64, &pairs, &q);
+        assert!(line_on_pairs.pair_cycles > 0.0, "{line_on_pairs:?}");
+        assert!((line_on_pairs.total_cycles() - by_line).abs() < 1e-6 * by_line);
     }
 
     #[test]

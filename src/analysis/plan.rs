@@ -358,13 +358,16 @@ fn pad_elements(plan: &mut Plan, model: &Model, current: &Cost, min_align: u64) 
         plan.line_aligned.clear();
         plan.moved.clear();
         plan.write_lines.clear();
+        plan.pair_align = None;
+        plan.line_spaced_cycles = None;
     }
     let first = plan.order[0];
     if !plan.line_aligned.contains(&first) {
         plan.line_aligned.insert(0, first);
     }
     let set: BTreeSet<usize> = plan.line_aligned.iter().copied().collect();
-    plan.placement = optimize::derive(&model.units, &plan.order, &set, model.cls, min_align);
+    let align = plan.line_align(model.cls);
+    plan.placement = optimize::derive(&model.units, &plan.order, &set, align, min_align);
     plan.cost = model.evaluate(&plan.placement);
 }
 

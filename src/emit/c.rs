@@ -20,6 +20,9 @@ pub struct Marks {
     pub groups: Vec<Vec<String>>,
     /// Members that must start a cache line (group starts and the member after a group).
     pub line_aligned: Vec<String>,
+    /// Their alignment: the line, or a pair of lines (128 bytes) where the L2 fetches
+    /// 128-byte pairs; 0 (the default) is the line.
+    pub align: u64,
 }
 
 fn decl(f: &Field, indent: usize, flavour: Flavour, out: &mut String) {
@@ -172,17 +175,35 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
             }
             open_group = None;
         }
+        // Every alignment the layout was priced with is written out: a line start the
+        // optimizer chose (a line, or a pair of lines), and alignment the member had before (a
+        // read-mostly/read-write boundary, an aligned lock block): dropping one moves the
+        // members after it.
+        let line_align = marks.align.max(cls);
+        let line = (marks.line_aligned.contains(&key) && !key.is_empty()).then_some(line_align);
+        let want = line.max(f.forced_align).filter(|&a| a > 1);
+        // A group's begin marker carries the line alignment in the kernel flavour (a pair's
+        // where the optimizer spaced the group a pair apart).
+        let marker_align = line.unwrap_or(cls);
         if let Some(i) = starts_group {
             let name = group_name(&layout.name, i);
-            let _ = writeln!(
-                out,
-                "\n\t/* lineup: hot fields on a cache line of their own (written from many CPUs, or read together by one path) */"
-            );
+            if line_align > cls {
+                let _ = writeln!(
+                    out,
+                    "\n\t/* lineup: hot fields on a cache line of their own, {line_align} bytes from other hot lines ({}) */",
+                    crate::analysis::optimize::PAIR_REASON
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "\n\t/* lineup: hot fields on a cache line of their own (written from many CPUs, or read together by one path) */"
+                );
+            }
             if flavour == Flavour::Kernel {
                 let _ = writeln!(
                     out,
                     "\t__cacheline_group_begin({name}) {};",
-                    kernel_line_align(cls)
+                    kernel_line_align(marker_align)
                 );
             }
             // The group covers the lines of its hot members.
@@ -194,11 +215,6 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
                 .unwrap_or(f.end());
             open_group = Some((i, name, last_end.max(f.offset + 1).div_ceil(cls) * cls));
         }
-        // Every alignment the layout was priced with is written out: a line start the
-        // optimizer chose, and alignment the member had before (a read-mostly/read-write
-        // boundary, an aligned lock block): dropping one moves the members after it.
-        let line = (marks.line_aligned.contains(&key) && !key.is_empty()).then_some(cls);
-        let want = line.max(f.forced_align).filter(|&a| a > 1);
         let mut d = String::new();
         match kernel_marker(f) {
             Some(m) if flavour == Flavour::Kernel => d = m,
@@ -206,7 +222,7 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
         }
         // A group's begin marker carries the line alignment in the kernel flavour.
         let covered = flavour == Flavour::Kernel && starts_group.is_some();
-        if let Some(a) = want.filter(|&a| !(covered && a <= cls)) {
+        if let Some(a) = want.filter(|&a| !(covered && a <= marker_align)) {
             if f.is_bitfield() {
                 // C allows no alignment on a bit-field: a zero-size member before it carries it.
                 let attr = match flavour {
@@ -339,6 +355,12 @@ mod tests {
     /// `struct q { long lock; long data; }` laid out for `cls`-byte lines, `data` on a line
     /// of its own.
     fn two_longs(cls: u64) -> Layout {
+        spaced(cls, cls)
+    }
+
+    /// `struct q { long lock; long data; }` laid out for `cls`-byte lines, `data` aligned to
+    /// and at `apart` bytes.
+    fn spaced(cls: u64, apart: u64) -> Layout {
         let mut t = Types::new(8);
         let long = t.push(Type {
             name: "long",
@@ -359,10 +381,10 @@ mod tests {
         let q = t.push(Type {
             name: "q",
             kind: Kind::Struct(Composite {
-                size: 2 * cls,
+                size: 2 * apart,
                 members: vec![
                     member("lock", 0, None),
-                    member("data", cls * 8, Some(cls as u32)),
+                    member("data", apart * 8, Some(apart as u32)),
                 ],
                 declared_align: None,
                 is_declaration: false,
@@ -377,6 +399,7 @@ mod tests {
         let marks = Marks {
             groups: vec![vec!["data".to_string()]],
             line_aligned: vec!["data".to_string()],
+            align: 0,
         };
         let d = declaration(&two_longs(128), &marks, Flavour::Kernel);
         assert!(
@@ -400,8 +423,44 @@ mod tests {
         let marks = Marks {
             groups: vec![],
             line_aligned: vec!["data".to_string()],
+            align: 0,
         };
         let d = declaration(&two_longs(128), &marks, Flavour::Userspace);
         assert!(d.contains("alignas(128) long data;"), "{d}");
+    }
+
+    #[test]
+    fn hot_lines_a_pair_apart_are_aligned_to_the_pair() {
+        // 64-byte lines, `data` 128 bytes from `lock`: the plan spaced its hot lines a pair
+        // apart (the L2 fetches 128-byte pairs). The alignment written is the pair's, on the
+        // group's begin marker in the kernel flavour, and the comment says why.
+        let marks = Marks {
+            groups: vec![vec!["data".to_string()]],
+            line_aligned: vec!["data".to_string()],
+            align: 128,
+        };
+        let layout = spaced(64, 128);
+        let d = declaration(&layout, &marks, Flavour::Kernel);
+        assert!(
+            d.contains("__cacheline_group_begin(q_hot0) __aligned(128);"),
+            "{d}"
+        );
+        assert!(d.contains("long data;"), "{d}");
+        assert!(d.contains("128-byte pairs of lines"), "{d}");
+        // The group still holds one 64-byte line.
+        assert!(
+            d.contains("CACHELINE_ASSERT_GROUP_SIZE(struct q, q_hot0, SMP_CACHE_BYTES);"),
+            "{d}"
+        );
+        let d = declaration(&layout, &marks, Flavour::Userspace);
+        assert!(d.contains("alignas(128) long data;"), "{d}");
+        // A one-line plan on the same lines says nothing of pairs.
+        let marks = Marks { align: 64, ..marks };
+        let d = declaration(&two_longs(64), &marks, Flavour::Kernel);
+        assert!(
+            d.contains("__cacheline_group_begin(q_hot0) ____cacheline_aligned;"),
+            "{d}"
+        );
+        assert!(!d.contains("pairs"), "{d}");
     }
 }

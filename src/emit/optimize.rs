@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::analysis::cost::{Cost, Placement, Stream, Unit};
 use crate::analysis::machine::MachineModel;
-use crate::analysis::optimize::{Plan, SplitOption};
+use crate::analysis::optimize::{self, Plan, SplitOption};
 use crate::analysis::plan::{ElementAdvice, InstanceAlignment, Proposal, SlotAdvice, Split};
 use crate::analysis::slots;
 use crate::emit::c::Flavour;
@@ -102,7 +102,7 @@ pub fn header_diff(
         &rank,
         &aligned_names,
         flavour,
-        cls,
+        plan.line_align(cls),
         cplusplus,
     )
     .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -306,7 +306,15 @@ impl Outcome<'_> {
             self.utilization, self.utilization_source
         );
         s.push_str(self.binding);
-        if plan.optimal {
+        if let (Some(pair), Some(by_line)) = (plan.pair_align, plan.line_spaced_cycles) {
+            let _ = writeln!(
+                s,
+                "search: hot lines {pair} bytes apart, as {}: the model prices that layout at {:.0} cycles, the best with {cls}-byte spacing at {by_line:.0} ({} groupings, {search_ms:.1} ms)",
+                optimize::PAIR_REASON,
+                plan.cost.total_cycles(),
+                plan.nodes
+            );
+        } else if plan.optimal {
             let _ = writeln!(
                 s,
                 "search: optimal within the model ({} groupings explored, {search_ms:.1} ms)",
@@ -578,6 +586,12 @@ impl Outcome<'_> {
                 )
             },
         ];
+        if let Some(pair) = plan.pair_align {
+            notes.push(format!(
+                "hot lines {pair} bytes apart: {}",
+                optimize::PAIR_REASON
+            ));
+        }
         if !plan.moved.is_empty() {
             notes.push(format!("moved: {}", plan.moved.join(", ")));
         }

@@ -67,6 +67,7 @@ pub fn marks(
             .iter()
             .map(|&u| units[u].members.first().cloned().unwrap_or_default())
             .collect(),
+        align: cls,
     }
 }
 
@@ -168,7 +169,7 @@ pub fn layout_of<'a>(
         &plan.order,
         &plan.line_aligned,
         &plan.placement,
-        cls,
+        plan.line_align(cls),
         min_align,
     )
     .ok_or("the struct has no members to rearrange")?;
@@ -193,13 +194,14 @@ pub fn declaration(
     flavour: crate::emit::c::Flavour,
 ) -> Result<(Marks, String), String> {
     let cls = layout.cacheline_size;
-    let marks = marks(
+    let mut marks = marks(
         units,
         &plan.write_lines,
         &plan.line_aligned,
         layout,
         &plan.placement,
     );
+    marks.align = plan.line_align(cls);
     let text = crate::emit::c::declaration(layout, &marks, flavour);
     // The struct as it is (nothing moves, nothing aligned anew) is priced at the offsets
     // its compiler gave it, which a bit-field packed into the bytes before it can make
