@@ -914,17 +914,32 @@ impl<'a> Typer<'a> {
             }
         }
         // Switch tables and computed gotos: each indirect jump's table targets are jumped to
-        // from it.
-        for j in 0..instrs.len() {
-            if instrs[j].flow_control() != FlowControl::IndirectBranch {
-                continue;
-            }
-            for t in self.jump_table_targets(&instrs, j, start, end) {
-                if let Ok(k) = instrs.binary_search_by_key(&t, |x| x.ip())
-                    && !jumped_from[k].contains(&j)
-                {
-                    jumped_from[k].push(j);
+        // from it. A table's base may be made on paths that pass through code reached only
+        // through another table (an interpreter's dispatch inside its handlers): tables read
+        // give edges, and jumps not read yet are tried again with them, until none is new.
+        let mut read = vec![false; instrs.len()];
+        for _round in 0..4 {
+            let mut new_edges = false;
+            for j in 0..instrs.len() {
+                if read[j] || instrs[j].flow_control() != FlowControl::IndirectBranch {
+                    continue;
                 }
+                let targets = self.jump_table_targets(&instrs, &jumped_from, j, start, end);
+                if targets.is_empty() {
+                    continue;
+                }
+                read[j] = true;
+                for t in targets {
+                    if let Ok(k) = instrs.binary_search_by_key(&t, |x| x.ip())
+                        && !jumped_from[k].contains(&j)
+                    {
+                        jumped_from[k].push(j);
+                        new_edges = true;
+                    }
+                }
+            }
+            if !new_edges {
+                break;
             }
         }
         let frame_pointer = instrs.iter().take(12).any(|i| {
@@ -968,10 +983,15 @@ impl<'a> Typer<'a> {
     fn jump_table_targets(
         &self,
         instrs: &[Instruction],
+        jumped_from: &[Vec<usize>],
         j: usize,
         start: u64,
         end: u64,
     ) -> Vec<u64> {
+        let constant_address = |instrs: &[Instruction], idx: usize, r: Register| -> Option<u64> {
+            reaching_address(instrs, jumped_from, idx, r)
+                .or_else(|| constant_address(instrs, idx, r))
+        };
         let ins = &instrs[j];
         // (table address, entry bytes, relative entries)
         let table = if ins.op0_kind() == OpKind::Memory {
@@ -986,11 +1006,21 @@ impl<'a> Typer<'a> {
             };
             base.map(|b| (b.wrapping_add(disp), 8usize, false))
         } else if ins.op0_kind() == OpKind::Register {
-            let r = ins.op0_register().full_register();
+            let mut r = ins.op0_register().full_register();
             let mut found = None;
-            for k in (j.saturating_sub(8)..j).rev() {
+            for k in (j.saturating_sub(12)..j).rev() {
                 let x = &instrs[k];
                 if !writes_register(x, r) {
+                    continue;
+                }
+                // The target moved on its way to the jump (`mov rcx, rax; jmp rcx`).
+                if x.mnemonic() == Mnemonic::Mov
+                    && x.op0_kind() == OpKind::Register
+                    && x.op0_register() == r
+                    && x.op1_kind() == OpKind::Register
+                    && x.op1_register().full_register() == x.op1_register()
+                {
+                    r = x.op1_register();
                     continue;
                 }
                 if x.mnemonic() == Mnemonic::Add
@@ -1716,11 +1746,18 @@ impl<'a> Typer<'a> {
             if preds.is_empty() {
                 return if idx == 0 {
                     self.at_entry(f, loc)
+                } else if matches!(f.instrs[idx].mnemonic(), Mnemonic::Nop | Mnemonic::Int3) {
+                    // Alignment padding after a jump (`jmp L; nop dword [rax]; L2:`): no
+                    // control reaches it, so the path through it says nothing.
+                    Val::Pending
                 } else {
                     Val::Unknown("code reached only by an indirect jump".into())
                 };
             }
             if preds.len() == 1 {
+                if let Some(p) = self.copy_of(f, preds[0], loc) {
+                    return Val::Ptr(p);
+                }
                 match self.effect(f, walk, preds[0], loc, depth) {
                     Effect::Through(l) => {
                         idx = preds[0];
@@ -1735,12 +1772,84 @@ impl<'a> Typer<'a> {
             }
             let vals: Vec<Val> = preds
                 .iter()
-                .map(|&p| match self.effect(f, walk, p, loc, depth + 1) {
-                    Effect::Through(l) => self.before(f, walk, p, l, depth + 1),
-                    Effect::Value(v) => v,
+                .map(|&p| {
+                    if let Some(q) = self.copy_of(f, p, loc) {
+                        return Val::Ptr(q);
+                    }
+                    match self.effect(f, walk, p, loc, depth + 1) {
+                        Effect::Through(l) => self.before(f, walk, p, l, depth + 1),
+                        Effect::Value(v) => v,
+                    }
                 })
                 .collect();
             return self.merge(vals);
+        }
+    }
+
+    /// When instruction `p` copies `loc` into another register (`mov r15, rdi`) that a
+    /// variable's location names just after it, that variable's struct pointer: the two hold
+    /// one value there (`void *thr_ptr` in rdi copied to `worker_thread *thr` in r15).
+    fn copy_of(&self, f: &Function, p: usize, loc: Loc) -> Option<Ptr> {
+        let Loc::Reg(r) = loc else {
+            return None;
+        };
+        let ins = &f.instrs[p];
+        if ins.mnemonic() != Mnemonic::Mov
+            || ins.op0_kind() != OpKind::Register
+            || ins.op1_kind() != OpKind::Register
+            || ins.op1_register() != r
+        {
+            return None;
+        }
+        let dest = ins.op0_register();
+        if dest == r || dest.full_register() != dest {
+            return None;
+        }
+        let q = self.variable_at(f, ins.next_ip(), Loc::Reg(dest))?;
+        self.holds_structs(q.ty).then_some(q)
+    }
+
+    /// Whether byte `offset` of struct `header` and of struct `object` is one member of a
+    /// common initial sequence of the two (C11 6.5.2.3: a header struct read through a
+    /// pointer to it, `GCObject *o; o->marked`, when the object is a `lua_State` that begins
+    /// with the same members): every member of `header` up to the one holding the byte is,
+    /// in order, a member of `object` with the same name, offset and type. Unions (members
+    /// all at offset 0) are not sequences.
+    pub fn in_common_initial_sequence(&self, header: &str, object: &str, offset: u64) -> bool {
+        let (Some(&a), Some(&b)) = (self.definitions.get(header), self.definitions.get(object))
+        else {
+            return false;
+        };
+        let (ta, tb) = (self.ty(a), self.ty(b));
+        let (Ty::Struct { fields: fa, .. }, Ty::Struct { fields: fb, .. }) = (&*ta, &*tb) else {
+            return false;
+        };
+        let is_union = |f: &[Field]| f.len() > 1 && f.iter().all(|x| x.offset == 0);
+        if is_union(fa) || is_union(fb) {
+            return false;
+        }
+        for (x, y) in fa.iter().zip(fb.iter()) {
+            if x.name != y.name
+                || x.offset != y.offset
+                || self.type_text(x.ty) != self.type_text(y.ty)
+                || self.size_of(x.ty) != self.size_of(y.ty)
+            {
+                return false;
+            }
+            if x.offset <= offset && offset < x.offset + self.size_of(x.ty).max(1) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A type's spelling for comparing members: `struct GCObject *`, `unsigned char`.
+    fn type_text(&self, key: TypeKey) -> String {
+        match &*self.ty(key) {
+            Ty::Pointer(Some(t)) => format!("{} *", self.describe(*t)),
+            Ty::Pointer(None) => "void *".into(),
+            Ty::Array { elem, count } => format!("{}[{count}]", self.describe(*elem)),
+            _ => self.describe(key),
         }
     }
 
@@ -2199,6 +2308,77 @@ fn constant_address(instrs: &[Instruction], idx: usize, r: Register) -> Option<u
     found
 }
 
+/// The address register `r` holds before instruction `idx`, when every path that reaches it
+/// (fall-through, the jumps in `jumped_from`) made it with `lea r, [rip+T]` with one `T`,
+/// maybe moved through other registers on the way (`lea rdx, [rip+T]; mov rsi, rdx`): a
+/// table base made before a loop, in another block, or kept in a callee-saved register
+/// across calls. A path that reaches the function's entry, or another write of the
+/// register, gives no answer; a path into code no known edge reaches (a handler entered
+/// through the table itself) says nothing.
+fn reaching_address(
+    instrs: &[Instruction],
+    jumped_from: &[Vec<usize>],
+    idx: usize,
+    r: Register,
+) -> Option<u64> {
+    let mut found = None;
+    let mut stack = vec![(idx, r)];
+    let mut seen: HashSet<(usize, Register)> = HashSet::new();
+    while let Some((i, reg)) = stack.pop() {
+        if seen.len() > 50_000 {
+            return None;
+        }
+        let preds = preds_of(instrs, jumped_from, i);
+        if preds.is_empty() {
+            if i != 0 {
+                // Reached by an indirect jump not read yet (or padding): the jumps that
+                // reach it carry the register from elsewhere; the paths that are known
+                // decide.
+                continue;
+            }
+            return None;
+        }
+        for p in preds {
+            let x = &instrs[p];
+            let next = if matches!(
+                x.flow_control(),
+                FlowControl::Call | FlowControl::IndirectCall
+            ) {
+                if reg == Register::RAX || CALLER_SAVED.contains(&reg) {
+                    return None;
+                }
+                reg
+            } else if !writes_register(x, reg) {
+                reg
+            } else if x.mnemonic() == Mnemonic::Lea
+                && x.op0_register() == reg
+                && x.memory_base() == Register::RIP
+                && x.memory_index() == Register::None
+            {
+                let t = x.ip_rel_memory_address();
+                if found.is_some_and(|f| f != t) {
+                    return None;
+                }
+                found = Some(t);
+                continue;
+            } else if x.mnemonic() == Mnemonic::Mov
+                && x.op0_kind() == OpKind::Register
+                && x.op0_register() == reg
+                && x.op1_kind() == OpKind::Register
+                && x.op1_register().full_register() == x.op1_register()
+            {
+                x.op1_register()
+            } else {
+                return None;
+            };
+            if seen.insert((p, next)) {
+                stack.push((p, next));
+            }
+        }
+    }
+    found
+}
+
 /// The constant register `r` holds before instruction `idx`, when the code just before it (on
 /// the one path falling through to it, within 32 instructions) sets it: `mov edx, 0x58`.
 fn constant_before(f: &Function, idx: usize, r: Register) -> Option<u64> {
@@ -2334,9 +2514,13 @@ enum Effect {
 /// The instructions control reaches `idx` from: the one before it (unless that one jumps
 /// away or returns) and the jumps to it.
 fn predecessors(f: &Function, idx: usize) -> Vec<usize> {
+    preds_of(&f.instrs, &f.jumped_from, idx)
+}
+
+fn preds_of(instrs: &[Instruction], jumped_from: &[Vec<usize>], idx: usize) -> Vec<usize> {
     let mut out = Vec::new();
     if idx > 0 {
-        let prev = &f.instrs[idx - 1];
+        let prev = &instrs[idx - 1];
         let falls = !matches!(
             prev.flow_control(),
             FlowControl::UnconditionalBranch
@@ -2349,7 +2533,7 @@ fn predecessors(f: &Function, idx: usize) -> Vec<usize> {
             out.push(idx - 1);
         }
     }
-    out.extend(f.jumped_from[idx].iter().copied());
+    out.extend(jumped_from[idx].iter().copied());
     out
 }
 
@@ -2838,7 +3022,15 @@ pub fn check_recorded(
                                 });
                             t.offset as u64 == *at || t.member == *path || covers
                         })
-                })
+                }) || (t.offset >= 0
+                    // A header struct whose members begin the object's (C's common initial
+                    // sequence): the same member, at the same offset, with the same type.
+                    && typer.levels(ty, *off).iter().any(|(name, at, path)| {
+                        t.offset as u64 == *at
+                            && !path.contains('.')
+                            && without_indices(&t.member) == without_indices(path)
+                            && typer.in_common_initial_sequence(&t.type_name, name, *at)
+                    }))
             }
             Err(e) => {
                 *acc.untyped.entry(e.label.to_string()).or_default() += 1;
@@ -2938,6 +3130,11 @@ struct mtx { int word[10]; };
 struct locked { long pad; struct mtx lock; long hits; };
 struct big { long a; long b; long c; long d; long e; long f; long tail; };
 struct cfg gcfg;
+/* A header struct and objects that begin with it, or with something like it. */
+struct hdr { struct hdr *next; unsigned char tt; unsigned char marked; };
+struct obj { struct hdr *next; unsigned char tt; unsigned char marked; int x; long y; };
+struct other { struct hdr *next; unsigned char kind; unsigned char marked; };
+struct hdr ghdr; struct obj gobj; struct other gother;
 #define NOINLINE __attribute__((noinline))
 /* The program's own copies, as the recording runtime links them in. */
 NOINLINE void *memset(void *d, int c, size_t n) {
@@ -3223,6 +3420,190 @@ int main(int argc, char **argv) {
         let f = synthetic(&typer, "put", &[0x48, 0x8d, 0x5f, 0x08, 0x8b, 0x03]);
         let t = type_last(&typer, &f).unwrap();
         assert_eq!((t.type_name.as_str(), t.member.as_str()), ("enc", "count"));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_register_copied_into_a_typed_variable_is_that_variables_type() {
+        let Some((dir, bin)) = build("gcc", "copy") else {
+            return;
+        };
+        let file = InputFile::open(&bin).unwrap();
+        let typer = Typer::new(&file).unwrap();
+        let enc_ptr = typer
+            .function(typer.symbol_address("put").unwrap())
+            .unwrap()
+            .params[0];
+        // A thread's start routine: `void *arg` in rdi (no typed parameter here), copied to
+        // r15, which DWARF names `struct enc *e` from the next instruction on.
+        //   mov r15, rdi; lea rbp, [rdi+0x8]; mov eax, [rbp]
+        let mut f = synthetic(
+            &typer,
+            "put",
+            &[0x49, 0x89, 0xff, 0x48, 0x8d, 0x6f, 0x08, 0x8b, 0x45, 0x00],
+        );
+        f.params.clear();
+        assert!(type_last(&typer, &f).is_err(), "rdi at entry is untyped");
+        f.vars.push(VarLoc {
+            lo: f.instrs[1].ip(),
+            hi: 0x2000,
+            reg: 15,
+            addend: 0,
+            in_memory: false,
+            ty: enc_ptr,
+            name: "e".into(),
+        });
+        let t = type_last(&typer, &f).unwrap();
+        assert_eq!((t.type_name.as_str(), t.member.as_str()), ("enc", "count"));
+        assert!(t.via.contains("variable `e` in r15"), "{t:?}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn alignment_padding_after_a_jump_says_nothing_about_the_paths() {
+        let Some((dir, bin)) = build("gcc", "padding") else {
+            return;
+        };
+        let file = InputFile::open(&bin).unwrap();
+        let typer = Typer::new(&file).unwrap();
+        // mov eax, 0x10; jmp L; nop dword [rax]; L: add rax, rdi; mov [rax], ecx
+        // The nop is reached by no path: only the jump's path counts, and rax is 16 there,
+        // rc + 16, symbols[1].
+        let mut f = synthetic(
+            &typer,
+            "put",
+            &[
+                0xb8, 0x10, 0x00, 0x00, 0x00, 0xeb, 0x04, 0x0f, 0x1f, 0x40, 0x00, 0x48, 0x01, 0xf8,
+                0x89, 0x08,
+            ],
+        );
+        assert_eq!(show(&f.instrs[2]), "nop [rax]");
+        f.jumped_from[3].push(1);
+        let t = type_last(&typer, &f).unwrap();
+        assert_eq!((t.type_name.as_str(), t.offset), ("enc", 16), "{t:?}");
+        assert_eq!(t.member, "symbols[1]");
+        // The same code with a real instruction where the padding was (reached only by a
+        // jump the reader does not know): that path's rax is unknown, so the constant is.
+        let mut g = synthetic(
+            &typer,
+            "put",
+            &[
+                0xb8, 0x10, 0x00, 0x00, 0x00, 0xeb, 0x05, 0xb8, 0x08, 0x00, 0x00, 0x00, 0x48, 0x01,
+                0xf8, 0x89, 0x08,
+            ],
+        );
+        assert_eq!(show(&g.instrs[2]), "mov eax, 0x8");
+        g.jumped_from[3].push(1);
+        assert_ne!(type_last(&typer, &g).map(|t| t.offset), Ok(16));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// Decodes `bytes` at 0x1000 with the direct jumps' edges.
+    fn decoded(bytes: &[u8]) -> (Vec<Instruction>, Vec<Vec<usize>>) {
+        let mut decoder = Decoder::with_ip(64, bytes, 0x1000, DecoderOptions::NONE);
+        let mut instrs = Vec::new();
+        while decoder.can_decode() {
+            instrs.push(decoder.decode());
+        }
+        let mut jumped_from = vec![Vec::new(); instrs.len()];
+        for (i, ins) in instrs.iter().enumerate() {
+            if matches!(
+                ins.flow_control(),
+                FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch
+            ) && let Ok(t) = instrs.binary_search_by_key(&ins.near_branch_target(), |x| x.ip())
+            {
+                jumped_from[t].push(i);
+            }
+        }
+        (instrs, jumped_from)
+    }
+
+    #[test]
+    fn a_jump_tables_base_made_before_calls_loops_and_moves_is_found() {
+        // lea r12, [rip+0x100]; L: call L2 (itself a callee); mov rcx, r12;
+        // mov eax, [rdi]; jmp [rcx+rax*8]
+        // The base is kept in a callee-saved register across the call and moved once.
+        let bytes = [
+            0x4c, 0x8d, 0x25, 0x00, 0x01, 0x00, 0x00, // lea r12, [rip+0x100]
+            0xe8, 0x00, 0x00, 0x00, 0x00, // call next
+            0x4c, 0x89, 0xe1, // mov rcx, r12
+            0x8b, 0x07, // mov eax, [rdi]
+            0xff, 0x24, 0xc1, // jmp [rcx+rax*8]
+        ];
+        let (instrs, jumped_from) = decoded(&bytes);
+        assert_eq!(show(&instrs[4]), "jmp [rcx+rax*8]");
+        let table = 0x1007 + 0x100;
+        assert_eq!(
+            reaching_address(&instrs, &jumped_from, 4, Register::RCX),
+            Some(table)
+        );
+        // The straight-line reader stops at the call.
+        assert_eq!(constant_address(&instrs, 4, Register::RCX), None);
+        // The same with rcx made before the call: a call may change rcx.
+        let bytes = [
+            0x48, 0x8d, 0x0d, 0x00, 0x01, 0x00, 0x00, // lea rcx, [rip+0x100]
+            0xe8, 0x00, 0x00, 0x00, 0x00, // call next
+            0x8b, 0x07, // mov eax, [rdi]
+            0xff, 0x24, 0xc1, // jmp [rcx+rax*8]
+        ];
+        let (instrs, jumped_from) = decoded(&bytes);
+        assert_eq!(
+            reaching_address(&instrs, &jumped_from, 3, Register::RCX),
+            None
+        );
+        // A loop: the base made before it; the back edge comes from a handler reached only
+        // through the table (no known edge), which says nothing.
+        //   lea r12, [rip+0x100]; L: mov eax, [rdi]; jmp [r12+rax*8]; H: add rdi, 4; jmp L
+        let bytes = [
+            0x4c, 0x8d, 0x25, 0x00, 0x01, 0x00, 0x00, // lea r12, [rip+0x100]
+            0x8b, 0x07, // L: mov eax, [rdi]
+            0x41, 0xff, 0x24, 0xc4, // jmp [r12+rax*8]
+            0x48, 0x83, 0xc7, 0x04, // H: add rdi, 4
+            0xeb, 0xf4, // jmp L
+        ];
+        let (instrs, jumped_from) = decoded(&bytes);
+        assert_eq!(show(&instrs[4]), "jmp 0x1007");
+        assert_eq!(jumped_from[1], vec![4]);
+        assert_eq!(
+            reaching_address(&instrs, &jumped_from, 2, Register::R12),
+            Some(table)
+        );
+        // Another path making r12 otherwise: no answer.
+        //   lea r12, [rip+0x100]; test esi, esi; je L; mov r12, [rdi]; L: jmp [r12+rax*8]
+        let bytes = [
+            0x4c, 0x8d, 0x25, 0x00, 0x01, 0x00, 0x00, // lea r12, [rip+0x100]
+            0x85, 0xf6, // test esi, esi
+            0x74, 0x03, // je L
+            0x4c, 0x8b, 0x27, // mov r12, [rdi]
+            0x41, 0xff, 0x24, 0xc4, // L: jmp [r12+rax*8]
+        ];
+        let (instrs, jumped_from) = decoded(&bytes);
+        assert_eq!(jumped_from[4], vec![2]);
+        assert_eq!(
+            reaching_address(&instrs, &jumped_from, 4, Register::R12),
+            None
+        );
+    }
+
+    #[test]
+    fn a_header_struct_is_right_only_within_the_common_initial_sequence() {
+        let Some((dir, bin)) = build("gcc", "header") else {
+            return;
+        };
+        let file = InputFile::open(&bin).unwrap();
+        let typer = Typer::new(&file).unwrap();
+        // struct hdr { next; tt; marked; } begins struct obj member for member.
+        assert!(typer.in_common_initial_sequence("hdr", "obj", 0));
+        assert!(typer.in_common_initial_sequence("hdr", "obj", 8));
+        assert!(typer.in_common_initial_sequence("hdr", "obj", 9));
+        // Past the header: obj's own members.
+        assert!(!typer.in_common_initial_sequence("hdr", "obj", 12));
+        // struct other names its byte 8 `kind`: the sequence ends before it, so `marked`
+        // at 9 is not in it either, though it has the same name and offset.
+        assert!(typer.in_common_initial_sequence("hdr", "other", 0));
+        assert!(!typer.in_common_initial_sequence("hdr", "other", 8));
+        assert!(!typer.in_common_initial_sequence("hdr", "other", 9));
+        assert!(!typer.in_common_initial_sequence("hdr", "nosuch", 0));
         std::fs::remove_dir_all(&dir).ok();
     }
 }
