@@ -258,7 +258,7 @@ fn per_thread_elements_of_a_global_array_are_named_and_fixed() {
     assert!(o.html.contains("g[0].v` by thread"), "{}", o.html);
     assert!(patch.contains("+    _Alignas(64) long v;"), "{patch}");
     assert!(advice.contains("global or static"), "{advice}");
-    assert!(!patch.contains("aligned_alloc(64, ("), "{patch}");
+    assert!(!patch.contains("lineup_aligned_calloc"), "{patch}");
     assert_fixed(&o);
 }
 
@@ -287,7 +287,8 @@ fn per_thread_elements_recorded_in_bursts_are_named_and_fixed() {
 }
 
 /// Per-thread argument structs in one calloc'd block: the patch aligns the element and
-/// rewrites the calloc at the site the recording names into a zeroed aligned_alloc.
+/// rewrites the calloc at the site the recording names into `lineup_aligned_calloc` (a
+/// line-aligned block with calloc's contract, the helper emitted after the includes).
 #[test]
 fn per_thread_elements_of_a_calloc_array_get_an_aligned_allocation() {
     let o = accept(
@@ -312,7 +313,7 @@ fn per_thread_elements_of_a_calloc_array_get_an_aligned_allocation() {
     assert!(patch.contains("+    _Alignas(64) long sum;"), "{patch}");
     assert!(
         patch.contains(
-            "+    worker_args *args = memset(aligned_alloc(64, (2) * (sizeof(worker_args))), 0, (2) * (sizeof(worker_args)));"
+            "+    worker_args *args = lineup_aligned_calloc(64, 2, sizeof(worker_args));"
         ),
         "{patch}"
     );
@@ -342,7 +343,7 @@ fn linear_regression_args_are_named_and_fixed() {
         elements.contains("`lreg_args[0].") && elements.contains("`lreg_args[1]."),
         "{elements}"
     );
-    assert!(patch.contains("aligned_alloc(64, "), "{patch}");
+    assert!(patch.contains("lineup_aligned_calloc(64, "), "{patch}");
     assert!(advice.contains("(linreg.c:"), "{advice}");
     assert!(patch.contains("_Alignas(64) pthread_t tid;"), "{patch}");
     assert_fixed(&o);
@@ -598,6 +599,10 @@ fn histogram_element_boundary_is_false_sharing_between_elements() {
     assert_eq!(l["start"], 0, "{l:#}");
     assert!(o.text.contains(elements), "{}", o.text);
     assert!(o.html.contains("read by thread"), "{}", o.html);
-    assert!(o.patch.contains("aligned_alloc(64, "), "{}", o.patch);
+    assert!(
+        o.patch.contains("lineup_aligned_calloc(64, "),
+        "{}",
+        o.patch
+    );
     assert_fixed(&o);
 }

@@ -307,9 +307,9 @@ fn sim_false_sharing(profile: &Path, ty: &str) -> f64 {
 /// `optimize` and `predict` on the scalar array (issue 16 item 3): the per-thread slices
 /// (4 doubles each, thread 0's `work_mem[0..3]` and thread 1's `[4..7]` on one line) priced as
 /// they are and padded to whole lines, a plan the model prices lower; `optimize`'s patch (the
-/// `STRIDE` macro the allocation multiplies, 4 -> 8, and the calloc made a zeroed
-/// aligned_alloc) applied mechanically, rebuilt and recorded again leaves no line written by
-/// two workers (exact), no false-sharing verdict, and at most 10% of the simulated
+/// `STRIDE` macro the allocation multiplies, 4 -> 8, and the calloc made a line-aligned
+/// `lineup_aligned_calloc`) applied mechanically, rebuilt and recorded again leaves no line
+/// written by two workers (exact), no false-sharing verdict, and at most 10% of the simulated
 /// false-sharing transfers (deterministic counts over the recorded order; with no overlap of
 /// the threads both are 0).
 #[test]
@@ -397,7 +397,9 @@ fn streamcluster_scalar_array_gets_a_priced_plan_and_a_patch_that_works() {
         "{diff}"
     );
     assert!(
-        diff.contains("+    work_mem = memset(aligned_alloc(64, ((size_t)nthreads * STRIDE) * (sizeof(double))), 0, "),
+        diff.contains(
+            "+    work_mem = lineup_aligned_calloc(64, (size_t)nthreads * STRIDE, sizeof(double));"
+        ),
         "{diff}"
     );
     let o = Command::new("patch")
@@ -417,7 +419,7 @@ fn streamcluster_scalar_array_gets_a_priced_plan_and_a_patch_that_works() {
     let body = std::fs::read_to_string(&header).unwrap();
     let line = body
         .lines()
-        .position(|l| l.contains("work_mem = memset(aligned_alloc"))
+        .position(|l| l.contains("work_mem = lineup_aligned_calloc("))
         .unwrap()
         + 1;
     let at_fixed = format!("streamcluster.c:{line}");

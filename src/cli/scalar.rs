@@ -52,23 +52,17 @@ pub fn plan(
     let Some(prose) = lineup::record::scalar_array_advice(tp, profile.cacheline_size) else {
         return Ok(None);
     };
-    let site = tp
-        .allocations
-        .iter()
-        .filter(|a| a.element_kind.as_deref() != Some("struct"))
-        .max_by_key(|a| a.type_size)
-        .cloned()
-        .expect("the advice names a site");
-    let (Some(elem_size), Some(elem_name)) = (site.element_size, site.element_type.clone()) else {
-        bail!("{prose}");
-    };
     let machine_cls = model_args.machine()?.cacheline_size;
     let cls = model_args.cacheline_size.unwrap_or(machine_cls);
     let accesses = profile.type_accesses(name);
-    let s = match slices::per_thread_slices(&accesses, elem_size, site.type_size, cls) {
-        Ok(s) => s,
+    // The decision diagnose words its advice from: slices to pad, or why there are none.
+    let (site, found) =
+        lineup::record::scalar_slices(tp, &accesses, cls).expect("the advice names a site");
+    let (elem_name, s) = match found {
+        Ok(found) => found,
         Err(why) => bail!("{prose} (no per-thread slices to pad: {why})"),
     };
+    let elem_size = s.elem_size;
     let mut t = Types::new(8);
     let id = slices::slice_struct(
         &mut t,
@@ -158,15 +152,22 @@ impl ScalarPlan {
                 header.display()
             ));
         }
-        let Some((padded, _)) = slices::pad_stride_macro(
-            text,
-            line,
-            self.slices.per_slice,
-            self.slices.padded_per_slice,
-        ) else {
+        // The slice length as a macro of elements (`STRIDE 4` doubles) or of bytes
+        // (`CACHE_LINE 32`, PARSEC's), whichever the allocation multiplies.
+        let (per, padded_per) = (self.slices.per_slice, self.slices.padded_per_slice);
+        let bytes = self.slices.elem_size;
+        let Some((padded, _)) =
+            slices::pad_stride_macro(text, line, per, padded_per).or_else(|| {
+                (bytes > 1)
+                    .then(|| slices::pad_stride_macro(text, line, per * bytes, padded_per * bytes))
+                    .flatten()
+            })
+        else {
             return Err(format!(
-                "no #define of the slice length ({}) among the names of the allocation at {file}:{line}: the stride is the program's arithmetic; make it {} by hand",
-                self.slices.per_slice, self.slices.padded_per_slice
+                "no #define of the slice length ({per} elements, {} bytes) among the names of the allocation at {file}:{line}: the stride is the program's arithmetic; make it {padded_per} elements ({} bytes, a multiple of the {}-byte line) by hand",
+                per * bytes,
+                padded_per * bytes,
+                self.cacheline_size
             ));
         };
         let aligned = lineup::emit::patch::align_allocation(&padded, line, self.cacheline_size)?;
@@ -239,14 +240,17 @@ mod tests {
             "{d}"
         );
         assert!(
-            d.contains("+    w = memset(aligned_alloc(64, (2 * STRIDE) * (sizeof(double))), 0, "),
+            d.contains("+    w = lineup_aligned_calloc(64, 2 * STRIDE, sizeof(double));"),
             "{d}"
         );
         // No macro for the slice length: no patch, and why.
         let e = plan(None)
             .patch(p, &SRC.replace("STRIDE", "4 /* no macro */"), "sc.c")
             .unwrap_err();
-        assert!(e.contains("no #define of the slice length (4)"), "{e}");
+        assert!(
+            e.contains("no #define of the slice length (4 elements, 32 bytes)"),
+            "{e}"
+        );
         // Another file than the allocation's, or a plan the model rejects: none either.
         let e = plan(None)
             .patch(std::path::Path::new("other.c"), SRC, "other.c")

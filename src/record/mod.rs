@@ -1684,26 +1684,63 @@ pub fn scalar_array_advice(tp: &crate::profile::TypeProfile, cls: u64) -> Option
     ))
 }
 
+/// What `lineup optimize` can do for a recorded array of scalars (`optimize` and `diagnose`
+/// both decide from this, so that what diagnose promises optimize does): the allocation
+/// site it speaks of and either the element type with the per-thread slices it pads, prices
+/// and patches, or why it has none (then `optimize` refuses, exit 2, and the fix is by
+/// hand). `None` when `tp` has no such allocation (a struct, or no recording).
+pub fn scalar_slices(
+    tp: &crate::profile::TypeProfile,
+    accesses: &[crate::profile::Access],
+    cls: u64,
+) -> Option<(
+    crate::profile::AllocationSite,
+    Result<(String, crate::analysis::slices::Slices), String>,
+)> {
+    let site = tp
+        .allocations
+        .iter()
+        .filter(|a| a.element_kind.as_deref() != Some("struct"))
+        .max_by_key(|a| a.type_size)?
+        .clone();
+    let found = match (&site.element_type, site.element_size) {
+        (Some(t), Some(n)) if n > 0 => {
+            crate::analysis::slices::per_thread_slices(accesses, n, site.type_size, cls.max(1))
+                .map(|s| (t.clone(), s))
+                .map_err(|why| {
+                    if site.blocks > 1 {
+                        format!(
+                            "{why}; {} blocks of up to {} bytes were allocated there and are counted as one: where their strides differ (calls with different sizes), their slices overlap here",
+                            site.blocks, site.max_bytes
+                        )
+                    } else {
+                        why
+                    }
+                })
+        }
+        _ => Err("the block's element type is not known (nothing tells what the program stores in it)".to_string()),
+    };
+    Some((site, found))
+}
+
 /// The verdicts' advice for a recorded array of scalars (or an untyped block) diagnosed as
 /// the struct built for it ([`allocation_type`]): the judge words a fix for structs
 /// (`alignas` on an element type, padding array members, `lineup optimize` writing the
 /// patch), which does not apply to a block the program indexes itself. Each such sentence
 /// of `d`'s lines is replaced by the allocation and the stride: whole lines per thread's
-/// elements, the array allocated aligned at its site. Nothing changes for a struct.
+/// elements, the array allocated aligned at its site, and what `lineup optimize` does about
+/// it, from the decision it makes ([`scalar_slices`]): it prices padded slices and writes
+/// the patch, or it has no plan and the sentence says what to change by hand. Nothing
+/// changes for a struct.
 pub fn advise_scalar_lines(
     d: &mut crate::analysis::diagnose::Diagnosis,
     tp: &crate::profile::TypeProfile,
     cls: u64,
 ) {
-    let Some(site) = tp
-        .allocations
-        .iter()
-        .filter(|a| a.element_kind.as_deref() != Some("struct"))
-        .max_by_key(|a| a.type_size)
-    else {
+    let cls = cls.max(1);
+    let Some((site, found)) = scalar_slices(tp, &tp.accesses, cls) else {
         return;
     };
-    let cls = cls.max(1);
     let (what, per_line) = match (&site.element_type, site.element_size) {
         (Some(t), Some(n)) if n > 0 => (
             format!("an array of {t} ({n} bytes each)"),
@@ -1717,10 +1754,29 @@ pub fn advise_scalar_lines(
         (None, Some(s)) => format!("at {s}"),
         (None, None) => "on the heap".to_string(),
     };
+    let file = site
+        .source
+        .as_deref()
+        .and_then(|s| s.rsplit_once(':'))
+        .map(|(f, _)| f.to_string())
+        .unwrap_or_else(|| "FILE".to_string());
+    let fix = match &found {
+        Ok((_, s)) => format!(
+            "Threads write it in per-thread slices of {} elements ({} bytes) that share {cls}-byte lines: pad each slice to {} elements ({} bytes, whole lines) and allocate the array aligned to the line (aligned_alloc({cls}, n * size) or posix_memalign) {at}. \
+             `lineup optimize --type {} --header {file}` prices the padded slices and, where the model prices them lower and the slice length is a #define the allocation multiplies (in elements or in bytes), writes the patch; otherwise it says what to change by hand",
+            s.per_slice,
+            s.per_slice * s.elem_size,
+            s.padded_per_slice,
+            s.padded_per_slice * s.elem_size,
+            tp.type_name,
+        ),
+        Err(why) => format!(
+            "`lineup optimize` has no plan for it ({why}): by hand, make the distance between one thread's elements and the next thread's a multiple of {per_line} elements ({cls} bytes; where the program computes that stride, round it up to {cls} bytes, not to less) \
+             and allocate the array aligned to the line (aligned_alloc({cls}, n * size) or posix_memalign) {at}, its size rounded up to a multiple of {cls} bytes"
+        ),
+    };
     let advice = format!(
-        "They are elements of {what} allocated {at}, not members of a struct: no layout moves them. \
-         Give each thread's elements whole {cls}-byte lines (a per-thread slice or index stride that is a multiple of {per_line} elements) \
-         and allocate the array aligned to the line (aligned_alloc({cls}, n * size) or posix_memalign) {at}"
+        "They are elements of {what} allocated {at}, not members of a struct: no layout moves them. {fix}"
     );
     // (where the struct wording starts, where it ends, what stands in between).
     let struct_wording = [
