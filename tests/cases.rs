@@ -179,6 +179,7 @@ fn check(dir: &Path) -> Outcome {
         }
     }
     check_diagnosis(&name, &case, &common_args, &mut failures);
+    check_one_model(&common_args, &mut failures);
     let negative = case.get("negative").and_then(|v| v.as_bool()) == Some(true);
     if negative {
         let before_expect = failures.len();
@@ -262,6 +263,54 @@ fn check(dir: &Path) -> Outcome {
         }
     }
     Outcome { name, failures }
+}
+
+/// One model, every answer derived from it: `diagnose`'s line costs are the cycles `predict`
+/// prices the current layout's lines at (false and true sharing, queueing included), and its
+/// adjacent-pair finding is `predict`'s pair term, on the same evidence and machine.
+fn check_one_model(common_args: &[String], failures: &mut Vec<String>) {
+    let run = |command: &str| {
+        let mut args: Vec<String> = vec![command.into()];
+        args.extend(common_args.iter().cloned());
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        lineup_json(&refs)
+    };
+    let (d, p) = (run("diagnose"), run("predict"));
+    let lines: f64 = d["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["cost"].as_f64().unwrap())
+        .sum();
+    let pairs: f64 = d["findings"]
+        .as_array()
+        .map(|f| {
+            f.iter()
+                .filter(|f| f["verdict"] == "adjacent_pair")
+                .map(|f| f["cycles"].as_f64().unwrap())
+                .sum()
+        })
+        .unwrap_or(0.0);
+    let current = p["layouts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["layout"] == "current")
+        .expect("predict prices the current layout");
+    let cost = |k: &str| current["cost"][k].as_f64().unwrap_or(0.0);
+    let priced = cost("false_cycles") + cost("true_cycles");
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0);
+    if !close(lines, priced) {
+        failures.push(format!(
+            "one model: diagnose's lines cost {lines:.1} cycles, predict prices them at {priced:.1}"
+        ));
+    }
+    if pairs > 0.0 && !close(pairs, cost("pair_cycles")) {
+        failures.push(format!(
+            "one model: diagnose's adjacent pairs cost {pairs:.1} cycles, predict's pair term {:.1}",
+            cost("pair_cycles")
+        ));
+    }
 }
 
 /// Verdicts that a layout change (moving, aligning, padding) can fix.

@@ -96,44 +96,6 @@ struct RunPrice {
     sequential: f64,
 }
 
-/// A recorded access's share that can meet another thread's on its line: all but what it
-/// made under a lock every other thread there held (`src/record/overlap.rs`); 1 without
-/// the evidence.
-fn concurrent_share(a: &Access) -> f64 {
-    let all = a.counts.loads + a.counts.stores + a.counts.rmw;
-    match a.details.get("sequential_accesses") {
-        Some(&s) if all > 0.0 => (1.0 - s / all).clamp(0.0, 1.0),
-        _ => 1.0,
-    }
-}
-
-/// The accesses at their concurrent share, as the cost model prices a recording: only what
-/// threads do at the same time can move a line between them. `None` when every access is
-/// wholly concurrent (nothing to scale).
-fn concurrent_accesses(accesses: &[Access]) -> Option<Vec<Access>> {
-    if accesses.iter().all(|a| concurrent_share(a) >= 1.0) {
-        return None;
-    }
-    Some(
-        accesses
-            .iter()
-            .map(|a| {
-                let c = concurrent_share(a);
-                let mut a = a.clone();
-                a.counts.loads *= c;
-                a.counts.stores *= c;
-                a.counts.rmw *= c;
-                for k in ["element_line_writes", "element_line_reads"] {
-                    if let Some(&x) = a.details.get(k) {
-                        a.details.insert(k, x * c);
-                    }
-                }
-                a
-            })
-            .collect(),
-    )
-}
-
 /// A line's price: the model's terms on the struct's own line, or, where threads use
 /// distinct elements of an array (each element its own object, so the struct's view holds
 /// one thread per member), the same model on the physical line those elements share: the
@@ -325,6 +287,8 @@ pub struct Diagnosis {
     pub findings: Vec<Finding>,
     /// The machine the lines were priced on.
     pub machine: String,
+    /// The busiest line's queueing the lines' cycles include, as `predict` says it.
+    pub queueing: String,
 }
 
 /// A verdict of the model that is not about one line alone.
@@ -560,7 +524,7 @@ pub fn diagnose_on(
     };
     // A recording is priced at what its threads do at the same time (`concurrent_share`);
     // the whole rates say what the line would cost if their windows overlapped.
-    let concurrent = run.and_then(|_| concurrent_accesses(accesses));
+    let concurrent = run.and_then(|_| super::model::concurrent_accesses(accesses));
     let model = Model::new(
         layout,
         concurrent.as_deref().unwrap_or(accesses),
@@ -620,7 +584,7 @@ pub fn diagnose_on(
         };
         let line = off / cls;
         if run.is_some() {
-            let c = concurrent_share(a);
+            let c = super::model::concurrent_share(a);
             let e = overlap_by_line.entry(line).or_default();
             e.0 += a.details.get("element_line_writes").copied().unwrap_or(0.0) * c;
             e.1 += a.details.get("element_line_reads").copied().unwrap_or(0.0) * c;
@@ -772,29 +736,54 @@ pub fn diagnose_on(
         .into_iter()
         .map(|(line, members)| {
             let m = model.lines.get(&line);
-            let price = run.map(|_| {
-                let (ew, er, sequential) = overlap_by_line.get(&line).copied().unwrap_or_default();
-                let whole_ew: f64 = members.iter().map(|m| m.element_writes).sum();
-                let whole_er: f64 = members.iter().map(|m| m.element_reads).sum();
-                let concurrent = line_price(m, ew, er, neighbour_concurrent, machine);
-                RunPrice {
-                    concurrent,
-                    whole: match &whole_model {
-                        Some(w) => line_price(
-                            w.lines.get(&line),
-                            whole_ew,
-                            whole_er,
-                            neighbour_whole,
-                            machine,
-                        ),
-                        None => concurrent,
-                    },
-                    sequential,
+            let whole_ew: f64 = members.iter().map(|m| m.element_writes).sum();
+            let whole_er: f64 = members.iter().map(|m| m.element_reads).sum();
+            let price = match run {
+                Some(_) => {
+                    let (ew, er, sequential) =
+                        overlap_by_line.get(&line).copied().unwrap_or_default();
+                    let concurrent = line_price(m, ew, er, neighbour_concurrent, machine);
+                    RunPrice {
+                        concurrent,
+                        whole: match &whole_model {
+                            Some(w) => line_price(
+                                w.lines.get(&line),
+                                whole_ew,
+                                whole_er,
+                                neighbour_whole,
+                                machine,
+                            ),
+                            None => concurrent,
+                        },
+                        sequential,
+                    }
                 }
-            });
-            judge(line, cls, members, scale, m.map(|m| (m, per_cpu)), price)
+                // Without a run every access is taken as concurrent.
+                None => {
+                    let whole = line_price(m, whole_ew, whole_er, neighbour_whole, machine);
+                    RunPrice {
+                        concurrent: whole,
+                        whole,
+                        sequential: 0.0,
+                    }
+                }
+            };
+            judge(
+                line,
+                cls,
+                members,
+                scale,
+                m.map(|m| (m, per_cpu)),
+                price,
+                machine,
+            )
         })
         .collect();
+    // Each line queued at its share of the busiest line's cycles, as `predict` and
+    // `optimize` price the same layout (docs/cost-model.md, queueing).
+    for l in &mut lines {
+        l.cost *= model.queueing.factor(l.cost);
+    }
     let findings = model.findings(&lines);
     lines.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.index.cmp(&b.index)));
     let cold_lines = total_lines.saturating_sub(lines.len() as u64);
@@ -860,6 +849,10 @@ pub fn diagnose_on(
         misfits,
         findings,
         machine: format!("{} ({})", machine.name, machine.description),
+        queueing: format!(
+            "the busiest line of the current layout runs at utilization {:.2} ({})",
+            model.queueing.utilization, model.utilization_source
+        ),
     }
 }
 
@@ -869,6 +862,10 @@ struct Model<'m> {
     locality: Vec<contention::PathLocality>,
     pairs: Vec<contention::PairModel>,
     machine: &'m MachineModel,
+    /// The busiest line's queueing, chosen as `predict` chooses it
+    /// ([`super::model::evidence_utilization`]), and where its utilization came from.
+    queueing: cost::Queueing,
+    utilization_source: String,
 }
 
 impl<'m> Model<'m> {
@@ -886,11 +883,19 @@ impl<'m> Model<'m> {
             .max(1);
         let streams = cost::streams(&units, layout, accesses, cpus);
         let placement = cost::current_placement(layout, &units);
+        let (utilization, utilization_source) =
+            super::model::evidence_utilization(accesses, machine_cpus, machine, &streams);
+        let queueing = cost::Queueing {
+            reference: cost::busiest_line(&streams, &placement, cls, machine),
+            utilization,
+        };
         Model {
             lines: contention::lines(&units, &streams, &placement, cls, machine),
             locality: contention::locality(&units, &streams, &placement, cls, machine),
-            pairs: contention::pairs(&streams, &placement, cls, machine, &cost::Queueing::NONE),
+            pairs: contention::pairs(&streams, &placement, cls, machine, &queueing),
             machine,
+            queueing,
+            utilization_source,
         }
     }
 
@@ -1113,7 +1118,8 @@ fn judge(
     members: Vec<MemberUse>,
     scale: Scale,
     model: Option<(&contention::LineModel, bool)>,
-    price: Option<RunPrice>,
+    price: RunPrice,
+    machine: &MachineModel,
 ) -> LineDiagnosis {
     // The model's line, and whether the struct is per CPU already.
     let (model, per_cpu) = match model {
@@ -1128,13 +1134,19 @@ fn judge(
     if !significant.is_empty() && significant.iter().all(|m| m.per_cpu.is_some()) {
         return match scale {
             Scale::Struct { rare } => {
-                judge_exact(index, cls, &members, &significant, total, rare, 0.0)
+                // Who writes what names the class; the model prices it (never an access
+                // count: a cost is the model's cycles, as `predict` prices the same line).
+                let mut d = judge_exact(index, cls, &members, &significant, total, rare, 0.0);
+                if is_contention(d.verdict) {
+                    d.cost = price.whole.1;
+                    d.terms = model.map(|m| m.terms.clone()).unwrap_or_default();
+                }
+                d
             }
             Scale::Run(run) => {
                 // Who writes what names the class; the model, priced at the rates of the
                 // accesses that can meet another thread's, says whether it matters and what
                 // it costs.
-                let price = price.unwrap_or_default();
                 if run.matters(price.concurrent.0) {
                     let mut d =
                         judge_exact(index, cls, &members, &significant, total, 0.0, run.floor());
@@ -1154,7 +1166,6 @@ fn judge(
         .copied()
         .filter(|m| m.counts.writes() > 0.0)
         .collect();
-    let writes: f64 = members.iter().map(|m| m.counts.writes()).sum();
     let transfers: f64 = members.iter().map(|m| m.counts.transfers()).sum();
     // A HITM or peer transfer moves the line between two CPUs by definition, whatever the
     // per-member CPU counts say (each member of a per-thread array has one CPU); and when
@@ -1306,15 +1317,13 @@ fn judge(
             (Verdict::ReadMostlyNextToWriteHot, text)
         }
     };
-    // Cost: measured transfers (remote ones count twice) when the evidence has them;
-    // otherwise writes times the number of members touched, since each write invalidates the
-    // line for every other user.
+    // Cost, in the model's cycles as everywhere: the transfers the evidence measured, each
+    // at the machine's latency for its kind (local or remote), when it has them; else what
+    // the model prices the line at on different CPUs (never an access count).
     let cost = if transfers > 0.0 {
-        transfers + rmt
+        (transfers - rmt).max(0.0) * machine.local_hitm + rmt * machine.remote_hitm
     } else {
-        let users = significant.len().max(1) as f64;
-        let spread = if multi_cpu { 2.0 } else { 1.0 };
-        writes * users * spread
+        model.map_or(0.0, |m| m.cycles)
     };
     LineDiagnosis {
         index,
@@ -1534,7 +1543,6 @@ fn judge_exact(
     let (sim_true, sim_false) = members.iter().fold((0.0, 0.0), |(t, f), m| {
         (t + m.sim_split.0, f + m.sim_split.1)
     });
-    let transfers: f64 = members.iter().map(|m| m.counts.transfers()).sum();
     let split = if sim_true + sim_false > 0.0 {
         format!(
             " (simulated transfers: {:.0} false sharing, {:.0} true sharing)",
@@ -1674,27 +1682,14 @@ fn judge_exact(
             ),
         )
     };
-    let writes: f64 = members.iter().map(|m| m.counts.writes()).sum();
-    let cost = if matches!(
-        verdict,
-        Verdict::ReadShared | Verdict::NotShared | Verdict::Negligible | Verdict::Cold
-    ) {
-        0.0
-    } else if transfers > 0.0 {
-        transfers
-    } else if writes == 0.0 {
-        // Read beside another element's writes: each such read can miss.
-        members.iter().map(|m| m.element_reads).sum()
-    } else {
-        writes * significant.len().max(1) as f64 * 2.0
-    };
     LineDiagnosis {
         index,
         start: index * cls,
         end: (index + 1) * cls - 1,
         verdict,
         explanation,
-        cost,
+        // The caller prices a contention verdict with the model (`judge`).
+        cost: 0.0,
         members: members.to_vec(),
         elements: None,
         terms: Vec::new(),

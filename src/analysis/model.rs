@@ -52,6 +52,11 @@ impl Model {
             .unwrap_or(machine.cpus)
             .min(machine.cpus)
             .max(1);
+        // A recording is priced at what its threads do at the same time, as `diagnose`
+        // prices it: accesses made under a lock every thread there held, or while no other
+        // thread was alive, cannot move a line between them.
+        let concurrent = concurrent_accesses(accesses);
+        let accesses = concurrent.as_deref().unwrap_or(accesses);
         let streams = cost::streams(&units, &layout, accesses, cpus);
         let current = cost::current_placement(&layout, &units);
         let reference = cost::busiest_line(&streams, &current, cls, &machine);
@@ -63,32 +68,12 @@ impl Model {
                     cost::MAX_UTILIZATION
                 ));
             }
-            None => match measured_hitm_latency(accesses).filter(|_| {
-                // The evidence's latencies describe the evidence's machine: use them only
-                // for a machine at least as wide as the evidence shows.
-                let seen = accesses
-                    .iter()
-                    .filter_map(|a| a.cpus.as_ref().and_then(|c| c.distinct()))
-                    .max()
-                    .unwrap_or(0);
-                profile.provenance.machine.cpus.unwrap_or(seen).max(seen) <= machine.cpus
-            }) {
-                Some(measured) => {
-                    let widest = streams.iter().map(|s| s.cpus).max().unwrap_or(1);
-                    let nominal = machine.transfer_cycles(widest);
-                    let u = cost::Queueing::utilization_from_latency(measured, nominal);
-                    (
-                        u,
-                        format!(
-                            "measured HITM latency {measured:.0} cycles vs {nominal:.0} unloaded"
-                        ),
-                    )
-                }
-                None => (
-                    cost::DEFAULT_UTILIZATION,
-                    "assumed (no latency measured on this machine in the evidence)".to_string(),
-                ),
-            },
+            None => evidence_utilization(
+                accesses,
+                profile.provenance.machine.cpus,
+                &machine,
+                &streams,
+            ),
         };
         Ok(Model {
             layout,
@@ -114,6 +99,78 @@ impl Model {
             &self.machine,
             &self.queueing,
         )
+    }
+}
+
+/// A recorded access's share that can meet another thread's on its line: all but what it
+/// made under a lock every other thread there held (`src/record/overlap.rs`); 1 without
+/// the evidence.
+pub fn concurrent_share(a: &Access) -> f64 {
+    let all = a.counts.loads + a.counts.stores + a.counts.rmw;
+    match a.details.get("sequential_accesses") {
+        Some(&s) if all > 0.0 => (1.0 - s / all).clamp(0.0, 1.0),
+        _ => 1.0,
+    }
+}
+
+/// The accesses at their concurrent share, as the cost model prices a recording: only what
+/// threads do at the same time can move a line between them. `None` when every access is
+/// wholly concurrent (nothing to scale).
+pub fn concurrent_accesses(accesses: &[Access]) -> Option<Vec<Access>> {
+    if accesses.iter().all(|a| concurrent_share(a) >= 1.0) {
+        return None;
+    }
+    Some(
+        accesses
+            .iter()
+            .map(|a| {
+                let c = concurrent_share(a);
+                let mut a = a.clone();
+                a.counts.loads *= c;
+                a.counts.stores *= c;
+                a.counts.rmw *= c;
+                for k in ["element_line_writes", "element_line_reads"] {
+                    if let Some(&x) = a.details.get(k) {
+                        a.details.insert(k, x * c);
+                    }
+                }
+                a
+            })
+            .collect(),
+    )
+}
+
+/// The busiest line's utilization when none is given, and where it came from: from the
+/// evidence's measured HITM latency against the machine's unloaded one (only for a machine at
+/// least as wide as the evidence shows, whose latencies they describe), else
+/// [`cost::DEFAULT_UTILIZATION`]. `diagnose` and `predict` queue the same lines the same way.
+pub fn evidence_utilization(
+    accesses: &[Access],
+    evidence_cpus: Option<u32>,
+    machine: &MachineModel,
+    streams: &[cost::Stream],
+) -> (f64, String) {
+    let seen = accesses
+        .iter()
+        .filter_map(|a| a.cpus.as_ref().and_then(|c| c.distinct()))
+        .max()
+        .unwrap_or(0);
+    let measured = measured_hitm_latency(accesses)
+        .filter(|_| evidence_cpus.unwrap_or(seen).max(seen) <= machine.cpus);
+    match measured {
+        Some(measured) => {
+            let widest = streams.iter().map(|s| s.cpus).max().unwrap_or(1);
+            let nominal = machine.transfer_cycles(widest);
+            let u = cost::Queueing::utilization_from_latency(measured, nominal);
+            (
+                u,
+                format!("measured HITM latency {measured:.0} cycles vs {nominal:.0} unloaded"),
+            )
+        }
+        None => (
+            cost::DEFAULT_UTILIZATION,
+            "assumed (no latency measured on this machine in the evidence)".to_string(),
+        ),
     }
 }
 

@@ -451,7 +451,7 @@ fn lines_text(sd: &StructDiagnosis) -> String {
         .count() as u64;
     let _ = writeln!(
         text,
-        "{} cache line(s) without recorded accesses{}; lines priced on {} (modeled cycles are in the evidence's unit: per sample, per event or per unit of sketch weight)\n",
+        "{} cache line(s) without recorded accesses{}; lines priced on {} (modeled cycles are in the evidence's unit: per sample, per event or per unit of sketch weight; queueing: {}, as `predict` prices it)\n",
         d.cold_lines.saturating_sub(summarized),
         if summarized > 0 {
             format!(
@@ -460,7 +460,8 @@ fn lines_text(sd: &StructDiagnosis) -> String {
         } else {
             String::new()
         },
-        d.machine
+        d.machine,
+        d.queueing
     );
     text
 }

@@ -508,6 +508,7 @@ mod tests {
             misfits: vec![],
             findings: vec![],
             machine: String::new(),
+            queueing: String::new(),
         };
         // `hot` moves to its own line at 64; `a` stays; the rest is hole and padding.
         let placement = Placement {
