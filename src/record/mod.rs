@@ -1909,6 +1909,56 @@ mod scalar_array_advice_tests {
         );
         assert_eq!(scalar_array_advice(&TypeProfile::default(), 64), None);
     }
+
+    fn store(off: u64, thread: u32) -> crate::profile::Access {
+        crate::profile::Access {
+            offset: Some(off),
+            size: Some(8),
+            counts: crate::profile::Counts {
+                stores: 10.0,
+                ..Default::default()
+            },
+            cpus: Some(crate::profile::CpuUse {
+                list: vec![thread],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// The decision optimize and diagnose share: slices where each writing thread keeps to
+    /// one, otherwise why not (with the blocks counted as one where there were several), and
+    /// no element type is a refusal too; a struct is none of its business.
+    #[test]
+    fn the_shared_decision_finds_slices_or_says_why_not() {
+        use super::scalar_slices;
+        let tp = recorded("float", Some(("double", 8)));
+        let (site, found) = scalar_slices(&tp, &[store(0, 0), store(32, 1)], 64).unwrap();
+        assert_eq!(site.source.as_deref(), Some("sc.c:71"));
+        let (elem, s) = found.unwrap();
+        assert_eq!(
+            (elem.as_str(), s.per_slice, s.padded_per_slice),
+            ("double", 4, 8)
+        );
+        // Thread 0 writes across two slices, in two blocks counted as one.
+        let mut merged = tp.clone();
+        merged.allocations[0].blocks = 2;
+        merged.allocations[0].max_bytes = 64;
+        let why = scalar_slices(&merged, &[store(0, 0), store(40, 0), store(48, 1)], 64)
+            .unwrap()
+            .1
+            .unwrap_err();
+        assert!(
+            why.starts_with("thread 0 writes elements 0 to 5, across slices of 4; 2 blocks of up to 64 bytes were allocated there"),
+            "{why}"
+        );
+        let why = scalar_slices(&recorded("float", None), &[store(0, 0), store(32, 1)], 64)
+            .unwrap()
+            .1
+            .unwrap_err();
+        assert!(why.contains("element type is not known"), "{why}");
+        assert!(scalar_slices(&recorded("struct", Some(("pair_t", 16))), &[], 64).is_none());
+    }
 }
 
 /// Per allocation call site (link-time), the pointer slot its blocks' addresses went into,
