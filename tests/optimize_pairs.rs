@@ -190,3 +190,44 @@ fn without_pairs_the_cells_go_a_line_apart() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("pairs of lines"), "{text}");
 }
+
+#[test]
+fn an_instance_the_header_aligns_to_a_line_keeps_the_spacing_to_a_line() {
+    // The same cells, declared in the header as a line-aligned instance: a struct aligned to
+    // the pair would make that declaration an error, so the plan stays one line apart, and
+    // says why; the patch compiles.
+    let dir = scratch("instance");
+    let (header, obj) = cells(&dir);
+    let text = std::fs::read_to_string(&header).unwrap();
+    let text = text.replace("struct cells cells;", "_Alignas(64) struct cells cells;");
+    assert!(text.contains("_Alignas(64) struct cells cells;"), "{text}");
+    std::fs::write(&header, text).unwrap();
+    let m = machine(&dir, true);
+    let (obj_s, m_s, header_s) = (
+        obj.to_str().unwrap(),
+        m.to_str().unwrap(),
+        header.to_str().unwrap(),
+    );
+    let more = ["--header", header_s, "--diff-path", "cells.c"];
+    let v = lineup_json(&args(obj_s, m_s, &[&more[..], &["--json"]].concat()));
+    assert!(v["plan"].get("pair_align").is_none(), "{}", v["plan"]);
+    let offs = cell_offsets(&v);
+    let lines: BTreeSet<u64> = offs.iter().map(|o| o / 64).collect();
+    assert_eq!(lines.len(), 4, "cells at {offs:?}");
+    let out = lineup(&args(obj_s, m_s, &more));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("the header declares `_Alignas(64) struct cells cells;`"),
+        "{said}"
+    );
+    let diff = v["diff"].as_str().expect("a diff");
+    assert!(!diff.contains("_Alignas(128)"), "{diff}");
+    std::fs::write(dir.join("fix.diff"), diff).unwrap();
+    let st = Command::new("patch")
+        .args(["-p1", "-i", "fix.diff"])
+        .current_dir(&dir)
+        .status()
+        .expect("patch");
+    assert!(st.success(), "patch -p1 failed on:\n{diff}");
+    cc(&header, &dir.join("after.o"));
+}

@@ -330,6 +330,65 @@ pub fn optimize(
     })
 }
 
+/// [`optimize`] with one-line spacing only, whatever the machine's L2 fetches: for structs
+/// whose instances cannot take a pair's alignment.
+#[allow(clippy::too_many_arguments)]
+pub fn optimize_line_spaced(
+    units: &[Unit],
+    streams: &[Stream],
+    current: &Placement,
+    min_align: u64,
+    constraints: &Constraints,
+    cls: u64,
+    machine: &MachineModel,
+    q: &Queueing,
+) -> Result<Plan, String> {
+    optimize_spaced(
+        units,
+        streams,
+        current,
+        min_align,
+        constraints,
+        cls,
+        machine,
+        q,
+        cls,
+    )
+}
+
+/// Where `text` (the source that declares struct `name`) declares an instance of it with an
+/// alignment below `align` (`static alignas(64) struct counters counters;`): the first such
+/// line. A struct aligned to `align` makes that declaration an error (an alignment specifier
+/// cannot reduce the type's).
+pub fn instance_aligned_below(text: &str, name: &str, align: u64) -> Option<String> {
+    let word = |l: &str, w: &str| {
+        l.match_indices(w).any(|(i, _)| {
+            let before = l[..i].chars().next_back();
+            let after = l[i + w.len()..].chars().next();
+            let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            !ident(before) && !ident(after)
+        })
+    };
+    for line in text.lines() {
+        let l = line.trim();
+        if !word(l, name) || l.contains('{') || !l.ends_with(';') || l.starts_with("typedef") {
+            continue;
+        }
+        let mut below = word(l, "____cacheline_aligned") && align > 64;
+        for key in ["alignas(", "_Alignas(", "__aligned(", "aligned("] {
+            for (i, _) in l.match_indices(key) {
+                let rest = &l[i + key.len()..];
+                let n: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+                below |= n.parse::<u64>().is_ok_and(|n| n < align);
+            }
+        }
+        if below {
+            return Some(l.to_string());
+        }
+    }
+    None
+}
+
 /// [`optimize`] with `spacing` (a line, or a pair of lines) as the search's line: what it
 /// puts on lines of their own is aligned to `spacing`; the cost is the model's at `cls`.
 #[allow(clippy::too_many_arguments)]
@@ -1668,6 +1727,20 @@ mod tests {
         let line_on_pairs = cost::evaluate(&units, &streams, &plain.placement, 64, &pairs, &q);
         assert!(line_on_pairs.pair_cycles > 0.0, "{line_on_pairs:?}");
         assert!((line_on_pairs.total_cycles() - by_line).abs() < 1e-6 * by_line);
+    }
+
+    #[test]
+    fn an_instance_aligned_below_the_pair_is_found() {
+        let src = "struct counters {\n\tunsigned long a;\n};\nstatic alignas(64) struct counters counters;\n";
+        assert_eq!(
+            instance_aligned_below(src, "counters", 128).as_deref(),
+            Some("static alignas(64) struct counters counters;")
+        );
+        assert_eq!(instance_aligned_below(src, "counters", 64), None);
+        let plain = "struct counters {\n\tunsigned long a;\n};\nstatic struct counters counters;\n";
+        assert_eq!(instance_aligned_below(plain, "counters", 128), None);
+        let other = "static alignas(64) struct counters_x y;\n";
+        assert_eq!(instance_aligned_below(other, "counters", 128), None);
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub struct Request<'a> {
     pub element_lines: Vec<ElementLine>,
     /// The lines the evidence bound, for the instances' offsets in their lines.
     pub bindings: &'a [LineBinding],
+    /// The text of the header the patch is for: an instance declared there with a line's
+    /// alignment keeps the plan to one-line spacing.
+    pub header_text: Option<&'a str>,
 }
 
 /// Why no proposal: the search failed (the caller names the struct and its file), or the
@@ -127,6 +130,8 @@ pub struct Proposal {
     pub instance: Option<InstanceAlignment>,
     /// Why lineup's layout is no fix ([`worse_than_current`]).
     pub rejected: Option<String>,
+    /// Why the plan keeps one-line spacing though the model prices pairs lower.
+    pub pair_refused: Option<String>,
     pub elements: Option<ElementAdvice>,
 }
 
@@ -189,6 +194,27 @@ pub fn propose(
         min_align,
         &constraints,
     )?;
+    // Hot lines a pair apart align the struct to the pair: an instance the header declares
+    // with less alignment would no longer compile, so there the plan keeps one-line spacing.
+    let mut pair_refused = None;
+    if let (Some(pair), Some(text)) = (plan.pair_align, request.header_text)
+        && let Some(line) = optimize::instance_aligned_below(text, &model.layout.name, pair)
+    {
+        plan = optimize::optimize_line_spaced(
+            &model.units,
+            &model.streams,
+            &model.current,
+            min_align,
+            &constraints,
+            model.cls,
+            &model.machine,
+            &model.queueing,
+        )
+        .map_err(ProposeError::Search)?;
+        pair_refused = Some(format!(
+            "hot lines one line apart, not {pair} bytes: the header declares `{line}`, which a struct aligned to {pair} bytes would not compile with"
+        ));
+    }
     let search_ms = started.elapsed().as_secs_f64() * 1e3;
     let current = model.evaluate(&model.current);
     // A trailing array the allocation extends stays last (a derived rule, never an abort).
@@ -264,6 +290,7 @@ pub fn propose(
         splits,
         instance: None,
         rejected: None,
+        pair_refused,
         elements: None,
     };
     // Instances that do not start a line: the layout's lines move with them.

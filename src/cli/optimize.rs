@@ -208,6 +208,7 @@ pub fn run(args: Args) -> Result<()> {
         instance_advice: emit::c::instance_align_advice(flavour, cls),
         element_lines: plan::element_lines(&profile, type_name),
         bindings: &ev.bindings,
+        header_text: header.as_ref().map(|(text, _)| text.as_str()),
     };
     let mut proposal = plan::propose(&mut model, &types, id, &request).map_err(|e| match e {
         ProposeError::Search(e) => anyhow!("{}: struct {type_name}: {e}", opened.label),

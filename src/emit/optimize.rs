@@ -306,6 +306,9 @@ impl Outcome<'_> {
             self.utilization, self.utilization_source
         );
         s.push_str(self.binding);
+        if let Some(why) = &self.proposal.pair_refused {
+            let _ = writeln!(s, "{why}");
+        }
         if let (Some(pair), Some(by_line)) = (plan.pair_align, plan.line_spaced_cycles) {
             let _ = writeln!(
                 s,
