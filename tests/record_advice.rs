@@ -483,3 +483,48 @@ fn histogram_asserts_compile_against_the_printed_declaration() {
         }
     }
 }
+
+/// An array member indexed by thread with a `#define` stride too small for a line
+/// (tests/data/record/stride_member.c, `counts[id * STRIDE]`): diagnose's promise that
+/// optimize pads the slots and writes the patch holds; the patched program builds with gcc
+/// and clang and prints what the original prints.
+#[test]
+fn a_strided_array_member_gets_the_patch_diagnose_promises() {
+    let src = "tests/data/record/stride_member.c";
+    let profile = recorded(src, "stride_member", "gcc", "-O0", &[]);
+    let (explanations, o, header) =
+        diagnose_and_optimize(&profile, "stats", src, "stride-member-fixed");
+    assert_agree(&explanations, &o);
+    let diff = o.patch.unwrap();
+    assert!(
+        diff.contains("+        st.counts[id * STRIDE].v += 1;\n"),
+        "{diff}"
+    );
+    let dir = header.parent().unwrap();
+    let p = Command::new("patch")
+        .current_dir(dir)
+        .args(["-s", "stride_member.c", "fix.diff"])
+        .output()
+        .unwrap();
+    assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
+    for cc in ["gcc", "clang"] {
+        let fixed = dir.join(format!("fixed-{cc}"));
+        let c = Command::new(cc)
+            .args(["-std=gnu11", "-O2", "-Wall", "-Werror", "-pthread", "-o"])
+            .arg(&fixed)
+            .arg(&header)
+            .output()
+            .unwrap();
+        assert!(
+            c.status.success(),
+            "{cc}: {}",
+            String::from_utf8_lossy(&c.stderr)
+        );
+        let r = run(&fixed, &[]);
+        assert_eq!(
+            (r.status.code(), r.stdout),
+            (Some(0), b"200000\n".to_vec()),
+            "{cc}"
+        );
+    }
+}

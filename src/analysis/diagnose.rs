@@ -1625,7 +1625,7 @@ fn judge_exact(
             match slots_of_one_array(written.iter().map(|w| w.m.name.as_str())) {
                 // `hits[0]` and `hits[1]` are one member: no order of members parts them.
                 Some(array) if others.is_empty() => text.push_str(&format!(
-                    ". They are slots of one array member, `{array}`: moving members cannot part them, padding each slot to a line of its own does (an element type of a whole line, `struct {{ alignas({cls}) T v; }} {array}[N]`; `lineup optimize` prices it and writes the patch)"
+                    ". They are slots of one array member, `{array}`: moving members cannot part them, padding each slot to a line of its own does (an element type of a whole line, `struct {{ alignas({cls}) T v; }} {array}[N]`; `lineup optimize` prices it and, where the model prices it below the layout as it is and the best order without it, writes the patch)"
                 )),
                 _ => text.push_str(". Moving them apart removes the false sharing"),
             }
