@@ -28,7 +28,8 @@ _lineup_setup() {
         # applying lineup's patches. linux-perf (perf bench), rt-tests (hackbench): lineup
         # bench's tests. chromium: tests/html.rs's headless pages. The aarch64 cross tools:
         # tests/decode_aarch64.rs's oracle. git: tests/fresh_clone.rs clones the repository.
-        packages+=(clang dwarves patch linux-perf rt-tests chromium gcc-aarch64-linux-gnu
+        # g++: `lineup c++` on C++ programs (tests/record_alloc.rs's std::thread case).
+        packages+=(clang g++ dwarves patch linux-perf rt-tests chromium gcc-aarch64-linux-gnu
             binutils-aarch64-linux-gnu git)
     elif [ "$what" != tour ]; then
         echo "scripts/setup.sh: say 'tour' or 'test', not '$what'" >&2
