@@ -310,7 +310,14 @@ fn per_thread_elements_of_a_calloc_array_get_an_aligned_allocation() {
             && elements.contains("(calloc_elements.c:"),
         "{elements}"
     );
-    assert!(patch.contains("+    _Alignas(64) long sum;"), "{patch}");
+    // The line, or a pair of lines where the machine's L2 fetches pairs (optimize's choice).
+    assert!(
+        ["64", "128"]
+            .iter()
+            .any(|n| patch.contains(&format!("+    _Alignas({n}) long sum;"))),
+        "{}",
+        patch
+    );
     assert!(
         patch.contains(
             "+    worker_args *args = lineup_aligned_calloc(64, 2, sizeof(worker_args));"
@@ -531,7 +538,14 @@ fn an_element_read_beside_another_threads_written_element_is_false_sharing() {
     assert_eq!(readers[0]["index"], 1);
     assert_eq!(readers[0]["offsets"], serde_json::json!([8]));
     assert_eq!(readers[0]["reads"], 100000.0);
-    assert!(o.patch.contains("+    _Alignas(64) long x;"), "{}", o.patch);
+    // The line, or a pair of lines where the machine's L2 fetches pairs (optimize's choice).
+    assert!(
+        ["64", "128"]
+            .iter()
+            .any(|n| o.patch.contains(&format!("+    _Alignas({n}) long x;"))),
+        "{}",
+        o.patch
+    );
     assert_fixed(&o);
 }
 
