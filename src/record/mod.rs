@@ -688,7 +688,7 @@ pub fn build(
             .iter()
             .map(|(&t, th)| (t, th.tsc_start, th.tsc_end))
             .collect();
-        let overlap = overlap::Overlap::of(&p.traced, line, &lives);
+        let mut overlap = overlap::Overlap::of(&p.traced, line, &lives);
 
         progress(Step::Attribute { process: pi, of: n });
         let debug = &facts.debug;
@@ -897,6 +897,12 @@ pub fn build(
         let partner_floor = (ELEMENT_PARTNER_FLOOR * (total - process_start)).max(1.0);
         let numbering = thread_ranks(&runs);
         drop(runs);
+        // Accesses the trace's windows missed: ordered by the locks their code sites held.
+        overlap.infer_untraced(
+            hits.iter()
+                .filter(|(k, _, _)| !k.summary)
+                .map(|(k, _, _)| (k.thread, k.addr / line, k.pc)),
+        );
         // What is said once per object: its type's interned name, the note on it.
         let mut seen_objects: HashMap<*const attribute::Object, u32, FastHash> = HashMap::default();
         let mut next_site = 0usize;
@@ -980,7 +986,7 @@ pub fn build(
             v.pair_true += pt;
             v.pair_false += pf;
             if !k.summary {
-                v.sequential += n * (1.0 - overlap.share(k.thread, k.addr / line));
+                v.sequential += n * (1.0 - overlap.share_at(k.thread, k.addr / line, k.pc));
             }
             let is_write = !matches!(k.kind, Kind::Load);
             // Both sides above the floor: main filling in a table that workers then read

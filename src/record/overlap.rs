@@ -36,6 +36,15 @@ use super::trace::Traced;
 #[derive(Clone, Debug, Default)]
 pub struct Overlap {
     by: HashMap<(u32, u64), (u64, u64), FastHash>,
+    /// Per (thread, line number) traced: the lock held at every access it made there beside
+    /// other threads (`None`: several, or none); absent when it made none beside others.
+    lock_on_line: HashMap<(u32, u64), Option<u16>, FastHash>,
+    /// Per code site: the lock held at every traced access it made beside other threads, by
+    /// any thread on any line (`None`: several, or none).
+    site_lock: HashMap<u64, Option<u16>, FastHash>,
+    /// Untraced (thread, line number, code site): whether its accesses were sequential,
+    /// inferred from the sites' locks ([`Overlap::infer_untraced`]).
+    untraced: HashMap<(u32, u64, u64), bool, FastHash>,
 }
 
 /// The lock value standing for "made while no other thread was alive" (real locks are
@@ -104,6 +113,7 @@ impl Overlap {
         let alone = Alone::new(lives);
         // (line number, thread, lock), sorted: each line's threads. An access made while
         // its thread was the only one alive is ordered with every other: `ALONE`.
+        let mut out = Overlap::default();
         let mut events: Vec<(u64, u32, u16)> = traced
             .iter()
             .map(|e| {
@@ -112,11 +122,16 @@ impl Overlap {
                 } else {
                     e.lock
                 };
+                if lock != ALONE {
+                    let held = out.site_lock.entry(e.pc).or_insert(Some(lock));
+                    if *held != Some(lock) || lock == 0 {
+                        *held = None;
+                    }
+                }
                 (e.addr / line, e.thread, lock)
             })
             .collect();
         events.sort_unstable();
-        let mut out = Overlap::default();
         let mut threads: Vec<OnLine> = Vec::new();
         let mut i = 0;
         while i < events.len() {
@@ -160,6 +175,9 @@ impl Overlap {
                     .count() as u64;
                 out.by
                     .insert((t.thread, line_no), (concurrent, t.events.len() as u64));
+                if t.beside_others {
+                    out.lock_on_line.insert((t.thread, line_no), t.lock);
+                }
             }
             i = j;
         }
@@ -172,6 +190,84 @@ impl Overlap {
         match self.by.get(&(thread, line_no)) {
             Some(&(concurrent, all)) if all > 0 => concurrent as f64 / all as f64,
             _ => 1.0,
+        }
+    }
+
+    /// [`Overlap::share`] of the accesses code site `pc` made; where the trace holds none of
+    /// the thread's accesses to the line, what the sites' locks say
+    /// ([`Overlap::infer_untraced`]).
+    pub fn share_at(&self, thread: u32, line_no: u64, pc: u64) -> f64 {
+        if self.by.contains_key(&(thread, line_no)) {
+            return self.share(thread, line_no);
+        }
+        match self.untraced.get(&(thread, line_no, pc)) {
+            Some(true) => 0.0,
+            _ => 1.0,
+        }
+    }
+
+    /// The order of accesses the trace's windows missed. Which lock a thread holds at an
+    /// access is a property of the code, not of the interleaving: a code site inside a
+    /// critical section holds the lock at every execution. So where a thread's accesses to a
+    /// line were never traced (the windows missed them: `lineup record` traces bursts), each
+    /// of its code sites there stands for the lock it held at its traced accesses anywhere.
+    /// The line's rule is then the traced one: the accesses of a site that held lock `L` are
+    /// sequential when every other thread on the line (traced there, or through its sites)
+    /// held `L` too. `keys`: every tallied (thread, line number, code site).
+    pub fn infer_untraced(&mut self, keys: impl IntoIterator<Item = (u32, u64, u64)>) {
+        // line -> thread -> sites, for the lines some thread's accesses were not traced on.
+        let mut lines: HashMap<u64, HashMap<u32, Vec<u64>, FastHash>, FastHash> =
+            HashMap::default();
+        for (thread, line_no, pc) in keys {
+            lines
+                .entry(line_no)
+                .or_default()
+                .entry(thread)
+                .or_default()
+                .push(pc);
+        }
+        let site = |pc: &u64| self.site_lock.get(pc).copied().flatten();
+        for (line_no, threads) in lines {
+            if threads.keys().all(|t| self.by.contains_key(&(*t, line_no))) {
+                continue;
+            }
+            // Each thread's lock on the line: traced, or the one lock all its sites held.
+            let lock_of = |t: u32, pcs: &[u64]| -> Option<u16> {
+                match self.lock_on_line.get(&(t, line_no)) {
+                    Some(l) => *l,
+                    None if self.by.contains_key(&(t, line_no)) => None,
+                    None => {
+                        let first = site(&pcs[0])?;
+                        pcs.iter().all(|p| site(p) == Some(first)).then_some(first)
+                    }
+                }
+            };
+            let locks: Vec<(u32, Option<u16>)> = threads
+                .iter()
+                .map(|(t, pcs)| (*t, lock_of(*t, pcs)))
+                .collect();
+            for (t, pcs) in &threads {
+                let others: Vec<Option<u16>> = locks
+                    .iter()
+                    .filter(|(u, _)| u != t)
+                    .map(|(_, l)| *l)
+                    .collect();
+                let all_hold = |l: u16| !others.is_empty() && others.iter().all(|o| *o == Some(l));
+                if let Some(traced) = self.by.get_mut(&(*t, line_no)) {
+                    // A traced thread whose partners on the line were not traced: they held
+                    // its lock too (through their sites), so its accesses there are ordered.
+                    if let Some(Some(l)) = self.lock_on_line.get(&(*t, line_no))
+                        && all_hold(*l)
+                    {
+                        traced.0 = 0;
+                    }
+                    continue;
+                }
+                for pc in pcs {
+                    let sequential = site(pc).is_some_and(all_hold);
+                    self.untraced.insert((*t, line_no, *pc), sequential);
+                }
+            }
         }
     }
 }
@@ -261,6 +357,57 @@ mod tests {
         let o = Overlap::of(&t, 64, &lives);
         assert_eq!(o.share(1, 0x40), 1.0);
         assert_eq!(o.share(2, 0x40), 1.0);
+    }
+
+    #[test]
+    fn accesses_the_windows_missed_are_ordered_by_the_locks_their_code_sites_hold() {
+        // Two workers update a state under one mutex at code site 0x1000. The trace's
+        // windows caught worker 0 on the state's line (0x2000) and worker 1 only elsewhere
+        // (0x5000), both at site 0x1000 holding the lock; worker 1's site 0x3000 ran
+        // without it.
+        let lock = 0x8000 | 0x77;
+        let lives = [(0, 0, u64::MAX), (1, 0, u64::MAX)];
+        let at = |tsc: u64, thread: u32, addr: u64, pc: u64, lock: u16| Traced {
+            tsc,
+            thread,
+            addr,
+            size: 8,
+            kind: Kind::Store,
+            pc,
+            lock,
+        };
+        let mut t = Vec::new();
+        for i in 0..10 {
+            t.push(at(10 + i, 0, 0x2000, 0x1000, lock));
+            t.push(at(100 + i, 1, 0x5000, 0x1000, lock));
+            t.push(at(200 + i, 1, 0x6000, 0x3000, 0));
+        }
+        let line = 0x2000 / 64;
+        // Worker 1 on the state's line at the locked site only: both ordered.
+        let mut o = Overlap::of(&t, 64, &lives);
+        assert_eq!(
+            o.share(0, line),
+            1.0,
+            "traced alone on the line: no evidence yet"
+        );
+        o.infer_untraced([(0, line, 0x1000), (1, line, 0x1000)]);
+        assert_eq!(o.share_at(1, line, 0x1000), 0.0);
+        assert_eq!(o.share_at(0, line, 0x1000), 0.0);
+        // Worker 1 also at the unlocked site: those accesses can meet worker 0's, and
+        // worker 0's can meet them.
+        let mut o = Overlap::of(&t, 64, &lives);
+        o.infer_untraced([(0, line, 0x1000), (1, line, 0x1000), (1, line, 0x3000)]);
+        assert_eq!(o.share_at(1, line, 0x3000), 1.0);
+        assert_eq!(o.share_at(0, line, 0x1000), 1.0);
+        // A site never traced says nothing: concurrent.
+        let mut o = Overlap::of(&t, 64, &lives);
+        o.infer_untraced([(0, line, 0x1000), (1, line, 0x4000)]);
+        assert_eq!(o.share_at(1, line, 0x4000), 1.0);
+        assert_eq!(o.share_at(0, line, 0x1000), 1.0);
+        // One thread alone on a line: nobody to be ordered with.
+        let mut o = Overlap::of(&t, 64, &lives);
+        o.infer_untraced([(1, 0x9000 / 64, 0x1000)]);
+        assert_eq!(o.share_at(1, 0x9000 / 64, 0x1000), 1.0);
     }
 
     #[test]
