@@ -297,6 +297,10 @@ pub struct Typer<'a> {
     isa: Isa,
     types: RefCell<HashMap<TypeKey, Rc<Ty>>>,
     decoded: RefCell<HashMap<u64, Rc<Function>>>,
+    /// Function entry -> the addresses of the direct calls to it, built on first use.
+    callers: RefCell<Option<Rc<HashMap<u64, Vec<u64>>>>>,
+    /// How many callers' walks are under way (a parameter typed by its callers' arguments).
+    caller_depth: std::cell::Cell<usize>,
 }
 
 impl<'a> Typer<'a> {
@@ -358,6 +362,8 @@ impl<'a> Typer<'a> {
             isa,
             types: RefCell::new(HashMap::new()),
             decoded: RefCell::new(HashMap::new()),
+            callers: RefCell::new(None),
+            caller_depth: std::cell::Cell::new(0),
         };
         typer
             .index()
@@ -1955,6 +1961,17 @@ impl<'a> Typer<'a> {
             }
         }
         match &*self.ty(f.params[n]) {
+            Ty::Pointer(Some(t)) if !self.holds_structs(*t) => {
+                // A pointer to a scalar or a pointer (`size_t *out_pos`): what every caller
+                // passes, when they all pass the same struct member.
+                let declared = Ptr {
+                    ty: *t,
+                    offset: 0,
+                    indexed: false,
+                    via: format!("parameter {} ({}) at entry", n + 1, reg_name(r)),
+                };
+                Val::Ptr(self.passed_by_callers(f.start, r).unwrap_or(declared))
+            }
             Ty::Pointer(Some(t)) => Val::Ptr(Ptr {
                 ty: *t,
                 offset: 0,
@@ -1963,6 +1980,84 @@ impl<'a> Typer<'a> {
             }),
             _ => Val::Unknown(format!("parameter {} is not a typed pointer", n + 1)),
         }
+    }
+
+    /// The argument every direct call to the function at `entry` passes in register `r`,
+    /// when there are calls and each passes a pointer into a struct, the same struct and
+    /// offset (`&coder->outq.read_pos` for a `size_t *out_pos`); one level of callers.
+    fn passed_by_callers(&self, entry: u64, r: Register) -> Option<Ptr> {
+        if self.caller_depth.get() >= 1 {
+            return None;
+        }
+        let callers = self.callers_index();
+        let sites = callers.get(&entry)?;
+        if sites.is_empty() || sites.len() > 64 {
+            return None;
+        }
+        self.caller_depth.set(self.caller_depth.get() + 1);
+        let mut found: Option<Ptr> = None;
+        let mut ok = true;
+        for &pc in sites {
+            let g = self.function(pc);
+            let val = g.as_ref().and_then(|g| {
+                let idx = g.index_of(pc)?;
+                let mut walk = Walk::default();
+                Some(self.before(g, &mut walk, idx, Loc::Reg(r), 0))
+            });
+            match val {
+                Some(Val::Ptr(p)) if self.holds_structs(p.ty) => match &found {
+                    None => found = Some(p),
+                    Some(q) if self.same_struct(q.ty, p.ty) && q.offset == p.offset => {}
+                    Some(_) => ok = false,
+                },
+                _ => ok = false,
+            }
+            if !ok {
+                break;
+            }
+        }
+        self.caller_depth.set(self.caller_depth.get() - 1);
+        let p = found.filter(|_| ok)?;
+        Some(Ptr {
+            via: format!(
+                "passed in {} by every caller ({} calls; {})",
+                reg_name(r),
+                sites.len(),
+                p.via
+            ),
+            ..p
+        })
+    }
+
+    /// Direct calls (`call rel32`, and `jmp rel32` out of the function: a tail call) in the
+    /// image's code, by target.
+    fn callers_index(&self) -> Rc<HashMap<u64, Vec<u64>>> {
+        if let Some(c) = self.callers.borrow().as_ref() {
+            return c.clone();
+        }
+        let mut map: HashMap<u64, Vec<u64>> = HashMap::new();
+        if self.isa == Isa::X86_64 {
+            for &(start, size, _) in &self.symbols {
+                let Some(bytes) = self.code_at(start, start + size) else {
+                    continue;
+                };
+                let mut decoder = Decoder::with_ip(64, bytes, start, DecoderOptions::NONE);
+                while decoder.can_decode() {
+                    let ins = decoder.decode();
+                    // Calls, and tail calls: jumps out of the function.
+                    let tail = ins.flow_control() == FlowControl::UnconditionalBranch
+                        && !(start..start + size).contains(&ins.near_branch_target());
+                    if ins.flow_control() == FlowControl::Call || tail {
+                        map.entry(ins.near_branch_target())
+                            .or_default()
+                            .push(ins.ip());
+                    }
+                }
+            }
+        }
+        let map = Rc::new(map);
+        *self.callers.borrow_mut() = Some(map.clone());
+        map
     }
 
     /// What instruction `p` does to `loc`: passes it through (maybe as another place), or
@@ -2989,7 +3084,12 @@ pub fn check_recorded(
     let mut acc = Accuracy::default();
     for (pc, seen) in truth {
         let total: f64 = seen.values().sum();
-        let Some(((ty, off), _)) = seen.iter().max_by(|a, b| a.1.total_cmp(b.1)) else {
+        // The most accessed (struct, offset); ties to the first in order, so that every run
+        // checks the same one.
+        let Some(((ty, off), _)) = seen
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(b.1).then_with(|| b.0.cmp(a.0)))
+        else {
             continue;
         };
         let member = typer.member_of(ty, *off).unwrap_or_default();
@@ -3136,6 +3236,11 @@ struct obj { struct hdr *next; unsigned char tt; unsigned char marked; int x; lo
 struct other { struct hdr *next; unsigned char kind; unsigned char marked; };
 struct hdr ghdr; struct obj gobj; struct other gother;
 #define NOINLINE __attribute__((noinline))
+/* A pointer to a scalar parameter: both callers pass the same member's address. */
+struct queue { long head; unsigned long pos; unsigned long size; };
+__attribute__((noinline, noipa)) void advance(unsigned long *pos, unsigned long n) { *pos += n; }
+NOINLINE void push(struct queue *q) { advance(&q->pos, 1); }
+NOINLINE void push_many(struct queue *q, unsigned long n) { advance(&q->pos, n); q->size += n; }
 /* The program's own copies, as the recording runtime links them in. */
 NOINLINE void *memset(void *d, int c, size_t n) {
     volatile char *p = d;
@@ -3163,7 +3268,8 @@ NOINLINE long sw(struct big *b, int k) {
 }
 int main(int argc, char **argv) {
     static struct enc e; static struct cfg c; static struct locked l; static struct big b;
-    put(&e, argc); clear(&c); clear_some(&c, argc); bump(&l);
+    static struct queue qu;
+    put(&e, argc); clear(&c); clear_some(&c, argc); bump(&l); push(&qu); push_many(&qu, argc);
     return (int)sw(&b, argc) + (int)c.b;
 }
 "#;
@@ -3604,6 +3710,32 @@ int main(int argc, char **argv) {
         assert!(!typer.in_common_initial_sequence("hdr", "other", 8));
         assert!(!typer.in_common_initial_sequence("hdr", "other", 9));
         assert!(!typer.in_common_initial_sequence("hdr", "nosuch", 0));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_pointer_to_a_scalar_parameter_is_the_member_every_caller_passes() {
+        let Some((dir, bin)) = build("gcc", "callers") else {
+            return;
+        };
+        let file = InputFile::open(&bin).unwrap();
+        let typer = Typer::new(&file).unwrap();
+        // advance(unsigned long *pos, ...): push and push_many both pass &q->pos.
+        let list = typer.accesses_in("advance");
+        assert!(!list.is_empty());
+        for (pc, t) in &list {
+            let t = t.as_ref().unwrap_or_else(|e| panic!("{pc:#x}: {e}"));
+            assert_eq!(
+                (t.type_name.as_str(), t.member.as_str()),
+                ("queue", "pos"),
+                "{t:?}"
+            );
+            assert!(t.via.contains("by every caller (2 calls"), "{t:?}");
+        }
+        // Not a pointer the callers pass: no answer.
+        let entry = typer.symbol_address("advance").unwrap();
+        let p = typer.passed_by_callers(entry, Register::RSI);
+        assert!(p.is_none(), "the second argument is a count: {p:?}");
         std::fs::remove_dir_all(&dir).ok();
     }
 }
