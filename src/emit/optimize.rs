@@ -114,7 +114,7 @@ pub fn header_diff(
         .and_then(|e| e.site.as_ref())
         .filter(|(file, _)| patch::same_file(path, file));
     let new_text = match site {
-        Some((_, line)) => match patch::align_allocation(&new_text, *line, cls) {
+        Some((_, line)) => match patch::align_allocation(&new_text, *line, plan.line_align(cls)) {
             Ok(t) => {
                 allocation = Some(Ok(()));
                 t
