@@ -898,11 +898,7 @@ pub fn build(
         let numbering = thread_ranks(&runs);
         drop(runs);
         // Accesses the trace's windows missed: ordered by the locks their code sites held.
-        overlap.infer_untraced(
-            hits.iter()
-                .filter(|(k, _, _)| !k.summary)
-                .map(|(k, _, _)| (k.thread, k.addr / line, k.pc)),
-        );
+        overlap.infer_untraced(hits.iter().map(|(k, _, _)| (k.thread, k.addr / line, k.pc)));
         // What is said once per object: its type's interned name, the note on it.
         let mut seen_objects: HashMap<*const attribute::Object, u32, FastHash> = HashMap::default();
         let mut next_site = 0usize;
@@ -985,9 +981,9 @@ pub fn build(
             v.invalidations += inv;
             v.pair_true += pt;
             v.pair_false += pf;
-            if !k.summary {
-                v.sequential += n * (1.0 - overlap.share_at(k.thread, k.addr / line, k.pc));
-            }
+            // A site's summary too (the memory budget's): the lock is the site's, whatever
+            // the addresses it counted.
+            v.sequential += n * (1.0 - overlap.share_at(k.thread, k.addr / line, k.pc));
             let is_write = !matches!(k.kind, Kind::Load);
             // Both sides above the floor: main filling in a table that workers then read
             // writes each line a few times, which moves it no more often than that.
