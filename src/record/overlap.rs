@@ -99,13 +99,29 @@ impl Alone {
 /// One thread's accesses to one line.
 struct OnLine {
     thread: u32,
-    /// The lock held at every access made beside other threads, when one was (and the
-    /// same one).
-    lock: Option<u16>,
-    /// Whether it made any access while another thread was alive.
-    beside_others: bool,
+    /// Its accesses made beside other threads (not alone), by the lock held (0: none).
+    by_lock: HashMap<u16, u64, FastHash>,
+    /// How many those are.
+    beside: u64,
     /// Range of the thread's events in the sorted list.
     events: std::ops::Range<usize>,
+}
+
+impl OnLine {
+    /// Whether it made any access while another thread was alive.
+    fn beside_others(&self) -> bool {
+        self.beside > 0
+    }
+
+    /// The lock held at every access made beside other threads, when one was (and the
+    /// same one).
+    fn lock(&self) -> Option<u16> {
+        let mut locks = self.by_lock.keys();
+        match (locks.next(), locks.next()) {
+            (Some(&l), None) if l != 0 => Some(l),
+            _ => None,
+        }
+    }
 }
 
 impl Overlap {
@@ -144,49 +160,33 @@ impl Overlap {
             while j < events.len() && events[j].0 == line_no {
                 let thread = events[j].1;
                 let start = j;
-                // The lock of the thread's accesses made beside others (`ALONE` sorts last).
-                let lock = events[j].2;
-                let mut same_lock = lock != 0;
-                let mut beside_others = false;
+                let mut by_lock: HashMap<u16, u64, FastHash> = HashMap::default();
                 while j < events.len() && events[j].0 == line_no && events[j].1 == thread {
                     if events[j].2 != ALONE {
-                        same_lock &= events[j].2 == lock;
-                        beside_others = true;
+                        *by_lock.entry(events[j].2).or_default() += 1;
                     }
                     j += 1;
                 }
                 threads.push(OnLine {
                     thread,
-                    lock: same_lock.then_some(lock),
-                    beside_others,
+                    beside: by_lock.values().sum(),
+                    by_lock,
                     events: start..j,
                 });
             }
-            // Per thread on the line: its accesses made beside other threads, by lock held.
-            let by_lock: Vec<HashMap<u16, u64, FastHash>> = threads
-                .iter()
-                .map(|t| {
-                    let mut m: HashMap<u16, u64, FastHash> = HashMap::default();
-                    for e in &events[t.events.clone()] {
-                        if e.2 != ALONE {
-                            *m.entry(e.2).or_default() += 1;
-                        }
-                    }
-                    m
-                })
-                .collect();
-            for (ti, t) in threads.iter().enumerate() {
-                let others: Vec<usize> = (0..threads.len())
-                    .filter(|&u| u != ti && threads[u].beside_others)
+            for t in &threads {
+                let others: Vec<&OnLine> = threads
+                    .iter()
+                    .filter(|u| u.thread != t.thread && u.beside_others())
                     .collect();
                 // Accesses under lock `L` meet only the others' accesses not under `L`, and
                 // each of those moves the line at most twice (to its thread and back): a
                 // handful of unlocked setup or result accesses by another thread do not make
                 // a million lock-ordered ones concurrent. Accesses under no lock meet all.
                 let concurrent: u64 = if others.is_empty() {
-                    by_lock[ti].values().sum()
+                    t.beside
                 } else {
-                    by_lock[ti]
+                    t.by_lock
                         .iter()
                         .map(|(&lock, &n)| {
                             if lock == 0 {
@@ -194,10 +194,7 @@ impl Overlap {
                             }
                             let meet: u64 = others
                                 .iter()
-                                .map(|&u| {
-                                    let all: u64 = by_lock[u].values().sum();
-                                    all - by_lock[u].get(&lock).copied().unwrap_or(0)
-                                })
+                                .map(|u| u.beside - u.by_lock.get(&lock).copied().unwrap_or(0))
                                 .sum();
                             n.min(2 * meet)
                         })
@@ -205,8 +202,8 @@ impl Overlap {
                 };
                 out.by
                     .insert((t.thread, line_no), (concurrent, t.events.len() as u64));
-                if t.beside_others {
-                    out.lock_on_line.insert((t.thread, line_no), t.lock);
+                if t.beside_others() {
+                    out.lock_on_line.insert((t.thread, line_no), t.lock());
                 }
             }
             i = j;
