@@ -1551,11 +1551,14 @@ fn bind_group(
         }
     };
     let mut scored: Vec<Scored> = bases.keys().map(|&b| eval(b)).collect();
+    let size = types.size_of(id);
+    let aligned = |s: &Scored| allocator_aligned(first, s.base, size);
     scored.sort_by(|a, b| {
         b.exact
             .cmp(&a.exact)
             .then(b.prototype.cmp(&a.prototype))
             .then(b.value.total_cmp(&a.value))
+            .then_with(|| aligned(b).cmp(&aligned(a)))
             .then(a.base.abs().cmp(&b.base.abs()))
     });
     let Some(top) = scored.first() else {
@@ -1960,6 +1963,25 @@ pub fn overview_with_progress(
     out
 }
 
+/// The alignment kmalloc gives an object of `size` bytes: its power-of-two size class.
+fn kmalloc_class(size: u64) -> u64 {
+    size.max(1).next_power_of_two()
+}
+
+/// Whether the object a line belongs to, placed with the line at struct byte `line_start`,
+/// starts on the boundary of its kmalloc size class: for structs of more than a line (every
+/// line starts on a line boundary, which says nothing) and at most a page, where that
+/// boundary is wider than the struct and at most one placement of a line can start the
+/// object on it, so that placement is evidence rather than a coincidence among many.
+fn allocator_aligned(address: u64, line_start: i64, size: u64) -> bool {
+    if size <= 64 || size > 4096 {
+        return false;
+    }
+    let class = kmalloc_class(size);
+    let base = address as i128 - line_start as i128;
+    base > 0 && base % class as i128 == 0
+}
+
 #[allow(clippy::too_many_arguments)]
 fn rank_one(
     profile: &Profile,
@@ -2004,15 +2026,26 @@ fn rank_one(
         None => {
             let all = scorer.candidates(types, &only, cls);
             let top = all.first()?.score();
-            all.into_iter()
+            let size = types.size_of(id);
+            let about: Vec<attribute::Candidate> = all
+                .into_iter()
                 .take_while(|c| top - c.score() < 0.05)
-                .take(32)
-                .collect()
+                .collect();
+            let mut pool: Vec<attribute::Candidate> = about.iter().take(32).cloned().collect();
+            if !pool
+                .iter()
+                .any(|c| allocator_aligned(line.address, c.line_start, size))
+                && let Some(c) = about
+                    .iter()
+                    .find(|c| allocator_aligned(line.address, c.line_start, size))
+            {
+                pool.push(c.clone());
+            }
+            pool
         }
     };
     let size = types.size_of(id) as i64;
     let protos_none = Prototypes::default();
-    let mut chosen: Option<(attribute::Candidate, Vec<u64>, usize)> = None;
     // Only lines within the struct's size of this one can be the same object.
     let within = size as u64 + cls;
     let lo = by_address.partition_point(|&(a, _)| a < line.address.saturating_sub(within));
@@ -2021,6 +2054,11 @@ fn rank_one(
         .iter()
         .map(|&(_, i)| &profile.lines[i])
         .collect();
+    // Of placements about as good, with as many neighbours and as much of the written weight
+    // on atomics: the one that starts the object where the allocator would put it, when one
+    // does (a kmalloc'd object of 2 KiB starts on a 2 KiB boundary; the offsets' small
+    // preferences, such as shallower members, say less).
+    let mut evaluated = Vec::new();
     for c in pool {
         let mut neighbours = Vec::new();
         let mut near_lines = 0;
@@ -2049,14 +2087,33 @@ fn rank_one(
                 neighbours.push(other.address);
             }
         }
-        if chosen
-            .as_ref()
-            .is_none_or(|(_, n, _)| neighbours.len() > n.len())
-        {
-            chosen = Some((c, neighbours, near_lines));
-        }
+        evaluated.push((c, neighbours, near_lines));
     }
-    let (best, neighbours, near_lines) = chosen?;
+    // The first with the most neighbours; or one as neighboured that starts the object on a
+    // kmalloc boundary and puts as much of the written weight on atomics.
+    let most = evaluated.iter().map(|e| e.1.len()).max()?;
+    let first = evaluated.iter().position(|e| e.1.len() == most)?;
+    let writes = |c: &attribute::Candidate| {
+        (100.0 * writes_in_place(scorer, accesses, reach, c.line_start)).round() as i64
+    };
+    let aligned_one =
+        (!allocator_aligned(line.address, evaluated[first].0.line_start, size as u64))
+            .then(|| {
+                let w = writes(&evaluated[first].0);
+                evaluated.iter().position(|e| {
+                    e.1.len() == most
+                        && allocator_aligned(line.address, e.0.line_start, size as u64)
+                        && writes(&e.0) >= w
+                })
+            })
+            .flatten();
+    let (best, neighbours, near_lines) = evaluated.swap_remove(aligned_one.unwrap_or(first));
+    if aligned_one.is_some() {
+        reasons.push(format!(
+            "of the placements that fit about as well, the one that starts the object at a {}-byte boundary, where kmalloc puts an object of {size} bytes",
+            kmalloc_class(size as u64)
+        ));
+    }
     let neighbour_share = if near_lines > 0 {
         neighbours.len() as f64 / near_lines as f64
     } else {
