@@ -364,7 +364,13 @@ fn constraints(model: &Model, request: &Request<'_>) -> (Constraints, Vec<Vec<St
         let claimed = names.iter().any(|n| {
             constraints.pinned.contains(n) || constraints.together.iter().flatten().any(|m| m == n)
         });
-        if !claimed && names.len() > 1 {
+        // The search moves a group as one block, which it must already be: a lock whose data
+        // lies beyond another member is left to the search (a derived rule never aborts).
+        let at = |u: usize| model.current.offsets[u];
+        let (lo, hi) = (g.iter().map(|&u| at(u)).min(), g.iter().map(|&u| at(u)).max());
+        let split = (0..model.units.len())
+            .any(|u| !g.contains(&u) && Some(at(u)) > lo && Some(at(u)) < hi);
+        if !claimed && !split && names.len() > 1 {
             constraints.together.push(names.clone());
             kept_together.push(names);
         }
