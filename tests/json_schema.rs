@@ -334,6 +334,42 @@ fn predict_matches_its_schema() {
 }
 
 #[test]
+fn predict_with_two_workloads_matches_its_schema() {
+    // Two evidence sets for seed 000's struct: the seed's c2c paste and a hand-written tree
+    // walk that the seed's fix hurts (the trade-off's entry is validated too).
+    let v = run_json(
+        &[
+            "predict",
+            "--type",
+            "task_group",
+            "--btf",
+            BTF,
+            "--c2c",
+            C2C,
+            "--sketch",
+            "examples/workloads/task_group_tree_walk.toml",
+            "--machine",
+            "icelake-2s",
+            "--layout",
+            "examples/seeds/000/seed_fix.h",
+            "--json",
+        ],
+        0,
+    );
+    assert_valid("predict-workloads", &v);
+    assert!(!v["tradeoffs"].as_array().unwrap().is_empty(), "{v:#}");
+    let mut retyped = v.clone();
+    retyped["layouts"][0]["workloads"][1]["change_pct"] = Value::from("0 %");
+    assert!(!errors("predict-workloads", &retyped).is_empty());
+    let mut missing = v.clone();
+    missing["tradeoffs"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("hurts");
+    assert!(!errors("predict-workloads", &missing).is_empty());
+}
+
+#[test]
 fn replay_compile_only_matches_its_schema() {
     let v = run_json(
         &[

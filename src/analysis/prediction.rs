@@ -23,19 +23,29 @@ pub fn require_streams(model: &Model, type_name: &str) -> Result<(), String> {
 }
 
 /// lineup's layout of struct `type_name`: the optimizer's search over the model, without
-/// constraints, keeping the struct's forced alignment.
+/// constraints, keeping the struct's forced alignment; a trailing array the allocation
+/// extends (`buf[1]`, `area[0]`, a flexible array member) stays last, as `optimize` keeps it.
 pub fn lineup_plan(model: &Model, type_name: &str) -> Result<Plan, String> {
-    optimize::optimize(
+    let min_align = model.layout.forced_align.unwrap_or(1);
+    let plan = optimize::optimize(
         &model.units,
         &model.streams,
         &model.current,
-        model.layout.forced_align.unwrap_or(1),
+        min_align,
         &optimize::Constraints::default(),
         model.cls,
         &model.machine,
         &model.queueing,
     )
-    .map_err(|e| format!("struct {type_name}: {e}"))
+    .map_err(|e| format!("struct {type_name}: {e}"))?;
+    Ok(
+        match optimize::trailing_array(&model.layout, &model.units) {
+            Some(t) => optimize::keep_last(plan, &model.units, t, model.cls, min_align, |p| {
+                model.evaluate(p)
+            }),
+            None => plan,
+        },
+    )
 }
 
 /// A candidate file laid out over the struct's units, and what it declares that the struct
@@ -189,4 +199,145 @@ fn lineup_with_slots_padded(
         placement: padded.placement,
         units: Some(pu),
     }))
+}
+
+/// One workload of a comparison: its evidence's label (the file name), the model built from
+/// it, the unit of its rates and the file it came from.
+pub struct Workload {
+    pub label: String,
+    pub model: Model,
+    pub unit: crate::profile::Unit,
+    pub evidence: Option<String>,
+}
+
+/// One layout priced under every workload, by the workload's own model.
+pub struct WorkloadRow {
+    pub name: String,
+    /// For lineup's layouts: the workload whose evidence alone the search ran on.
+    pub optimized_for: Option<String>,
+    pub placement: Placement,
+    /// Its cost under each workload, in the workloads' order.
+    pub costs: Vec<Cost>,
+}
+
+/// A layout that lowers one workload's modeled cycles and raises another's: the workloads
+/// with their change against the current layout, in percent.
+#[derive(Clone, Debug)]
+pub struct Tradeoff {
+    pub layout: String,
+    pub helps: Vec<(String, f64)>,
+    pub hurts: Vec<(String, f64)>,
+}
+
+/// `predict` under several workloads: the current layout first, then lineup's per workload,
+/// then each candidate; the notes on candidates; the trade-offs found.
+pub struct WorkloadPrediction {
+    pub layouts: Vec<WorkloadRow>,
+    pub notes: Vec<String>,
+    pub tradeoffs: Vec<Tradeoff>,
+}
+
+/// A change of modeled cycles smaller than this, in percent, neither helps nor hurts (it
+/// prints as 0.0 %).
+pub const TRADEOFF_MIN_PCT: f64 = 0.05;
+
+/// Change of `cost` against `base` in percent; `None` where the base costs nothing.
+pub fn change_pct(cost: &Cost, base: &Cost) -> Option<f64> {
+    let b = base.total_cycles();
+    (b > 0.0).then(|| (cost.total_cycles() - b) / b * 100.0)
+}
+
+/// Prices the current layout, lineup's layout searched on each workload's evidence alone
+/// (unless `with_lineup` is false), and each candidate file under every workload, each
+/// workload with its own model: a row's cost under workload W is what `predict` on W's
+/// evidence alone prints for that layout. Names every layout that helps one workload and
+/// hurts another.
+pub fn predict_workloads(
+    workloads: &[Workload],
+    types: &Types<'_>,
+    type_name: &str,
+    with_lineup: bool,
+    candidates: &[PathBuf],
+) -> Result<WorkloadPrediction, String> {
+    let first = &workloads.first().ok_or("no workload to price")?.model;
+    for w in workloads {
+        require_streams(&w.model, type_name).map_err(|e| format!("{}: {e}", w.label))?;
+        let same = w.model.cls == first.cls
+            && w.model.units.len() == first.units.len()
+            && w.model.units.iter().zip(&first.units).all(|(a, b)| {
+                (&a.name, a.offset, a.size, a.align) == (&b.name, b.offset, b.size, b.align)
+            });
+        if !same {
+            return Err(format!(
+                "{}: struct {type_name} is laid out differently than under {}",
+                w.label, workloads[0].label
+            ));
+        }
+    }
+    let price = |name: String, optimized_for: Option<String>, placement: Placement| WorkloadRow {
+        costs: workloads
+            .iter()
+            .map(|w| w.model.evaluate(&placement))
+            .collect(),
+        name,
+        optimized_for,
+        placement,
+    };
+    let mut layouts = vec![price("current".to_string(), None, first.current.clone())];
+    if with_lineup {
+        for (i, w) in workloads.iter().enumerate() {
+            let plan = lineup_plan(&w.model, type_name)?;
+            let mut row = price(
+                format!("lineup for {}", w.label),
+                Some(w.label.clone()),
+                plan.placement,
+            );
+            // Under its own workload, the search's own figure, as `predict` alone prints it.
+            row.costs[i] = plan.cost;
+            layouts.push(row);
+        }
+    }
+    let mut notes = Vec::new();
+    for path in candidates {
+        let c = load_candidate(first, types, type_name, path)?;
+        layouts.push(price(candidate_name(path), None, c.placement));
+        notes.extend(c.notes);
+    }
+    let tradeoffs = tradeoffs(workloads, &layouts);
+    Ok(WorkloadPrediction {
+        layouts,
+        notes,
+        tradeoffs,
+    })
+}
+
+/// Every layout after the first (the current one) that helps some workload by more than
+/// [`TRADEOFF_MIN_PCT`] and hurts another by more than that.
+fn tradeoffs(workloads: &[Workload], layouts: &[WorkloadRow]) -> Vec<Tradeoff> {
+    let Some((base, rest)) = layouts.split_first() else {
+        return Vec::new();
+    };
+    rest.iter()
+        .filter_map(|row| {
+            let changes: Vec<(String, f64)> = workloads
+                .iter()
+                .zip(row.costs.iter().zip(&base.costs))
+                .filter_map(|(w, (c, b))| Some((w.label.clone(), change_pct(c, b)?)))
+                .collect();
+            let helps: Vec<(String, f64)> = changes
+                .iter()
+                .filter(|c| c.1 < -TRADEOFF_MIN_PCT)
+                .cloned()
+                .collect();
+            let hurts: Vec<(String, f64)> = changes
+                .into_iter()
+                .filter(|c| c.1 > TRADEOFF_MIN_PCT)
+                .collect();
+            (!helps.is_empty() && !hurts.is_empty()).then(|| Tradeoff {
+                layout: row.name.clone(),
+                helps,
+                hurts,
+            })
+        })
+        .collect()
 }

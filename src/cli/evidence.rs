@@ -8,29 +8,56 @@ use anyhow::{Context, Result, bail};
 
 use lineup::profile::{self, Profile};
 
-#[derive(clap::Args, Clone, Debug)]
-#[group(required = true, multiple = false)]
+/// The evidence flags. Each may be given more than once, and kinds may be mixed, but only
+/// `predict` takes several evidence sets (one per workload, [`EvidenceArgs::load_all`]); every
+/// other command refuses a second one ([`EvidenceArgs::load`]).
+#[derive(clap::Args, Clone, Debug, Default)]
+#[group(required = true, multiple = true)]
 pub struct EvidenceArgs {
     /// `perf c2c report --stdio` text (full report or a paste from mail)
     #[arg(long, value_name = "FILE")]
-    pub c2c: Option<PathBuf>,
+    pub c2c: Vec<PathBuf>,
     /// `perf script` output of memory samples (perf mem / perf c2c record)
     #[arg(long, value_name = "FILE")]
-    pub perf_script: Option<PathBuf>,
+    pub perf_script: Vec<PathBuf>,
     /// `perf report --stdio -s type,typeoff` output (perf's data-type profiling, Linux 6.8+;
     /// plain, --hierarchy, extra columns or a paste from mail)
     #[arg(long, value_name = "FILE")]
-    pub perf_typeoff: Option<PathBuf>,
+    pub perf_typeoff: Vec<PathBuf>,
     /// A `perf.data` file itself (perf c2c record, perf mem record, perf record -d): samples
     /// decoded with their data source, weight, CPU and addresses
     #[arg(long, value_name = "FILE")]
-    pub perf_data: Option<PathBuf>,
+    pub perf_data: Vec<PathBuf>,
     /// A hand-written access sketch (TOML, see docs/profile.md)
     #[arg(long, value_name = "FILE")]
-    pub sketch: Option<PathBuf>,
+    pub sketch: Vec<PathBuf>,
     /// A profile saved by `lineup import` (JSON)
     #[arg(long, value_name = "FILE")]
-    pub profile: Option<PathBuf>,
+    pub profile: Vec<PathBuf>,
+}
+
+/// Which flag gave an evidence file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    C2c,
+    PerfScript,
+    PerfTypeoff,
+    PerfData,
+    Sketch,
+    Profile,
+}
+
+impl Kind {
+    fn flag(self) -> &'static str {
+        match self {
+            Kind::C2c => "--c2c",
+            Kind::PerfScript => "--perf-script",
+            Kind::PerfTypeoff => "--perf-typeoff",
+            Kind::PerfData => "--perf-data",
+            Kind::Sketch => "--sketch",
+            Kind::Profile => "--profile",
+        }
+    }
 }
 
 #[derive(clap::Args, Clone, Debug)]
@@ -162,31 +189,84 @@ fn load_perf_data(path: &Path, kallsyms_file: Option<&Path>) -> Result<Profile> 
 }
 
 impl EvidenceArgs {
-    fn path(&self) -> &Path {
+    /// Every evidence file given, by flag (in the order the flags are listed above), each
+    /// flag's files in the order given.
+    fn sets(&self) -> Vec<(Kind, &Path)> {
         [
-            &self.c2c,
-            &self.perf_script,
-            &self.perf_typeoff,
-            &self.perf_data,
-            &self.sketch,
-            &self.profile,
+            (Kind::C2c, &self.c2c),
+            (Kind::PerfScript, &self.perf_script),
+            (Kind::PerfTypeoff, &self.perf_typeoff),
+            (Kind::PerfData, &self.perf_data),
+            (Kind::Sketch, &self.sketch),
+            (Kind::Profile, &self.profile),
         ]
         .into_iter()
-        .flatten()
-        .next()
-        .expect("clap requires one evidence flag")
+        .flat_map(|(k, v)| v.iter().map(move |p| (k, p.as_path())))
+        .collect()
     }
 
-    /// Reads the evidence; for c2c text holding several reports, the `pick.report`-th.
+    /// Reads the one evidence set; for c2c text holding several reports, the
+    /// `pick.report`-th. A second evidence file is refused in one line: only `predict`
+    /// compares workloads.
     pub fn load(&self, pick: &PickArgs) -> Result<Profile> {
-        let path = self.path();
-        if self.perf_data.is_some() {
+        let sets = self.sets();
+        match sets.as_slice() {
+            [(kind, path)] => load_one(*kind, path, pick),
+            [] => bail!(
+                "no evidence given (--c2c, --perf-script, --perf-typeoff, --perf-data, --sketch or --profile)"
+            ),
+            more => {
+                let given: Vec<String> = more
+                    .iter()
+                    .map(|(k, p)| format!("{} {}", k.flag(), p.display()))
+                    .collect();
+                bail!(
+                    "{} evidence sets given ({}): this command reads one; `lineup predict` compares layouts under several",
+                    more.len(),
+                    given.join(", ")
+                )
+            }
+        }
+    }
+
+    /// Reads every evidence set given (one per workload), each labelled by its file name (by
+    /// the path as given where two share a file name).
+    pub fn load_all(&self, pick: &PickArgs) -> Result<Vec<(String, Profile)>> {
+        let sets = self.sets();
+        let names: Vec<String> = sets
+            .iter()
+            .map(|(_, p)| {
+                p.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| p.display().to_string())
+            })
+            .collect();
+        sets.iter()
+            .enumerate()
+            .map(|(i, (kind, path))| {
+                let shared = names.iter().filter(|n| **n == names[i]).count() > 1;
+                let label = if shared {
+                    path.display().to_string()
+                } else {
+                    names[i].clone()
+                };
+                Ok((label, load_one(*kind, path, pick)?))
+            })
+            .collect()
+    }
+}
+
+/// Reads one evidence file of `kind`; for c2c text holding several reports, the
+/// `pick.report`-th.
+fn load_one(kind: Kind, path: &Path, pick: &PickArgs) -> Result<Profile> {
+    let with_path = |e: profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
+    let mut p = match kind {
+        Kind::PerfData => {
             let mut p = load_perf_data(path, pick.kallsyms.as_deref())?;
             p.provenance.input = Some(path.display().to_string());
             return Ok(p);
         }
-        let with_path = |e: profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
-        let mut p = if self.c2c.is_some() {
+        Kind::C2c => {
             let mut all = load_c2c(path)?;
             let n = all.len();
             if pick.report == 0 || pick.report > n {
@@ -208,23 +288,21 @@ impl EvidenceArgs {
                 );
             }
             all.swap_remove(pick.report - 1)
-        } else if self.perf_script.is_some() {
+        }
+        Kind::PerfScript => {
             let text = read(path)?;
             profile::import_perf_script(&text, &profile::PerfScriptOptions::default())
                 .map_err(with_path)?
-        } else if self.perf_typeoff.is_some() {
-            profile::import_perf_typeoff(&read(path)?).map_err(with_path)?
-        } else if self.sketch.is_some() {
-            profile::import_sketch(&read(path)?).map_err(with_path)?
-        } else {
-            Profile::from_json(&read(path)?).map_err(with_path)?
-        };
-        if p.provenance.input.is_none() {
-            p.provenance.input = Some(path.display().to_string());
         }
-        p.provenance.loaded_from = Some(path.display().to_string());
-        Ok(p)
+        Kind::PerfTypeoff => profile::import_perf_typeoff(&read(path)?).map_err(with_path)?,
+        Kind::Sketch => profile::import_sketch(&read(path)?).map_err(with_path)?,
+        Kind::Profile => Profile::from_json(&read(path)?).map_err(with_path)?,
+    };
+    if p.provenance.input.is_none() {
+        p.provenance.input = Some(path.display().to_string());
     }
+    p.provenance.loaded_from = Some(path.display().to_string());
+    Ok(p)
 }
 
 #[derive(clap::Args)]

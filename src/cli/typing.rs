@@ -90,12 +90,10 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     let evidence = EvidenceArgs {
-        c2c: None,
-        perf_script: args.perf_script.clone(),
-        perf_typeoff: None,
-        perf_data: args.perf_data.clone(),
-        sketch: None,
-        profile: args.profile.clone(),
+        perf_script: args.perf_script.iter().cloned().collect(),
+        perf_data: args.perf_data.iter().cloned().collect(),
+        profile: args.profile.iter().cloned().collect(),
+        ..Default::default()
     };
     let given = [&args.perf_script, &args.perf_data, &args.profile]
         .iter()
