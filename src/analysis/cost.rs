@@ -180,6 +180,13 @@ pub struct Cost {
     pub pair_cycles: f64,
     pub size: u64,
     pub cachelines: u64,
+    /// What growing the struct beyond the current layout's size costs ([`size_term`]);
+    /// 0 for a layout no larger than the current one as allocated.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub size_cycles: f64,
+    /// The basis of `size_cycles`, when there is growth to price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub growth: Option<SizeTerm>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -188,7 +195,138 @@ fn is_zero(x: &f64) -> bool {
 
 impl Cost {
     pub fn total_cycles(&self) -> f64 {
-        self.false_cycles + self.true_cycles + self.locality_cycles + self.pair_cycles
+        self.false_cycles
+            + self.true_cycles
+            + self.locality_cycles
+            + self.pair_cycles
+            + self.size_cycles
+    }
+
+    /// This cost with the size term of growing from `from_size` bytes ([`size_term`]).
+    pub fn with_size_term(
+        mut self,
+        streams: &[Stream],
+        from_size: u64,
+        cls: u64,
+        machine: &MachineModel,
+        allocator: Allocator,
+    ) -> Cost {
+        let t = size_term(streams, from_size, self.size, cls, machine, allocator);
+        self.size_cycles = t.cycles;
+        self.growth = (t.cycles > 0.0).then_some(t);
+        self
+    }
+}
+
+/// How instances of the struct get their memory, for the size term: what an instance of
+/// `size` bytes really takes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Allocator {
+    /// A global, an embedded member, an array element or a dedicated cache of line-aligned
+    /// objects: whole cache lines.
+    #[default]
+    Lines,
+    /// The kernel's `kmalloc`: the next slab size class ([`KMALLOC_CLASSES`]).
+    Kmalloc,
+    /// glibc `malloc`: the chunk, size plus its 8-byte header rounded up to 16 (32 at least).
+    Malloc,
+}
+
+/// The kernel's generic slab size classes (`kmalloc-8` ... `kmalloc-8k`); larger requests
+/// take whole pages.
+pub const KMALLOC_CLASSES: [u64; 13] = [
+    8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192,
+];
+
+impl Allocator {
+    pub fn parse(name: &str) -> Option<Allocator> {
+        match name {
+            "lines" | "static" => Some(Allocator::Lines),
+            "kmalloc" | "slab" => Some(Allocator::Kmalloc),
+            "malloc" => Some(Allocator::Malloc),
+            _ => None,
+        }
+    }
+
+    /// Bytes an instance of `size` bytes takes (before rounding to cache lines).
+    pub fn allocated(self, size: u64) -> u64 {
+        match self {
+            Allocator::Lines => size,
+            Allocator::Kmalloc => KMALLOC_CLASSES
+                .iter()
+                .copied()
+                .find(|&c| c >= size)
+                .unwrap_or_else(|| size.div_ceil(4096) * 4096),
+            Allocator::Malloc => ((size + 8).div_ceil(16) * 16).max(32),
+        }
+    }
+
+    /// Cache lines an instance of `size` bytes takes as allocated: whole lines for
+    /// [`Allocator::Lines`], else the allocation's bytes in lines (a 96-byte slab object is
+    /// a line and a half of the slab).
+    pub fn lines(self, size: u64, cls: u64) -> f64 {
+        let cls = cls.max(1);
+        match self {
+            Allocator::Lines => size.div_ceil(cls) as f64,
+            _ => self.allocated(size) as f64 / cls as f64,
+        }
+    }
+}
+
+/// The size term of one layout against the current one, with its basis.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SizeTerm {
+    pub allocator: Allocator,
+    /// The struct's size now and in this layout.
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    /// What an instance takes from its allocator, now and in this layout.
+    pub from_allocated: u64,
+    pub to_allocated: u64,
+    /// Cache lines each instance grows by, as allocated (0 when it does not grow).
+    pub lines_grown: f64,
+    /// Runs of the busiest hot path, in the profile's rate unit ([`path_runs`]).
+    pub runs: f64,
+    /// Cycles per added line per run: an L2 hit ([`locality_price`]).
+    pub price: f64,
+    /// `lines_grown * runs * price`.
+    pub cycles: f64,
+}
+
+/// What growing the struct from `from_size` to `to_size` bytes costs: each cache line an
+/// instance grows by (as its allocator hands it out: the next slab size class, the malloc
+/// chunk, whole lines for the rest) is priced like one more line its busiest hot path needs,
+/// an L2 hit per run of that path (the locality price): more lines per instance is more
+/// lines per array of instances, fewer instances in the caches, and lines the prefetchers
+/// fetch beside the hot ones. Shrinking is not priced (0): the term keeps padding from being
+/// proposed where a reorder within the size removes the same transfers, and lets padding
+/// through where the transfers it removes outweigh the growth.
+pub fn size_term(
+    streams: &[Stream],
+    from_size: u64,
+    to_size: u64,
+    cls: u64,
+    machine: &MachineModel,
+    allocator: Allocator,
+) -> SizeTerm {
+    let lines_grown = (allocator.lines(to_size, cls) - allocator.lines(from_size, cls)).max(0.0);
+    let runs: f64 = if lines_grown > 0.0 {
+        path_runs(streams).iter().map(|r| r.rate).fold(0.0, f64::max)
+    } else {
+        0.0
+    };
+    let price = locality_price(machine);
+    SizeTerm {
+        allocator,
+        from_bytes: from_size,
+        to_bytes: to_size,
+        from_allocated: allocator.allocated(from_size),
+        to_allocated: allocator.allocated(to_size),
+        lines_grown,
+        runs,
+        price,
+        cycles: lines_grown * runs * price,
     }
 }
 

@@ -21,6 +21,8 @@ pub struct Model {
     pub queueing: cost::Queueing,
     /// Where the utilization came from, for the report.
     pub utilization_source: String,
+    /// How instances are allocated: prices a layout's growth ([`cost::size_term`]).
+    pub allocator: cost::Allocator,
 }
 
 impl Model {
@@ -87,9 +89,12 @@ impl Model {
                 utilization,
             },
             utilization_source,
+            allocator: cost::Allocator::default(),
         })
     }
 
+    /// The model's cost of `p`, its growth beyond the current size priced
+    /// ([`cost::size_term`]).
     pub fn evaluate(&self, p: &cost::Placement) -> cost::Cost {
         cost::evaluate(
             &self.units,
@@ -98,6 +103,13 @@ impl Model {
             self.cls,
             &self.machine,
             &self.queueing,
+        )
+        .with_size_term(
+            &self.streams,
+            self.current.size,
+            self.cls,
+            &self.machine,
+            self.allocator,
         )
     }
 }

@@ -31,6 +31,8 @@ pub struct Constraints {
     pub together: Vec<Vec<String>>,
     /// Largest acceptable size in bytes.
     pub max_size: Option<u64>,
+    /// How instances are allocated: what growth costs ([`cost::size_term`]).
+    pub allocator: cost::Allocator,
 }
 
 /// The optimizer's answer.
@@ -403,15 +405,26 @@ fn optimize_spaced(
     q: &Queueing,
     spacing: u64,
 ) -> Result<Plan, String> {
-    // Within a size budget: each hot line the search opens starts a fresh line, and the
-    // members around it may not fill the gaps; when the best grouping's layout is over the
-    // budget, search again with one hot line fewer, down to one. The current layout is a
-    // candidate too when it fits: "nothing within N lines beats it" is an answer, a refusal
-    // is not.
+    // Candidates, priced with the size term: the best grouping, then the best with one hot
+    // line fewer, and so on, while the layout grows the struct (as allocated) or is over the
+    // size budget: each hot line the search opens starts a fresh line, and the members around
+    // it may not fill the gaps. The cheapest wins, so padding that removes fewer transfers
+    // than its growth costs loses to a reorder within the size. With fewer hot lines the
+    // coherence cost only rises, so the descent stops once that alone prices above the best.
+    // Within a budget, when no grouping fits, the current layout is the answer if it fits
+    // ("nothing within N lines beats it"), else the members packed tightest; a refusal says
+    // the least any layout of the members needs.
+    let allocator = constraints.allocator;
+    let price =
+        |c: Cost| c.with_size_term(streams, current.size, cls, machine, constraints.allocator);
+    let fits = |size: u64| constraints.max_size.is_none_or(|m| size <= m);
+    let now_lines = allocator.lines(current.size, cls);
+    let tolerance = |x: f64| 1e-9 * x.abs().max(1.0);
+    let mut best: Option<Plan> = None;
+    let mut last: Option<Plan> = None;
     let mut hot_lines = None;
-    let mut smallest: Option<u64> = None;
     loop {
-        let plan = optimize_lines(
+        let plan = match optimize_lines(
             units,
             streams,
             current,
@@ -422,27 +435,105 @@ fn optimize_spaced(
             q,
             spacing,
             hot_lines,
-        )?;
-        let Some(max) = constraints.max_size else {
-            return Ok(plan);
+        ) {
+            Ok(p) => p,
+            Err(e) if hot_lines.is_none() => return Err(e),
+            Err(_) => break,
         };
-        if plan.placement.size <= max {
-            return Ok(plan);
-        }
-        smallest = Some(smallest.map_or(plan.placement.size, |s| s.min(plan.placement.size)));
+        let mut plan = plan;
+        plan.cost = price(plan.cost);
+        last = Some(plan.clone());
         let opened = plan.write_lines.len();
-        if opened <= 1 || hot_lines == Some(opened) {
-            if current.size <= max {
-                let cost = cost::evaluate(units, streams, current, cls, machine, q);
-                return Ok(as_current(plan, units, current, cost));
-            }
-            return Err(format!(
-                "the best layout found needs {} bytes, over the budget of {max}",
-                smallest.unwrap_or(plan.placement.size)
-            ));
+        let size = plan.placement.size;
+        let unsized_cycles = plan.cost.total_cycles() - plan.cost.size_cycles;
+        if fits(size)
+            && best.as_ref().is_none_or(|b| {
+                plan.cost.total_cycles() < b.cost.total_cycles() - tolerance(b.cost.total_cycles())
+            })
+        {
+            best = Some(plan);
+        }
+        let done = opened <= 1
+            || hot_lines == Some(opened)
+            || (fits(size) && allocator.lines(size, cls) <= now_lines)
+            || best.as_ref().is_some_and(|b| {
+                unsized_cycles >= b.cost.total_cycles() - tolerance(b.cost.total_cycles())
+            });
+        if done {
+            break;
         }
         hot_lines = Some(opened - 1);
     }
+    if let Some(plan) = best {
+        return Ok(plan);
+    }
+    let max = constraints.max_size.unwrap_or(u64::MAX);
+    let some = last.expect("a first plan, or its error was returned");
+    if current.size <= max {
+        let cost = price(cost::evaluate(units, streams, current, cls, machine, q));
+        return Ok(as_current(some, units, current, cost));
+    }
+    let (order, packed) = packed(units, current, min_align);
+    if packed.size <= max && keeps_structure(units, current, &order, &packed, constraints) {
+        let cost = price(cost::evaluate(units, streams, &packed, cls, machine, q));
+        let mut plan = as_current(some, units, current, cost);
+        plan.moved = reordered(&order, current)
+            .into_iter()
+            .map(|u| units[u].name.clone())
+            .collect();
+        plan.order = order;
+        plan.placement = packed;
+        plan.optimal = false;
+        return Ok(plan);
+    }
+    Err(format!(
+        "no layout of the members fits in {max} bytes ({} lines of {cls}): the smallest takes {} bytes ({} lines)",
+        max / cls,
+        packed.size,
+        packed.size.div_ceil(cls)
+    ))
+}
+
+/// The members in the current order sorted by alignment, largest first: no hole between
+/// them, the least size any order of them takes.
+pub fn packed(units: &[Unit], current: &Placement, min_align: u64) -> (Vec<usize>, Placement) {
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&u| (current.offsets[u], u));
+    order.sort_by_key(|&u| std::cmp::Reverse(units[u].align.max(1)));
+    let p = derive(units, &order, &BTreeSet::new(), 1, min_align);
+    (order, p)
+}
+
+/// Whether `order` (at `p`) keeps what must not move: pinned members' offsets, `together`
+/// sets and the struct's marker blocks in their current order, next to each other.
+fn keeps_structure(
+    units: &[Unit],
+    current: &Placement,
+    order: &[usize],
+    p: &Placement,
+    constraints: &Constraints,
+) -> bool {
+    let index = |name: &str| {
+        units
+            .iter()
+            .position(|u| u.name == name || u.members.iter().any(|m| m == name))
+    };
+    let pins = constraints
+        .pinned
+        .iter()
+        .all(|n| index(n).is_some_and(|u| p.offsets[u] == current.offsets[u]));
+    let mut blocks = marker_blocks(units);
+    for t in &constraints.together {
+        let Some(mut us) = t.iter().map(|n| index(n)).collect::<Option<Vec<usize>>>() else {
+            return false;
+        };
+        us.sort_by_key(|&u| (current.offsets[u], u));
+        blocks.push(us);
+    }
+    let pos = |u: usize| order.iter().position(|&x| x == u).unwrap_or(usize::MAX);
+    pins && blocks
+        .iter()
+        .all(|b| b.windows(2).all(|w| pos(w[1]) == pos(w[0]) + 1))
 }
 
 /// [`optimize_spaced`] with the search opening at most `hot_lines` lines (of `spacing`
@@ -684,7 +775,7 @@ fn optimize_lines(
         .collect();
     // Named by their hot units: a block kept whole (an #ifdef) brings cold neighbours along.
     let hot_units: BTreeSet<usize> = streams.iter().map(|s| s.unit).collect();
-    let write_lines: Vec<Vec<String>> = bins
+    let mut write_lines: Vec<Vec<String>> = bins
         .values()
         .map(|m| {
             m.iter()
@@ -843,8 +934,19 @@ fn optimize_lines(
             .iter()
             .all(|&i| p.offsets[items[i].units[0]] == current.offsets[items[i].units[0]])
     };
-    let mut cycles =
-        cost::evaluate(units, &unit_streams, &placement, cls, machine, q).total_cycles();
+    // Priced with the size term, so an alignment whose only effect is growth is dropped.
+    let priced = |p: &Placement| {
+        cost::evaluate(units, &unit_streams, p, cls, machine, q)
+            .with_size_term(
+                &unit_streams,
+                current.size,
+                cls,
+                machine,
+                constraints.allocator,
+            )
+            .total_cycles()
+    };
+    let mut cycles = priced(&placement);
     for u in line_aligned.clone() {
         let mut without = line_aligned.clone();
         without.remove(&u);
@@ -856,7 +958,7 @@ fn optimize_lines(
         if p.size > placement.size || !keeps_pins(&p) {
             continue;
         }
-        let c = cost::evaluate(units, &unit_streams, &p, cls, machine, q).total_cycles();
+        let c = priced(&p);
         if c <= cycles + 1e-9 * cycles.abs().max(1.0) {
             line_aligned = without;
             placement = p;
@@ -922,8 +1024,7 @@ fn optimize_lines(
                 if trial.size > p.size || end_of(&trial) >= current_end || !keeps_pins(&trial) {
                     continue;
                 }
-                let c2 =
-                    cost::evaluate(units, &unit_streams, &trial, cls, machine, q).total_cycles();
+                let c2 = priced(&trial);
                 if c2 <= cycles + 1e-9 * cycles.abs().max(1.0) {
                     item_order = order;
                     unit_order = u_order;
@@ -936,7 +1037,74 @@ fn optimize_lines(
         }
         break;
     }
+    // Read-only hot members the order left on lines of their own (the read area keeps them
+    // near where they were) go where the paths that read them are: each is tried at every
+    // place in the order; the cheapest place in the model stays, the size never growing. One
+    // that lands on a write line is named with it (the report's claims and asserts).
+    let readers: Vec<usize> = item_order
+        .iter()
+        .copied()
+        .filter(|&i| {
+            !items[i].streams.is_empty()
+                && items[i].writes == 0.0
+                && items[i].size > 0
+                && !pinned.contains(&i)
+                && !bin_of.contains_key(&i)
+                && !items[i].units.iter().any(|u| line_aligned.contains(u))
+        })
+        .collect();
+    let mut relocated: BTreeSet<usize> = BTreeSet::new();
+    for i in readers {
+        let Some(from) = item_order.iter().position(|&x| x == i) else {
+            continue;
+        };
+        let mut best: Option<(f64, Vec<usize>, Vec<usize>, Placement)> = None;
+        for to in 0..item_order.len() {
+            if to == from || trials > 2 * FILL_TRIALS {
+                continue;
+            }
+            trials += 1;
+            let mut order = item_order.clone();
+            order.remove(from);
+            order.insert(to, i);
+            let u_order = units_of(&order);
+            let trial = derive(units, &u_order, &line_aligned, spacing, min_align);
+            if trial.size > filled.size || !keeps_pins(&trial) {
+                continue;
+            }
+            let c = priced(&trial);
+            let bar = best.as_ref().map_or(cycles, |b| b.0);
+            if c < bar - 1e-9 * bar.abs().max(1.0) {
+                best = Some((c, order, u_order, trial));
+            }
+        }
+        if let Some((c, order, u_order, trial)) = best {
+            relocated.insert(i);
+            item_order = order;
+            unit_order = u_order;
+            filled = trial;
+            cycles = c;
+        }
+    }
     placement = derive(units, &unit_order, &line_aligned, spacing, min_align);
+    for (b, members) in bins.values().enumerate() {
+        let first = items[members[0]].units[0];
+        let line = placement.offsets[first] / spacing;
+        for &i in &relocated {
+            let it = &items[i];
+            if it
+                .units
+                .iter()
+                .all(|&u| placement.offsets[u] / spacing == line)
+            {
+                for &u in &it.units {
+                    if hot_units.contains(&u) && !write_lines[b].contains(&units[u].name) {
+                        write_lines[b].push(units[u].name.clone());
+                    }
+                }
+            }
+        }
+    }
     let cost = cost::evaluate(units, &unit_streams, &placement, cls, machine, q);
     let moved = reordered(&unit_order, current)
         .into_iter()

@@ -239,7 +239,15 @@ pub fn propose(
         let mut order: Vec<usize> = (0..pu.len()).collect();
         order.sort_by_key(|&u| model.units[u].offset);
         let as_declared = optimize::derive(&pu, &order, &Default::default(), cls, min_align);
-        let padded_plan = search(model, (&pu, &ps), &as_declared, min_align, &constraints)?;
+        let mut padded_plan = search(model, (&pu, &ps), &as_declared, min_align, &constraints)?;
+        // Its growth is from the struct as it is, not as declared with padded slots.
+        padded_plan.cost = padded_plan.cost.with_size_term(
+            &ps,
+            model.current.size,
+            cls,
+            &model.machine,
+            model.allocator,
+        );
         let (cycles_padded, cycles_unpadded) =
             (padded_plan.cost.total_cycles(), plan.cost.total_cycles());
         let accepted = worse_than_current(current.total_cycles(), cycles_padded, None).is_none()
@@ -326,6 +334,7 @@ fn constraints(model: &Model, request: &Request<'_>) -> (Constraints, Vec<Vec<St
         pinned: request.pinned.clone(),
         together: request.together.clone(),
         max_size: request.max_size.or(request.max_lines.map(|n| n * cls)),
+        allocator: model.allocator,
     };
     if let Some(cs) = request.header {
         for (bi, _) in cs.blocks.iter().enumerate() {
@@ -473,6 +482,13 @@ fn instance_alignment(
                     model.cls,
                     &model.machine,
                     &model.queueing,
+                )
+                .with_size_term(
+                    streams,
+                    model.current.size + m,
+                    model.cls,
+                    &model.machine,
+                    model.allocator,
                 )
                 .total_cycles()
             })

@@ -7,6 +7,7 @@ use anyhow::Result;
 use std::path::PathBuf;
 
 use lineup::analysis::bind::Decoded;
+use lineup::analysis::cost::Allocator;
 use lineup::analysis::machine::MachineModel;
 use lineup::analysis::model;
 use lineup::analysis::subject;
@@ -114,6 +115,11 @@ pub struct ModelArgs {
     /// evidence's measured HITM latency, else 0.5); 0 turns queueing off
     #[arg(long, value_name = "U")]
     pub utilization: Option<f64>,
+    /// How instances get their memory, which prices a layout's growth (docs/cost-model.md,
+    /// size): lines (a global, an embedded member, an array element: whole cache lines),
+    /// kmalloc (the kernel's slab size classes) or malloc (glibc's 16-byte chunks)
+    #[arg(long, default_value = "lines", value_name = "KIND", value_parser = ["lines", "kmalloc", "malloc"])]
+    pub allocator: String,
 }
 
 impl ModelArgs {
@@ -140,6 +146,10 @@ impl ModelArgs {
             self.cacheline_size,
             self.utilization,
         )
+        .map(|mut m| {
+            m.allocator = Allocator::parse(&self.allocator).unwrap_or_default();
+            m
+        })
         .map_err(anyhow::Error::msg)
     }
 }

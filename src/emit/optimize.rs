@@ -337,7 +337,7 @@ impl Outcome<'_> {
                 "search: the best grouping costs {:.0} cycles ({} groupings, {search_ms:.1} ms); the declaration order adds locality and costs {:.0}",
                 plan.lower_bound,
                 plan.nodes,
-                plan.cost.total_cycles()
+                plan.cost.total_cycles() - plan.cost.size_cycles
             );
         }
         s
