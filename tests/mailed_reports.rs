@@ -58,6 +58,20 @@ const MAILED: &[Mailed] = &[
         says: "with this change: load_avg alone on its line",
     },
     Mailed {
+        file: "lkml_seed003_cpupri_vec.txt",
+        report: 0,
+        line: 0xff14d42c400e3ec0,
+        ty: "cpupri",
+        // The mail's kernel had 16-byte cpupri_vecs (CONFIG_CPUMASK_OFFSTACK=y): the line
+        // held pri_to_cpu[97..99]. In 6.18 a vec is 40 bytes (the mask inline), so which
+        // element the line holds is not in the offsets; the members are.
+        rows: &[
+            (0x28, "cpupri_set", "pri_to_cpu[*].count"),
+            (0x30, "cpupri_set", "pri_to_cpu[*].mask"),
+        ],
+        says: "cpupri's last cache line: cpupri_vec->count stored by cpupri_set against mask",
+    },
+    Mailed {
         file: "lkml_memcg_rstat_loads_only.txt",
         report: 0,
         line: 0xffff8881c0642000,
@@ -94,8 +108,36 @@ fn report(file: &str, k: usize) -> Profile {
     all.swap_remove(k)
 }
 
-/// `css.refcnt.percpu_count_ptr` is on `css.refcnt`; `load_avg.counter` on `load_avg`.
+/// `css.refcnt.percpu_count_ptr` is on `css.refcnt`; `load_avg.counter` on `load_avg`;
+/// `pri_to_cpu[1].count.counter` on `pri_to_cpu[*].count` (any element).
 fn on_member(path: &str, member: &str) -> bool {
+    if member.contains("[*]") {
+        let any = |p: &str| {
+            let mut out = String::new();
+            let mut in_index = false;
+            for ch in p.chars() {
+                match ch {
+                    '[' => {
+                        in_index = true;
+                        out.push_str("[*");
+                    }
+                    ']' => {
+                        in_index = false;
+                        out.push(']');
+                    }
+                    _ if in_index => {}
+                    _ => out.push(ch),
+                }
+            }
+            out
+        };
+        return under(&any(path), member);
+    }
+    under(path, member)
+}
+
+/// `path` is `member` or lies inside it.
+fn under(path: &str, member: &str) -> bool {
     path == member
         || path
             .strip_prefix(member)

@@ -148,7 +148,10 @@ fn member(
             );
         }
         Kind::Array { elem, count }
-            if *count > 1 && *count <= MAX_ELEMS && depth < MAX_DEPTH && out.len() < MAX_LEAVES =>
+            if *count > 1
+                && (*count <= MAX_ELEMS || small_struct_elems(types, *elem, *count))
+                && depth < MAX_DEPTH
+                && out.len() < MAX_LEAVES =>
         {
             let esize = types.size_of(*elem);
             for i in 0..*count {
@@ -177,6 +180,17 @@ fn member(
         }),
     }
 }
+
+/// Longer arrays whose elements are structs of at most a line (`cpupri.pri_to_cpu[101]`):
+/// a line holds whole elements, and a row lands on an element's member.
+fn small_struct_elems(types: &Types<'_>, elem: TypeId, count: u64) -> bool {
+    count <= MAX_SMALL_ELEMS
+        && matches!(types.get(types.resolve(elem)).kind, Kind::Struct(_))
+        && types.size_of(elem) <= 64
+}
+
+/// How many elements of an array of small structs are leaves of their own.
+const MAX_SMALL_ELEMS: u64 = 128;
 
 /// The type whose name says what a member is: the member's type with qualifiers removed
 /// (`atomic_long_t`, `raw_spinlock_t`), typedef names kept.
