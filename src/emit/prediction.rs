@@ -178,6 +178,17 @@ pub fn html_page(
 /// What lineup's rows are, said in both the text and the JSON.
 const LINEUP_PER_WORKLOAD: &str = "lineup's layouts are searched per workload: `lineup for W` is the optimizer's layout on W's evidence alone, then priced under every workload";
 
+/// What a workload's rates are, in words: its figures are in cycles over them.
+fn rates(unit: crate::profile::Unit) -> &'static str {
+    use crate::profile::Unit;
+    match unit {
+        Unit::Samples => "sampled events, proportional to the real rates",
+        Unit::PerSecond => "events per second",
+        Unit::Relative => "relative weights, no absolute scale",
+        Unit::Count => "exact counts over the recorded run",
+    }
+}
+
 /// A trade-off in words: "L helps A by x %, hurts B by y % (modeled)".
 pub fn tradeoff_line(t: &Tradeoff) -> String {
     let say = |v: &[(String, f64)]| {
@@ -300,8 +311,11 @@ pub fn workloads_text(
         };
         let _ = writeln!(
             s,
-            "workload {}{file}: rates in {:?} of its evidence; queueing: busiest current line at utilization {:.2}, {}",
-            w.label, w.unit, w.model.queueing.utilization, w.model.utilization_source
+            "workload {}{file}: modeled cycles at its evidence's rates ({}); queueing: busiest current line at utilization {:.2}, {}",
+            w.label,
+            rates(w.unit),
+            w.model.queueing.utilization,
+            w.model.utilization_source
         );
     }
     let _ = writeln!(s, "{LINEUP_PER_WORKLOAD}\n");
