@@ -333,6 +333,36 @@ fn predict_matches_its_schema() {
     assert_valid("predict", &v);
 }
 
+/// A current layout that costs nothing (one CPU only reading): no change is a percentage
+/// of 0, and `change_pct` is null, as the schema says.
+#[test]
+fn predict_of_a_layout_that_costs_nothing_matches_its_schema() {
+    let dir = scratch().join("zero_cost");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sketch = dir.join("reader.toml");
+    std::fs::write(
+        &sketch,
+        "[[type]]\nname = \"cpupri_vec\"\n\n[[type.access]]\nfield = \"count\"\nkind = \"load\"\nby = \"reader\"\nweight = 1\ncpus = 1\n",
+    )
+    .unwrap();
+    let v = run_json(
+        &[
+            "predict",
+            "--type",
+            "cpupri_vec",
+            "--btf",
+            BTF,
+            "--sketch",
+            sketch.to_str().unwrap(),
+            "--json",
+        ],
+        0,
+    );
+    let rows = v["layouts"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["change_pct"].is_null()), "{v:#}");
+    assert_valid("predict", &v);
+}
+
 #[test]
 fn predict_with_two_workloads_matches_its_schema() {
     // Two evidence sets for seed 000's struct: the seed's c2c paste and a hand-written tree
@@ -526,4 +556,69 @@ fn a_mutated_document_fails_its_schema() {
         "{:?}",
         errors("profile", &old)
     );
+}
+
+/// A layout that grows the struct carries its size term and basis (`size_cycles`, `growth`),
+/// in `optimize`'s plan and in `predict`'s candidates, as documented; a wrong basis fails.
+#[test]
+fn the_size_term_matches_its_schema() {
+    let dir = scratch().join("size-term");
+    std::fs::create_dir_all(&dir).unwrap();
+    let case = common::repo().join("tests/cases/longadder_cells");
+    let obj = dir.join("before.o");
+    let st = std::process::Command::new("cc")
+        .args(["-g", "-c"])
+        .arg(case.join("before.c"))
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .expect("cc");
+    assert!(st.success());
+    let (obj, sketch) = (
+        obj.display().to_string(),
+        case.join("sketch.toml").display().to_string(),
+    );
+    let subject = [
+        "--type",
+        "cells",
+        "--dwarf",
+        obj.as_str(),
+        "--sketch",
+        sketch.as_str(),
+        "--machine",
+        "icelake-2s",
+        "--allocator",
+        "kmalloc",
+        "--json",
+    ];
+    let mut args = vec!["optimize"];
+    args.extend(subject);
+    let v = run_json(&args, 0);
+    let g = &v["plan"]["cost"]["growth"];
+    assert_eq!(g["allocator"], "kmalloc", "{}", v["plan"]["cost"]);
+    assert!(v["plan"]["cost"]["size_cycles"].as_f64().unwrap() > 0.0);
+    assert_valid("optimize", &v);
+    let mut wrong = v.clone();
+    wrong["plan"]["cost"]["growth"]["allocator"] = "buddy".into();
+    assert!(!errors("optimize", &wrong).is_empty());
+    let mut wrong = v.clone();
+    wrong["plan"]["cost"]["growth"]["lines_grown"] = "7".into();
+    assert!(!errors("optimize", &wrong).is_empty());
+
+    let merged = case.join("merged.h").display().to_string();
+    let mut args = vec!["predict"];
+    args.extend(subject);
+    args.extend(["--layout", merged.as_str()]);
+    let p = run_json(&args, 0);
+    let grown = p["layouts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["layout"] == "merged.h")
+        .expect("merged.h priced");
+    assert!(
+        grown["cost"]["growth"]["lines_grown"].as_f64().unwrap() > 0.0,
+        "{grown}"
+    );
+    assert_valid("predict", &p);
 }

@@ -312,7 +312,10 @@ pub fn size_term(
 ) -> SizeTerm {
     let lines_grown = (allocator.lines(to_size, cls) - allocator.lines(from_size, cls)).max(0.0);
     let runs: f64 = if lines_grown > 0.0 {
-        path_runs(streams).iter().map(|r| r.rate).fold(0.0, f64::max)
+        path_runs(streams)
+            .iter()
+            .map(|r| r.rate)
+            .fold(0.0, f64::max)
     } else {
         0.0
     };
@@ -1232,6 +1235,35 @@ mod tests {
         assert_eq!(path_runs(&[a.clone(), b.clone()]).len(), 1);
         b.cpu_list.clear();
         assert_eq!(path_runs(&[a, b]).len(), 1);
+    }
+
+    /// Growth is counted in the allocator's units: slab size classes, malloc chunks, lines;
+    /// a layout no larger as allocated, or smaller, pays nothing.
+    #[test]
+    fn growth_is_priced_as_allocated() {
+        assert_eq!(Allocator::Kmalloc.allocated(184), 192);
+        assert_eq!(Allocator::Kmalloc.allocated(200), 256);
+        assert_eq!(Allocator::Kmalloc.allocated(9000), 12288);
+        assert_eq!(Allocator::Malloc.allocated(1), 32);
+        assert_eq!(Allocator::Malloc.allocated(100), 112);
+        assert_eq!(Allocator::Lines.lines(184, 64), 3.0);
+        assert_eq!(Allocator::Kmalloc.lines(96, 64), 1.5);
+        let m = preset("icelake-2s").unwrap();
+        let streams = [stream(0, 0.0, 100.0, 1, "f"), stream(1, 50.0, 0.0, 1, "g")];
+        // 184 -> 190 bytes: the same kmalloc-192, the same 3 lines.
+        for a in [Allocator::Kmalloc, Allocator::Lines] {
+            assert_eq!(size_term(&streams, 184, 190, 64, &m, a).cycles, 0.0);
+        }
+        // 184 -> 256: one slab class up, one line more, at the busiest path's runs.
+        let t = size_term(&streams, 184, 256, 64, &m, Allocator::Kmalloc);
+        assert_eq!(t.lines_grown, 1.0);
+        assert_eq!(t.runs, 100.0);
+        assert_eq!(t.cycles, 100.0 * m.l2_hit);
+        // Shrinking is not a gain.
+        assert_eq!(
+            size_term(&streams, 256, 64, 64, &m, Allocator::Lines).cycles,
+            0.0
+        );
     }
 
     #[test]

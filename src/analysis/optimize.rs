@@ -1805,7 +1805,11 @@ mod tests {
         let now = cost::evaluate(&units, &streams, &current, 64, &m, &q).total_cycles();
         assert!(within.cost.total_cycles() <= now + 1e-9, "{within:?}");
         let err = run(Some(64)).unwrap_err();
-        assert!(err.contains("over the budget of 64"), "{err}");
+        assert!(
+            err.contains("no layout of the members fits in 64 bytes")
+                && err.contains("the smallest takes 96 bytes (2 lines)"),
+            "{err}"
+        );
     }
 
     fn plan_for(units: &[Unit], streams: &[Stream], size: u64) -> Plan {
@@ -1863,7 +1867,10 @@ mod tests {
             let aligned: BTreeSet<usize> = plan.line_aligned.iter().copied().collect();
             let again = derive(&units, &plan.order, &aligned, plan.line_align(64), 8);
             assert_eq!(again, plan.placement, "{plan:?}");
-            let priced = cost::evaluate(&units, &streams, &plan.placement, 64, m, &q);
+            // Growth from the 16 bytes there are now is priced too (the size term).
+            let priced = cost::evaluate(&units, &streams, &plan.placement, 64, m, &q)
+                .with_size_term(&streams, 16, 64, m, cost::Allocator::Lines);
+            assert!(plan.cost.size_cycles > 0.0, "{plan:?}");
             assert!(
                 (priced.total_cycles() - plan.cost.total_cycles()).abs() < 1e-6,
                 "{plan:?}"
@@ -1892,7 +1899,8 @@ mod tests {
             reference: cost::busiest_line(&streams, &current, 64, &pairs),
             utilization: 0.5,
         };
-        let line_on_pairs = cost::evaluate(&units, &streams, &plain.placement, 64, &pairs, &q);
+        let line_on_pairs = cost::evaluate(&units, &streams, &plain.placement, 64, &pairs, &q)
+            .with_size_term(&streams, 16, 64, &pairs, cost::Allocator::Lines);
         assert!(line_on_pairs.pair_cycles > 0.0, "{line_on_pairs:?}");
         assert!((line_on_pairs.total_cycles() - by_line).abs() < 1e-6 * by_line);
     }

@@ -334,10 +334,10 @@ impl Outcome<'_> {
         } else {
             let _ = writeln!(
                 s,
-                "search: the best grouping costs {:.0} cycles ({} groupings, {search_ms:.1} ms); the declaration order adds locality and costs {:.0}",
+                "search: the best grouping costs {:.0} cycles ({} groupings, {search_ms:.1} ms); as declared, its locality and growth priced, the layout costs {:.0}",
                 plan.lower_bound,
                 plan.nodes,
-                plan.cost.total_cycles() - plan.cost.size_cycles
+                plan.cost.total_cycles()
             );
         }
         s
