@@ -47,11 +47,11 @@
 #include <x86intrin.h>
 #endif
 
-#define LINEUP_RT_VERSION 1
+#define LINEUP_RT_VERSION 2
 
 /* Marker section: `lineup record` refuses programs without it. */
 __attribute__((used, section(".lineup_rt"))) static const char lineup_rt_marker[] =
-    "lineup recording runtime v1";
+    "lineup recording runtime v2";
 __attribute__((visibility("default"))) const int __lineup_rt_version = LINEUP_RT_VERSION;
 
 /* glibc's own allocator and string functions, reached without going through ours. */
@@ -220,6 +220,7 @@ static inline uint64_t per_record(uint64_t key) { return ((key >> 56) & 3) == K_
 #define PEND_CAP 4096
 #define AGG_FEW 256
 #define SITES_BITS 12
+enum { FILLED_LOG = 48 };
 #define SITE_OF(pc) ((uint32_t)((pc) ^ ((pc) >> SITES_BITS)) & ((1u << SITES_BITS) - 1))
 #define ABURST 256
 #define MORE_TRACED 1
@@ -277,6 +278,11 @@ struct tstate {
     uint32_t level;      /* g_level when the site cache was last filled */
     struct site *site_table; /* the thread's own site table (`sites` is g_no_sites once
                                 the thread is disabled) */
+    /* The site entries filled since the thread's innermost lock last changed (their
+     * indices; past FILLED_LOG, only that there were more): at a change they are filled
+     * again, so every entry counts under the lock it was filled under (site_fill). */
+    uint32_t filled_n;
+    uint16_t filled[FILLED_LOG];
     uint64_t estimated;  /* adaptive: accesses skipped, stood for by weights */
     uint64_t max_period; /* adaptive: the largest weight used */
     /* Accesses a signal handler made while the thread was writing its buffers out (its
@@ -2369,11 +2375,67 @@ static int site_narrow(struct site *s, uintptr_t a, uint32_t size) {
     return s->fhi - s->flo <= SITE_NARROW;
 }
 
+/* The locks the thread holds (pthread mutexes and spinlocks taken through the wrappers
+ * at the end of this file), innermost last, and a tag of the innermost one stamped into
+ * each traced access: lineup tells data handed from thread to thread inside one lock's
+ * critical sections, whose accesses cannot overlap in time, from data threads use at the
+ * same time (src/record/overlap.rs). 0x8000 | 15 bits of the lock's address; 0: none. */
+enum { LOCKS_KEPT = 8 };
+static __thread uintptr_t held_locks[LOCKS_KEPT] __attribute__((tls_model("initial-exec")));
+static __thread uint32_t held_depth __attribute__((tls_model("initial-exec")));
+static __thread uint16_t lock_tag __attribute__((tls_model("initial-exec")));
+
+static void lock_tag_update(void) {
+    uint32_t n = held_depth < LOCKS_KEPT ? held_depth : LOCKS_KEPT;
+    uint16_t tag = n ? (uint16_t)(0x8000 | ((held_locks[n - 1] >> 2) * 0x9E3779B97F4A7C15ull) >> 49)
+                     : 0;
+    if (tag == lock_tag)
+        return;
+    lock_tag = tag;
+    /* The site entries filled under the old tag count into the old tag's places: filled
+     * again at their next access. Only those filled since the last change can be valid. */
+    struct tstate *t = tls;
+    if (!t || t == &g_off || !t->filled_n || !t->site_table)
+        return;
+    if (t->filled_n > FILLED_LOG)
+        sites_forget(t);
+    else
+        for (uint32_t i = 0; i < t->filled_n; i++)
+            t->site_table[t->filled[i]].span = 0;
+    t->filled_n = 0;
+}
+
+static void lock_taken(uintptr_t m) {
+    if (held_depth < LOCKS_KEPT)
+        held_locks[held_depth] = m;
+    held_depth++;
+    lock_tag_update();
+}
+
+static void lock_released(uintptr_t m) {
+    if (!held_depth)
+        return;
+    /* Locks are usually released innermost first; otherwise take the one out where it is. */
+    uint32_t n = held_depth < LOCKS_KEPT ? held_depth : LOCKS_KEPT;
+    for (uint32_t i = n; i-- > 0;)
+        if (held_locks[i] == m) {
+            for (uint32_t j = i; j + 1 < n; j++)
+                held_locks[j] = held_locks[j + 1];
+            break;
+        }
+    held_depth--;
+    lock_tag_update();
+}
+
 /* Points the site entry `s` at the counters of this access, after updating the line's
  * sharing-table entry: which thread owns the block, whether it was handed over, whether
  * a third touch made it shared, and whether anyone wrote it after that (each entry changes
  * at most six times, so the table does not become a contended line itself). */
 static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t info, uintptr_t pc) {
+    /* The tally keeps places apart by the lock the thread holds (above the code address's
+     * 48 bits, as in the trace): whether accesses were made inside one lock's critical
+     * sections is then known for every access, traced or not. */
+    uintptr_t tpc = pc | (uint64_t)lock_tag << 48;
     uint32_t kind = info >> 8;
     uint64_t key = (uint64_t)a | ((uint64_t)info << 48);
     uint64_t block = a >> t->shift;
@@ -2435,7 +2497,7 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
          * (a counter, a member through a fixed pointer), it covers that address only and
          * stays exact: lineup then treats it as a place of its own. From its second
          * address on, it covers every address whose line is in the same state. */
-        struct sum_entry *e = sum_entry(t, key, pc);
+        struct sum_entry *e = sum_entry(t, key, tpc);
         s->count = &e->count;
         if ((e->key & ADDR_MASK) != a)
             e->key |= SUM_MANY;
@@ -2454,7 +2516,7 @@ static void site_fill(struct tstate *t, struct site *s, uintptr_t a, uint32_t in
         }
         s->traced = 0;
     } else {
-        struct agg_entry *e = agg_entry(t, key, pc);
+        struct agg_entry *e = agg_entry(t, key, tpc);
         s->lo = a;
         s->span = 1;
         s->count = &e->count;
@@ -2482,44 +2544,6 @@ static __attribute__((noinline)) void burst_end(struct tstate *t, struct site *s
         t->max_period = s->weight;
     s->hot = 0;
     s->burst = ABURST;
-}
-
-/* The locks the thread holds (pthread mutexes and spinlocks taken through the wrappers
- * at the end of this file), innermost last, and a tag of the innermost one stamped into
- * each traced access: lineup tells data handed from thread to thread inside one lock's
- * critical sections, whose accesses cannot overlap in time, from data threads use at the
- * same time (src/record/overlap.rs). 0x8000 | 15 bits of the lock's address; 0: none. */
-enum { LOCKS_KEPT = 8 };
-static __thread uintptr_t held_locks[LOCKS_KEPT] __attribute__((tls_model("initial-exec")));
-static __thread uint32_t held_depth __attribute__((tls_model("initial-exec")));
-static __thread uint16_t lock_tag __attribute__((tls_model("initial-exec")));
-
-static void lock_tag_update(void) {
-    uint32_t n = held_depth < LOCKS_KEPT ? held_depth : LOCKS_KEPT;
-    lock_tag = n ? (uint16_t)(0x8000 | ((held_locks[n - 1] >> 2) * 0x9E3779B97F4A7C15ull) >> 49)
-                 : 0;
-}
-
-static void lock_taken(uintptr_t m) {
-    if (held_depth < LOCKS_KEPT)
-        held_locks[held_depth] = m;
-    held_depth++;
-    lock_tag_update();
-}
-
-static void lock_released(uintptr_t m) {
-    if (!held_depth)
-        return;
-    /* Locks are usually released innermost first; otherwise take the one out where it is. */
-    uint32_t n = held_depth < LOCKS_KEPT ? held_depth : LOCKS_KEPT;
-    for (uint32_t i = n; i-- > 0;)
-        if (held_locks[i] == m) {
-            for (uint32_t j = i; j + 1 < n; j++)
-                held_locks[j] = held_locks[j + 1];
-            break;
-        }
-    held_depth--;
-    lock_tag_update();
 }
 
 /* An eligible access: into the ordered trace when its time window is traced. */
@@ -2735,6 +2759,9 @@ static __attribute__((noinline)) void rec_slow_body(struct tstate *t, uintptr_t 
         s->skip--;
         return;
     }
+    if (t->filled_n < FILLED_LOG)
+        t->filled[t->filled_n] = (uint16_t)SITE_OF(pc);
+    t->filled_n++;
     site_fill(t, s, a, info, pc);
     count_at(t, s, a, info, pc);
 }

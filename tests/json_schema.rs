@@ -333,6 +333,36 @@ fn predict_matches_its_schema() {
     assert_valid("predict", &v);
 }
 
+/// A current layout that costs nothing (one CPU only reading): no change is a percentage
+/// of 0, and `change_pct` is null, as the schema says.
+#[test]
+fn predict_of_a_layout_that_costs_nothing_matches_its_schema() {
+    let dir = scratch().join("zero_cost");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sketch = dir.join("reader.toml");
+    std::fs::write(
+        &sketch,
+        "[[type]]\nname = \"cpupri_vec\"\n\n[[type.access]]\nfield = \"count\"\nkind = \"load\"\nby = \"reader\"\nweight = 1\ncpus = 1\n",
+    )
+    .unwrap();
+    let v = run_json(
+        &[
+            "predict",
+            "--type",
+            "cpupri_vec",
+            "--btf",
+            BTF,
+            "--sketch",
+            sketch.to_str().unwrap(),
+            "--json",
+        ],
+        0,
+    );
+    let rows = v["layouts"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["change_pct"].is_null()), "{v:#}");
+    assert_valid("predict", &v);
+}
+
 #[test]
 fn predict_with_two_workloads_matches_its_schema() {
     // Two evidence sets for seed 000's struct: the seed's c2c paste and a hand-written tree

@@ -124,9 +124,10 @@ pub struct RecordArgs {
         default_value = "lineup.profile.json"
     )]
     output: PathBuf,
-    /// Struct type of heap blocks whose size fits it (repeatable), when lineup cannot tell
-    /// from the allocating function. (`--type` names the subject struct in every other command;
-    /// here the old spelling is kept as a hidden alias.)
+    /// Struct type of heap blocks whose size fits it (repeatable), when the code does not
+    /// say: a pointer the code declares, assigns or passes for a block types it, and a block
+    /// whose accesses rule the struct out is not taken for one. (`--type` names the subject
+    /// struct in every other command; here the old spelling is kept as a hidden alias.)
     #[arg(long = "heap-type", alias = "type", value_name = "TYPE")]
     types: Vec<String>,
     /// A function of the program that allocates and returns the block to its caller

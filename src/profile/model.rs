@@ -301,11 +301,21 @@ impl AllocationSite {
     /// One line for people: `main at linreg.c:44: tid_args, an array of lreg_args (40 bytes
     /// each; found by declaration), 1 block of 80 bytes`.
     pub fn describe(&self) -> String {
-        let mut s = format!(
-            "{} at {}",
-            self.function.as_deref().unwrap_or("?"),
-            self.source.as_deref().unwrap_or("?")
-        );
+        let mut s = match (&self.function, &self.source) {
+            // No symbol and no line: a library's own allocation (a return address outside
+            // the program's code), or a stripped program.
+            (None, None) => match self.address {
+                Some(a) => format!(
+                    "an unnamed call site ({a:#x}: no symbol or line of the program holds it)"
+                ),
+                None => "an unnamed call site".to_string(),
+            },
+            (f, src) => format!(
+                "{} at {}",
+                f.as_deref().unwrap_or("?"),
+                src.as_deref().unwrap_or("?")
+            ),
+        };
         if !self.through.is_empty() {
             s.push_str(&format!(
                 " through {}{}",

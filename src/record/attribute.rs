@@ -4,8 +4,7 @@
 //!
 //! A heap block is named by its allocation site (the call's function and `file.c:line`) and
 //! by the pointer its address goes into; its element type is that pointer's target type,
-//! found, in order: `--heap-type` (the user's override: a block whose size is the type's
-//! size or a multiple of it); a pointer variable declared on the call's line (`double *buf
+//! found, in order: a pointer variable declared on the call's line (`double *buf
 //! = malloc(...)`: the static way), or the call's result stored into one after it; the
 //! pointer whose address the call gets to store the block's address into
 //! (`posix_memalign(&buf, 64, n)`: an out-parameter); the pointer-sized slot (a global, a
@@ -14,7 +13,10 @@
 //! allocating function handles pointers to, when exactly one fits and the recorded accesses
 //! to the block do not rule it out (accesses through pointers to other types and none
 //! through it, or accesses wider than it: a `struct job` or `std::thread` of the same
-//! function that the block is never used as says nothing of it). A block of structs is an
+//! function that the block is never used as says nothing of it), unless `--heap-type` names
+//! a struct the block's size is a multiple of and its uses do not rule out (the user's word
+//! wins over the function's types and the access sizes, never over a pointer the code
+//! gives the block). A block of structs is an
 //! array of them; a block of scalars (`double`, `_Bool`, `size_t`) is an array of scalars,
 //! shown per element; a block with no type evidence whose recorded accesses all have one
 //! size and are aligned to it is an array of unsigned integers of that size (found by
@@ -290,19 +292,7 @@ impl<'a> TypeChooser<'a> {
         // pointers to it: `struct ring *q = ...; q = aligned_alloc(64, sizeof *q)`.
         let local = self.debug.pointer_types_at(site);
         let use_of = self.uses.as_ref().map(|u| u.get(&site));
-        // Accesses through pointers to the struct count for it; accesses through pointers to
-        // anything else, and none through it, rule it out, and so do accesses wider than the
-        // struct (8-byte loads are no `struct { char x, y; }`); accesses whose pointer the
-        // code does not tell (a register no location list describes) say nothing either way.
-        let used = |t: &ObjType| match use_of {
-            None | Some(None) => 1,
-            Some(Some(u)) if u.sizes.keys().any(|&n| n > t.size) => 0,
-            Some(Some(u)) => match u.structs.get(&t.name) {
-                Some(&n) => n,
-                None if u.scalars > 0 || !u.structs.is_empty() => 0,
-                None => 1,
-            },
-        };
+        let used = |t: &ObjType| self.used_as(site, t);
         for exact in [true, false] {
             let fits: Vec<&ObjType> = local
                 .iter()
@@ -343,27 +333,63 @@ impl<'a> TypeChooser<'a> {
         (name, None, FoundBy::Nothing)
     }
 
+    /// How far the recorded uses of `site`'s blocks allow them to be arrays of `t`: the
+    /// accesses made through pointers to it (1 when the uses are not known or say nothing).
+    /// Accesses through pointers to the struct count for it; accesses through pointers to
+    /// anything else, and none through it, rule it out (0), and so do accesses wider than
+    /// the struct (8-byte loads are no `struct { char x, y; }`); accesses whose pointer the
+    /// code does not tell (a register no location list describes) say nothing either way.
+    fn used_as(&self, site: u64, t: &ObjType) -> u64 {
+        match self.uses.as_ref().map(|u| u.get(&site)) {
+            None | Some(None) => 1,
+            Some(Some(u)) if u.sizes.keys().any(|&n| n > t.size) => 0,
+            Some(Some(u)) => match u.structs.get(&t.name) {
+                Some(&n) => n,
+                None if u.scalars > 0 || !u.structs.is_empty() => 0,
+                None => 1,
+            },
+        }
+    }
+
     fn decide(&mut self, size: u64, site: u64) -> Option<(ObjType, u64, Option<(Elem, String)>)> {
         if size == 0 {
             return None;
         }
-        let named = self.named.iter().find(|t| t.size == size).or_else(|| {
-            self.named
-                .iter()
-                .find(|t| t.size > 0 && size > t.size && size.is_multiple_of(t.size))
-        });
-        let (variable, elem, found_by) = match named {
+        // `--heap-type` names the blocks lineup cannot type from the code: a pointer the
+        // code declares, assigns or passes for the block says what it is, whichever named
+        // struct its size happens to fit (`POINT_T *points = malloc(n * 2)` of 2,000,000
+        // bytes is no array of a 64-byte struct), and so do its uses when they rule the
+        // named struct out.
+        let (variable, elem, found_by) = self.variable(size, site);
+        let from_code = elem.is_some()
+            && matches!(
+                found_by,
+                FoundBy::Declaration | FoundBy::Assignment | FoundBy::OutParameter | FoundBy::Store
+            );
+        let named = (!from_code)
+            .then(|| {
+                let fits = |t: &&ObjType| {
+                    t.size > 0 && size.is_multiple_of(t.size) && self.used_as(site, t) > 0
+                };
+                let exact = self.named.iter().filter(|t| t.size == size).find(fits);
+                exact.or_else(|| self.named.iter().find(|t| size > t.size && fits(t)))
+            })
+            .flatten()
+            .cloned();
+        let (elem, found_by) = match named {
             Some(t) => (
-                None,
                 Some(Elem {
-                    name: t.name.clone(),
+                    name: t.name,
                     size: t.size,
                     kind: ElemKind::Struct,
                 }),
                 FoundBy::HeapType,
             ),
-            None => self.variable(size, site),
+            None => (elem, found_by),
         };
+        if found_by == FoundBy::HeapType {
+            self.ambiguous.remove(&(size, site));
+        }
         let typed = match &elem {
             Some(e) if e.kind == ElemKind::Struct && e.size > 0 && size >= e.size => {
                 let t = ObjType {

@@ -512,14 +512,9 @@ impl DebugInfo {
     /// `symbol`, offset into it, and `file.c:line` of code address `addr` (link-time).
     pub fn resolve(&self, addr: u64) -> Resolved {
         let mut r = Resolved::default();
-        let i = self.symbols.partition_point(|s| s.start <= addr);
-        if i > 0 {
-            let s = &self.symbols[i - 1];
-            let next = self.symbols.get(i).map_or(u64::MAX, |n| n.start);
-            if addr < s.start + s.size.max(1) || (s.size == 0 && addr < next) {
-                r.symbol = Some(s.name.clone());
-                r.offset = Some(addr - s.start);
-            }
+        if let Some((start, name)) = self.function_at(addr) {
+            r.symbol = Some(name.to_string());
+            r.offset = Some(addr - start);
         }
         let j = self.rows.partition_point(|row| row.addr <= addr);
         if j > 0 {
@@ -1029,12 +1024,22 @@ impl DebugInfo {
     }
 
     /// The function symbol holding code address `addr` (link-time): its start and name.
+    /// A symbol without a size (`_init`, `_fini`, hand-written assembly) runs to the next
+    /// one, within the code that holds it: an address past the program's code (a return
+    /// address into libc, shifted by the program's bias) is in no function of it.
     pub fn function_at(&self, addr: u64) -> Option<(u64, &str)> {
         let i = self.symbols.partition_point(|s| s.start <= addr);
         let s = self.symbols.get(i.checked_sub(1)?)?;
         let next = self.symbols.get(i).map_or(u64::MAX, |n| n.start);
-        (addr < s.start + s.size.max(1) || (s.size == 0 && addr < next))
-            .then_some((s.start, s.name.as_str()))
+        let in_code = |a: u64| {
+            self.code.is_empty()
+                || self
+                    .code
+                    .iter()
+                    .any(|(start, bytes)| a >= *start && a < start + bytes.len() as u64)
+        };
+        let unsized_holds = s.size == 0 && addr < next && in_code(addr) && in_code(s.start);
+        (addr < s.start + s.size.max(1) || unsized_holds).then_some((s.start, s.name.as_str()))
     }
 
     /// The direct `call` instructions (link-time addresses) to the function starting at

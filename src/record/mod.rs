@@ -897,8 +897,11 @@ pub fn build(
         let partner_floor = (ELEMENT_PARTNER_FLOOR * (total - process_start)).max(1.0);
         let numbering = thread_ranks(&runs);
         drop(runs);
-        // Accesses the trace's windows missed: ordered by the locks their code sites held.
-        overlap.infer_untraced(hits.iter().map(|(k, _, _)| (k.thread, k.addr / line, k.pc)));
+        // Which accesses can meet: by the locks the tally counted them under.
+        overlap.tally(hits.iter().map(|(k, _, _)| {
+            let n = k.count as f64 * scale_of(k.thread, k.pc);
+            (k.thread, k.addr / line, k.lock, n)
+        }));
         // What is said once per object: its type's interned name, the note on it.
         let mut seen_objects: HashMap<*const attribute::Object, u32, FastHash> = HashMap::default();
         let mut next_site = 0usize;
@@ -981,9 +984,8 @@ pub fn build(
             v.invalidations += inv;
             v.pair_true += pt;
             v.pair_false += pf;
-            // A site's summary too (the memory budget's): the lock is the site's, whatever
-            // the addresses it counted.
-            v.sequential += n * (1.0 - overlap.share_at(k.thread, k.addr / line, k.pc));
+            // A site's summary too (the memory budget's): the tally keeps it apart by lock.
+            v.sequential += n * (1.0 - overlap.share_at(k.thread, k.addr / line, k.lock));
             let is_write = !matches!(k.kind, Kind::Load);
             // Both sides above the floor: main filling in a table that workers then read
             // writes each line a few times, which moves it no more often than that.
@@ -2184,6 +2186,7 @@ mod build_helper_tests {
             count,
             eligible: 0,
             summary: false,
+            lock: 0,
         };
         let p = Process {
             counted: vec![

@@ -20,7 +20,7 @@ const CH_NOTE: u32 = 10;
 const CH_HITS: u32 = 9;
 const CH_SUM: u32 = 11;
 /// Runtime format version this reader understands.
-pub const RUNTIME_VERSION: u32 = 1;
+pub const RUNTIME_VERSION: u32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
@@ -51,7 +51,15 @@ pub struct Counted {
     /// A code site's summary (the memory budget's levels): `count` is every access of the
     /// site on lines not contended, `addr` the first of them, which stands for the rest.
     pub summary: bool,
+    /// The lock the thread held at these accesses, as in [`Traced::lock`] (the runtime's
+    /// tally keeps places apart by it): 0 none, [`LOCKS_SEVERAL`] when the place was
+    /// counted under more than one.
+    pub lock: u16,
 }
+
+/// [`Counted::lock`] of a place counted under several locks (or under one and under none):
+/// no one lock orders its accesses. Real tags have the top bit set; 0 is none.
+pub const LOCKS_SEVERAL: u16 = 1;
 
 impl Counted {
     /// The place: (thread, address, size, kind, code).
@@ -395,7 +403,8 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                 need(each)?;
                 for r in body.chunks_exact(each) {
                     let (addr, size, kinds, summary) = split_key(u64_at(r, 0));
-                    let pc = u64_at(r, 8);
+                    // A code address in the low 48 bits, the held lock's tag above it.
+                    let (pc, lock) = (u64_at(r, 8) & ((1 << 48) - 1), (u64_at(r, 8) >> 48) as u16);
                     let (count, eligible) = (u64_at(r, 16), u64_at(r, 24));
                     if summary && each == 48 {
                         let (lo, hi) = (u64_at(r, 32), u64_at(r, 40));
@@ -413,6 +422,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                             count,
                             eligible,
                             summary,
+                            lock,
                         });
                     }
                 }
@@ -554,6 +564,9 @@ fn merge_counted(counted: &mut Vec<Counted>) {
             // Saturating: a damaged file's counts must not wrap (or panic in debug).
             kept.count = kept.count.saturating_add(later.count);
             kept.eligible = kept.eligible.saturating_add(later.eligible);
+            if kept.lock != later.lock {
+                kept.lock = LOCKS_SEVERAL;
+            }
             true
         } else {
             false
@@ -626,10 +639,19 @@ mod tests {
         let mut f = header();
         let mut agg = Vec::new();
         let key: u64 = 0x5555_0000_1000 | ((8u64 | 1 << 8) << 48);
-        for v in [key, 0x4010, 7, 3] {
+        // The place counted under a lock (its tag above the code address), and the same
+        // place again, under another: under several.
+        for v in [key, 0x4010 | 0x8123 << 48, 7, 3] {
             agg.extend_from_slice(&v.to_le_bytes());
         }
         f.extend(chunk(CH_AGG, 3, 1, &agg));
+        let p = parse(&f, Path::new("x")).unwrap();
+        assert_eq!((p.counted[0].pc, p.counted[0].lock), (0x4010, 0x8123));
+        let mut again = Vec::new();
+        for v in [key, 0x4010, 1, 0] {
+            again.extend_from_slice(&v.to_le_bytes());
+        }
+        f.extend(chunk(CH_AGG, 3, 1, &again));
         let p = parse(&f, Path::new("x")).unwrap();
         assert_eq!(p.pid, 42);
         assert_eq!(p.exe, "/bin/");
@@ -641,9 +663,10 @@ mod tests {
                 size: 8,
                 kind: Kind::Store,
                 pc: 0x4010,
-                count: 7,
+                count: 8,
                 summary: false,
-                eligible: 3
+                eligible: 3,
+                lock: LOCKS_SEVERAL,
             }]
         );
         assert!(!p.complete());
