@@ -86,6 +86,39 @@ const MAILED: &[Mailed] = &[
         // an mm_struct and returns a mem_cgroup, and both structs score alike on this line.
         says: "css.cgroup (read through cgroup_rstat_updated) against css.refcnt (css_tryget)",
     },
+    Mailed {
+        file: "lkml_address_space_i_mmap.txt",
+        report: 0,
+        line: 0xff1ddd3f0c8a3b00,
+        ty: "address_space",
+        // v6.4 had i_mmap_rwsem right after i_mmap; in 6.18 they lie 72 bytes apart (v2 of
+        // this very patch moved the rwsem), so the rows are placed one by one by the
+        // structs their functions take.
+        rows: &[
+            (0x0, "vma_interval_tree_remove", "i_mmap"),
+            (0x8, "rwsem_down_write_slowpath", "i_mmap_rwsem"),
+            (0x8, "down_write", "i_mmap_rwsem"),
+            (0x8, "up_write", "i_mmap_rwsem"),
+            (0x10, "rwsem_spin_on_owner", "i_mmap_rwsem"),
+        ],
+        says: "i_mmap (vma_interval_tree_remove) and i_mmap_rwsem (down_write, rwsem_spin_on_owner) share a line",
+    },
+    Mailed {
+        file: "lkml_address_space_v2_i_mmap.txt",
+        report: 0,
+        line: 0xff19b3818445c740,
+        ty: "address_space",
+        rows: &[
+            (0x18, "vma_interval_tree_insert", "i_mmap"),
+            (0x20, "vma_interval_tree_remove", "i_mmap"),
+            (0x28, "rwsem_down_write_slowpath", "i_mmap_rwsem"),
+            (0x28, "down_write", "i_mmap_rwsem"),
+            (0x28, "up_write", "i_mmap_rwsem"),
+            (0x30, "rwsem_spin_on_owner", "i_mmap_rwsem"),
+            (0x30, "rwsem_down_write_slowpath", "i_mmap_rwsem"),
+        ],
+        says: "vma_interval_tree_insert/remove touch i_mmap, down_write/rwsem_spin_on_owner i_mmap_rwsem, on one line",
+    },
 ];
 
 fn kernel() -> BindInput {
@@ -234,4 +267,61 @@ fn a_kmalloc_boundary_decides_between_placements_the_offsets_cannot_tell_apart()
         !mem.reasons.iter().any(|r| r.contains("-byte boundary")),
         "{mem:#?}"
     );
+}
+
+#[test]
+fn rows_of_functions_taking_different_structs_are_placed_in_the_struct_holding_both() {
+    // Lipeng Zhu's v2 Baseline: the interval-tree functions take an rb_root_cached, the lock
+    // functions an rw_semaphore. rw_semaphore is taken by 90% of the weight but explains
+    // none of the interval tree's rows; address_space holds both by value and explains all
+    // of them, each row on the member of its function's type, with the offsets inside each
+    // member kept from the report.
+    let file = InputFile::open(&common::bundled_btf()).unwrap();
+    let types = load(&file, Format::Btf, None).unwrap();
+    let p = report("lkml_address_space_v2_i_mmap.txt", 0);
+    let lines = bind::overview(&p, &types, &kernel(), &Selection::default(), false);
+    let cands = &lines[0].candidates;
+    let rank = |name: &str| cands.iter().position(|c| c.type_name == name);
+    assert_eq!(rank("address_space"), Some(0), "{cands:#?}");
+    let first = &cands[0];
+    let rwsem = rank("rw_semaphore").expect("rw_semaphore still a candidate");
+    assert!(cands[rwsem].score < first.score, "{cands:#?}");
+    // Each row says what placed it and through which member.
+    for (needle, count) in [
+        ("placed by prototype (through `i_mmap`)", 2),
+        ("placed by prototype (through `i_mmap_rwsem`)", 9),
+    ] {
+        let n = first.reasons.iter().filter(|r| r.contains(needle)).count();
+        assert_eq!(n, count, "{needle}: {first:#?}");
+    }
+    // Offsets inside each member are the report's: 0x18 and 0x20 are i_mmap's two words,
+    // 0x28 and 0x30 the rwsem's count and owner.
+    assert_eq!(first.fields[0], "i_mmap.rb_root.rb_node", "{first:#?}");
+    assert_eq!(first.fields[1], "i_mmap.rb_leftmost", "{first:#?}");
+    assert!(
+        first.fields[2].starts_with("i_mmap_rwsem.count"),
+        "{first:#?}"
+    );
+    assert!(
+        first.fields[8].starts_with("i_mmap_rwsem.owner"),
+        "{first:#?}"
+    );
+    // Of address_space's two rw_semaphores, the one after i_mmap (the report's order), not
+    // invalidate_lock before it, though that one lies nearer.
+    assert!(
+        !first
+            .fields
+            .iter()
+            .any(|f| f.starts_with("invalidate_lock")),
+        "{first:#?}"
+    );
+    assert!(
+        first
+            .reasons
+            .iter()
+            .any(|r| r.contains("in the report's order")),
+        "{first:#?}"
+    );
+    // A struct holding an address_space (inode.i_data) explains nothing more: not ranked.
+    assert_eq!(rank("inode"), None, "{cands:#?}");
 }

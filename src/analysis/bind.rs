@@ -1755,6 +1755,7 @@ pub fn overview_with_progress(
     protos.add_named(types, &input.prototypes);
     let mut rel = Relations::new(types);
     let mut scorers: HashMap<TypeId, Scorer> = HashMap::new();
+    let mut embedders: Option<Embedders> = None;
     let mut out = Vec::new();
     for (pos, line) in profile.lines.iter().enumerate() {
         progress(pos + 1);
@@ -1924,6 +1925,24 @@ pub fn overview_with_progress(
                 }
                 placed.insert(id, starts);
                 cands.push(c);
+            }
+        }
+        if !ids.is_empty() {
+            for c in joint_candidates(
+                types,
+                &mut embedders,
+                &mut rel,
+                &protos,
+                line,
+                &accesses,
+                input,
+                cls,
+            ) {
+                match cands.iter_mut().find(|x| x.type_name == c.type_name) {
+                    Some(x) if x.score >= c.score => {}
+                    Some(x) => *x = c,
+                    None => cands.push(c),
+                }
             }
         }
         if ids.is_empty() {
@@ -2217,4 +2236,399 @@ fn rank_one(
         neighbours,
         reasons,
     })
+}
+
+/// Structs that hold each struct by value at any depth (`address_space` and `inode` for
+/// `rw_semaphore`), built once per overview when a line's functions take several structs.
+struct Embedders {
+    by_part: HashMap<TypeId, Vec<TypeId>>,
+}
+
+impl Embedders {
+    fn new(types: &Types<'_>) -> Self {
+        let mut by_part: HashMap<TypeId, Vec<TypeId>> = HashMap::new();
+        for id in types.composites() {
+            if types.get(id).name.is_empty() {
+                continue;
+            }
+            let mut seen = BTreeSet::new();
+            for (part, _, _) in embedded_parts(types, id) {
+                if part != id && seen.insert(part) {
+                    by_part.entry(part).or_default().push(id);
+                }
+            }
+        }
+        Embedders { by_part }
+    }
+}
+
+/// The rows of one line whose functions take one struct, placed together inside one member
+/// of that type in a struct that embeds it.
+struct Piece {
+    /// The struct the functions take (`rw_semaphore`).
+    ty: TypeId,
+    /// Indices into the line's accesses.
+    rows: Vec<usize>,
+    /// The lowest line offset among them.
+    anchor: u64,
+    /// Byte of the taken struct at which the line starts, for these rows.
+    shift: i64,
+    /// Members of that type in the embedding struct: (offset, path).
+    instances: Vec<(u64, String)>,
+}
+
+/// How many structs embedding several of a line's taken types are weighed per line, smallest
+/// first (structs that embed those in turn, an inode for its address_space, come later).
+const JOINT_CANDIDATES: usize = 48;
+
+/// What a joint placement loses per line its pieces lie further apart than the report's line
+/// held them: a layout that moved members a line apart is likelier than one that moved them
+/// ten, and this breaks ties between structs that explain the rows alike.
+const JOINT_SPREAD: f64 = 0.01;
+
+/// Candidates that hold the structs several of a line's functions take, each by value (one
+/// `address_space` holds the `rw_semaphore` `down_write` takes and the `rb_root_cached`
+/// `vma_interval_tree_remove` takes). Their rows are placed one by one by prototype: the
+/// rows of the functions taking one type land together inside a member of that type, at
+/// the place within it that fits their offsets, so members the report's kernel had side by
+/// side may lie apart in this layout (a layout changes between kernels), in the same order.
+/// Of the members of each type, the ones keeping the report's order and lying nearest
+/// together. Score: the share of the known weight so placed, plus the offsets' fit and the
+/// written weight on atomics and locks, as [`rank_one`] scores a placement of the whole line;
+/// a struct whose chosen members all lie inside one member of its own (`inode.i_data`) is
+/// left to that member's type.
+#[allow(clippy::too_many_arguments)]
+fn joint_candidates(
+    types: &Types<'_>,
+    embedders: &mut Option<Embedders>,
+    rel: &mut Relations<'_, '_>,
+    protos: &Prototypes,
+    line: &LineProfile,
+    accesses: &[(usize, LineAccess)],
+    input: &BindInput,
+    cls: u64,
+) -> Vec<TypeCandidate> {
+    let refs: Vec<Option<&[TypeRef]>> = accesses
+        .iter()
+        .map(|(_, a)| {
+            a.symbols
+                .first()
+                .and_then(|s| protos.of(s))
+                .filter(|r| !(r.is_empty() && input.domain == Some(Domain::User)))
+        })
+        .collect();
+    let mut taken: Vec<TypeId> = Vec::new();
+    for r in refs.iter().flatten().copied().flatten() {
+        if !taken.contains(&r.id) {
+            taken.push(r.id);
+        }
+    }
+    if taken.len() < 2 {
+        return Vec::new();
+    }
+    let embedders = embedders.get_or_insert_with(|| Embedders::new(types));
+    let total: f64 = accesses
+        .iter()
+        .map(|(_, a)| a.weight)
+        .sum::<f64>()
+        .max(1e-12);
+    let known: f64 = accesses
+        .iter()
+        .zip(&refs)
+        .filter(|(_, r)| r.is_some())
+        .map(|((_, a), _)| a.weight)
+        .sum::<f64>()
+        .max(1e-12);
+    // Structs embedding at least two of the taken types (not taken themselves), by the
+    // weight whose functions take a type they embed, then smallest first.
+    let mut holders: BTreeMap<TypeId, BTreeSet<TypeId>> = BTreeMap::new();
+    for t in &taken {
+        for s in embedders.by_part.get(t).into_iter().flatten() {
+            if !taken.contains(s) {
+                holders.entry(*s).or_default().insert(*t);
+            }
+        }
+    }
+    let mut ranked: Vec<(TypeId, f64)> = holders
+        .into_iter()
+        .filter(|(_, parts)| parts.len() >= 2)
+        .map(|(s, parts)| {
+            let w: f64 = accesses
+                .iter()
+                .zip(&refs)
+                .filter(|(_, r)| r.is_some_and(|r| r.iter().any(|x| parts.contains(&x.id))))
+                .map(|((_, a), _)| a.weight)
+                .sum();
+            (s, w)
+        })
+        .collect();
+    ranked.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then(types.size_of(a.0).cmp(&types.size_of(b.0)))
+            .then(a.0.cmp(&b.0))
+    });
+    ranked.truncate(JOINT_CANDIDATES);
+    let mut part_scorers: HashMap<TypeId, Scorer> = HashMap::new();
+    let mut out = Vec::new();
+    'holder: for (s, _) in ranked {
+        let names = type_names(types, s);
+        let name = names.last().cloned().unwrap_or_default();
+        // Each row to the first type its function takes that the struct embeds.
+        let mut pieces: Vec<Piece> = Vec::new();
+        let mut instances_of: HashMap<TypeId, Vec<(u64, String)>> = HashMap::new();
+        for (j, r) in refs.iter().enumerate() {
+            let Some(r) = r else { continue };
+            for t in r.iter() {
+                let inst = instances_of.entry(t.id).or_insert_with(|| {
+                    let esize = types.size_of(t.id).max(1);
+                    let mut v = Vec::new();
+                    for (lo, hi, path) in embedded_ranges(types, s, &t.names) {
+                        match path.strip_suffix("[]") {
+                            Some(base) => {
+                                for k in 0..((hi - lo) / esize).min(128) {
+                                    v.push((lo + k * esize, format!("{base}[{k}]")));
+                                }
+                            }
+                            None => v.push((lo, path)),
+                        }
+                    }
+                    v
+                });
+                if inst.is_empty() {
+                    continue;
+                }
+                let off = accesses[j].1.offset;
+                match pieces.iter_mut().find(|p| p.ty == t.id) {
+                    Some(p) => {
+                        p.rows.push(j);
+                        p.anchor = p.anchor.min(off);
+                    }
+                    None => pieces.push(Piece {
+                        ty: t.id,
+                        rows: vec![j],
+                        anchor: off,
+                        shift: 0,
+                        instances: inst.clone(),
+                    }),
+                }
+                break;
+            }
+        }
+        if pieces.len() < 2 {
+            continue;
+        }
+        // Where in its type each piece's rows fit best: the offsets' fit, then the written
+        // weight on atomics and locks, then the lowest row nearest the type's start.
+        for p in &mut pieces {
+            let rows: Vec<LineAccess> = p.rows.iter().map(|&j| accesses[j].1.clone()).collect();
+            let size = types.size_of(p.ty) as i64;
+            let lo = rows.iter().map(|a| a.offset).min().unwrap_or(0) as i64;
+            let hi = rows.iter().map(|a| a.offset).max().unwrap_or(0) as i64;
+            let scorer = part_scorers
+                .entry(p.ty)
+                .or_insert_with(|| Scorer::new(types, p.ty));
+            let mut best: Option<(f64, f64, i64)> = None;
+            for shift in -lo..size - hi {
+                let Some(c) = scorer.at(types, &rows, shift, cls) else {
+                    continue;
+                };
+                let better = best.is_none_or(|(f, w, b)| {
+                    (c.fit, c.writes_on_atomics, -(shift + lo).abs())
+                        .partial_cmp(&(f, w, -(b + lo).abs()))
+                        .is_some_and(|o| o.is_gt())
+                });
+                if better {
+                    best = Some((c.fit, c.writes_on_atomics, shift));
+                }
+            }
+            let Some((_, _, shift)) = best else {
+                continue 'holder;
+            };
+            p.shift = shift;
+        }
+        // One member per piece: the report's order kept, then the least spread.
+        pieces.sort_by_key(|p| p.anchor);
+        let combos: usize = pieces
+            .iter()
+            .map(|p| p.instances.len())
+            .try_fold(1usize, |n, k| n.checked_mul(k))
+            .unwrap_or(usize::MAX);
+        if combos > 4096 {
+            continue;
+        }
+        let mut chosen: Option<(i64, Vec<usize>)> = None;
+        let mut pick = vec![0usize; pieces.len()];
+        'combos: for mut c in 0..combos {
+            for (k, p) in pieces.iter().enumerate() {
+                pick[k] = c % p.instances.len();
+                c /= p.instances.len();
+            }
+            let starts: Vec<i64> = pieces
+                .iter()
+                .zip(&pick)
+                .map(|(p, &k)| p.instances[k].0 as i64 + p.shift)
+                .collect();
+            for k in 1..pieces.len() {
+                let (a, b) = (&pieces[k - 1], &pieces[k]);
+                if b.anchor > a.anchor
+                    && starts[k] + (b.anchor as i64) <= starts[k - 1] + a.anchor as i64
+                {
+                    continue 'combos;
+                }
+            }
+            let spread = starts.iter().max().unwrap() - starts.iter().min().unwrap();
+            if chosen.as_ref().is_none_or(|(s, _)| spread < *s) {
+                chosen = Some((spread, pick.clone()));
+            }
+        }
+        let Some((spread, pick)) = chosen else {
+            continue;
+        };
+        let paths: Vec<&str> = pieces
+            .iter()
+            .zip(&pick)
+            .map(|(p, &k)| p.instances[k].1.as_str())
+            .collect();
+        let outer = |p: &str| p.split(['.', '[']).next().unwrap_or(p).to_string();
+        if paths
+            .iter()
+            .all(|p| p.contains(['.', '[']) && outer(p) == outer(paths[0]))
+        {
+            // All inside one member: the type of that member explains them as well.
+            continue;
+        }
+        let starts: Vec<i64> = pieces
+            .iter()
+            .zip(&pick)
+            .map(|(p, &k)| p.instances[k].0 as i64 + p.shift)
+            .collect();
+        let scorer = Scorer::new(types, s);
+        let mut fields = Vec::with_capacity(accesses.len());
+        let (mut fit, mut explained, mut written, mut in_place) = (0.0, 0.0, 0.0, 0.0);
+        let mut row_words = Vec::new();
+        for (j, (i, a)) in accesses.iter().enumerate() {
+            let piece = pieces.iter().position(|p| p.rows.contains(&j));
+            // A row no taken type explains lies beside the nearest piece, by its offset.
+            let k = piece.unwrap_or_else(|| {
+                (0..pieces.len())
+                    .min_by_key(|&k| pieces[k].anchor.abs_diff(a.offset))
+                    .unwrap_or(0)
+            });
+            let x = starts[k] + a.offset as i64;
+            let c = scorer.at(types, std::slice::from_ref(a), starts[k], cls);
+            fields.push(
+                c.as_ref()
+                    .and_then(|c| c.fields.first().cloned())
+                    .unwrap_or_else(|| "<outside>".into()),
+            );
+            fit += a.weight * c.as_ref().map_or(0.0, |c| c.fit);
+            let w = a.weight * a.store_share;
+            written += w;
+            let path = &paths[k];
+            let function = a
+                .symbols
+                .first()
+                .map(|s| function_name(s).to_string())
+                .unwrap_or_default();
+            if piece.is_some() {
+                explained += a.weight;
+                if x >= 0
+                    && scorer
+                        .leaf_holding(x as u64)
+                        .is_some_and(|l| l.synchronizing)
+                {
+                    in_place += w;
+                }
+                row_words.push(format!(
+                    "row {i} {function} at {:#x}: {}, {} (through `{path}`)",
+                    a.offset,
+                    fields[j],
+                    PlacedBy::Prototype.label()
+                ));
+            } else {
+                row_words.push(format!(
+                    "row {i} {function} at {:#x}: {}, {} (beside `{path}`)",
+                    a.offset,
+                    fields[j],
+                    PlacedBy::OffsetOnly.label()
+                ));
+            }
+        }
+        let fit = fit / total;
+        let explained = explained / known;
+        let writes = if written > 0.0 {
+            in_place / written * (written / total / 0.05).min(1.0)
+        } else {
+            0.0
+        };
+        let mut reasons = vec![format!(
+            "rows placed one by one by prototype: {:.0}% of the known weight on members whose types their functions take",
+            explained * 100.0
+        )];
+        for (p, path) in pieces.iter().zip(&paths) {
+            let mut fns: Vec<String> = p
+                .rows
+                .iter()
+                .filter_map(|&j| accesses[j].1.symbols.first())
+                .map(|s| function_name(s).to_string())
+                .collect();
+            fns.dedup();
+            fns.sort();
+            fns.dedup();
+            let (lo, _) = p
+                .instances
+                .iter()
+                .find(|(_, q)| q == path)
+                .cloned()
+                .unwrap_or_default();
+            reasons.push(format!(
+                "{} {} struct {}: {name}.{path} at byte {lo}",
+                fns.join(", "),
+                if fns.len() == 1 { "takes" } else { "take" },
+                type_names(types, p.ty)
+                    .last()
+                    .map(String::as_str)
+                    .unwrap_or("?")
+            ));
+        }
+        if spread > 0 {
+            reasons.push(format!(
+                "members the report's line held together lie up to {spread} bytes further apart here, in the report's order: the layout changed since"
+            ));
+        }
+        reasons.extend(row_words);
+        reasons.push(format!(
+            "offsets: {:.0}% of the weight on member starts",
+            fit * 100.0
+        ));
+        if writes > 0.0 {
+            reasons.push(format!(
+                "writes: {:.0}% of the written weight on atomics and locks, by functions taking them",
+                writes * 100.0
+            ));
+        }
+        let heaviest = (0..pieces.len())
+            .max_by(|&a, &b| {
+                let w = |k: usize| -> f64 {
+                    pieces[k].rows.iter().map(|&j| accesses[j].1.weight).sum()
+                };
+                w(a).total_cmp(&w(b))
+            })
+            .unwrap_or(0);
+        let proto = prototype_evidence(rel, protos, line, accesses, s, &names, input.domain);
+        out.push(TypeCandidate {
+            type_name: name,
+            line_start: starts[heaviest],
+            binding: How::Inferred,
+            // Members kept nearer need less of a layout change: a hundredth per line apart.
+            score: explained + fit + WRITES_IN_PLACE * writes
+                - JOINT_SPREAD * spread as f64 / cls as f64,
+            fields,
+            prototypes: proto,
+            fit,
+            neighbours: Vec::new(),
+            reasons,
+        });
+    }
+    out
 }
