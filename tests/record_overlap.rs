@@ -171,6 +171,41 @@ fn a_state_handed_over_under_a_mutex_is_not_contention_idle_or_busy() {
     }
 }
 
+/// One code site run inside and outside a critical section on the same counter: the
+/// runtime's tally keeps the two apart by the lock held (a site-cache entry filled under the
+/// lock is filled again once it is released), so the unlocked bumps make the line true
+/// sharing, not "handed from thread to thread under a lock".
+#[test]
+fn a_site_run_with_and_without_its_lock_is_contention_idle_or_busy() {
+    let (idle, busy) = same_both_ways(
+        "tests/data/record/overlap/lock_then_not.c",
+        &["--type", "tally"],
+    );
+    for d in [&idle, &busy] {
+        let line = d["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| {
+                l["members"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m["name"] == "hits")
+            })
+            .unwrap_or_else(|| panic!("{d:#}"));
+        assert_eq!(line["verdict"], "true_sharing", "{line:#}");
+        assert!(line["cost"].as_f64().unwrap() > 0.0, "{line:#}");
+        assert!(
+            !line["explanation"]
+                .as_str()
+                .unwrap()
+                .starts_with("handed from thread to thread"),
+            "{line:#}"
+        );
+    }
+}
+
 #[test]
 fn a_handful_of_stores_to_per_thread_slots_is_negligible_idle_or_busy() {
     let src = "tests/data/record/overlap/few_stores.c";
