@@ -119,6 +119,29 @@ const MAILED: &[Mailed] = &[
         ],
         says: "vma_interval_tree_insert/remove touch i_mmap, down_write/rwsem_spin_on_owner i_mmap_rwsem, on one line",
     },
+    Mailed {
+        file: "lkml_seed003_root_domain.txt",
+        report: 0,
+        line: 0xff14d42c400e3880,
+        ty: "root_domain",
+        // The mail's kernel (CONFIG_CPUMASK_OFFSTACK=y) had these members within one line; in
+        // 6.18 rto_mask is an inline 32-byte mask and cpupri starts 24 bytes later. The
+        // functions take irq_work, raw_spinlock and cpupri (embedded in root_domain), and rq
+        // and task_struct, which reach it through rq->rd.
+        rows: &[
+            (0x0, "irq_work_queue_on", "rto_push_work"),
+            (0x0, "irq_work_single", "rto_push_work"),
+            (0x18, "_raw_spin_lock", "rto_lock"),
+            (0x18, "_raw_spin_unlock", "rto_lock"),
+            (0x24, "pull_rt_task", "rto_loop_next"),
+            (0x28, "pull_rt_task", "rto_loop_start"),
+            (0x30, "enqueue_pushable_task", "rto_mask"),
+            (0x30, "dequeue_pushable_task", "rto_mask"),
+            (0x38, "cpupri_set", "cpupri"),
+            (0x38, "cpupri_find_fitness", "cpupri"),
+        ],
+        says: "cache line 3: rto_push_work, rto_lock, rto_loop_next/start, rto_mask and cpupri",
+    },
 ];
 
 fn kernel() -> BindInput {
@@ -324,4 +347,42 @@ fn rows_of_functions_taking_different_structs_are_placed_in_the_struct_holding_b
     );
     // A struct holding an address_space (inode.i_data) explains nothing more: not ranked.
     assert_eq!(rank("inode"), None, "{cands:#?}");
+}
+
+#[test]
+fn rows_of_functions_reaching_the_struct_through_a_pointer_lie_beside_the_placed_ones() {
+    // Seed 003's root_domain line 3: irq_work_queue_on, the spinlock functions and cpupri_set
+    // take structs root_domain embeds, and their rows are placed in those members; pull_rt_task
+    // and enqueue_pushable_task take rq (rq->rd reaches root_domain) and may touch any member,
+    // so their rows lie beside the placed ones, on the members their offsets start.
+    let file = InputFile::open(&common::bundled_btf()).unwrap();
+    let types = load(&file, Format::Btf, None).unwrap();
+    let p = report("lkml_seed003_root_domain.txt", 0);
+    let lines = bind::overview(&p, &types, &kernel(), &Selection::default(), false);
+    let line = lines
+        .iter()
+        .find(|l| l.address == 0xff14d42c400e3880)
+        .unwrap();
+    let first = &line.candidates[0];
+    assert_eq!(first.type_name, "root_domain", "{line:#?}");
+    let said = |needle: &str| first.reasons.iter().filter(|r| r.contains(needle)).count();
+    assert!(said("cpupri_set at 0x38: cpupri.") > 0, "{first:#?}");
+    assert_eq!(
+        said("placed by prototype (through `cpupri`)"),
+        6,
+        "{first:#?}"
+    );
+    assert!(
+        first
+            .reasons
+            .iter()
+            .filter(|r| r.contains("pull_rt_task at"))
+            .all(|r| r.contains("placed by offset only (beside")),
+        "{first:#?}"
+    );
+    assert_eq!(
+        said("by functions reaching the struct itself"),
+        1,
+        "{first:#?}"
+    );
 }

@@ -2505,13 +2505,27 @@ fn joint_candidates(
         let scorer = Scorer::new(types, s);
         let mut fields = Vec::with_capacity(accesses.len());
         let (mut fit, mut explained, mut written, mut in_place) = (0.0, 0.0, 0.0, 0.0);
+        let mut by_member = 0.0;
         let mut row_words = Vec::new();
         for (j, (i, a)) in accesses.iter().enumerate() {
             let piece = pieces.iter().position(|p| p.rows.contains(&j));
-            // A row no taken type explains lies beside the nearest piece, by its offset.
+            // A row no taken type explains lies beside a piece, by its offset: the one where
+            // it lands best on a member, then the nearest.
             let k = piece.unwrap_or_else(|| {
+                let row_fit = |k: usize| {
+                    scorer
+                        .at(types, std::slice::from_ref(a), starts[k], cls)
+                        .map_or(0.0, |c| c.fit)
+                };
                 (0..pieces.len())
-                    .min_by_key(|&k| pieces[k].anchor.abs_diff(a.offset))
+                    .min_by(|&x, &y| {
+                        row_fit(y).total_cmp(&row_fit(x)).then(
+                            pieces[x]
+                                .anchor
+                                .abs_diff(a.offset)
+                                .cmp(&pieces[y].anchor.abs_diff(a.offset)),
+                        )
+                    })
                     .unwrap_or(0)
             });
             let x = starts[k] + a.offset as i64;
@@ -2532,6 +2546,7 @@ fn joint_candidates(
                 .unwrap_or_default();
             if piece.is_some() {
                 explained += a.weight;
+                by_member += a.weight;
                 if x >= 0
                     && scorer
                         .leaf_holding(x as u64)
@@ -2546,6 +2561,14 @@ fn joint_candidates(
                     PlacedBy::Prototype.label()
                 ));
             } else {
+                // A function reaching the struct itself (through a pointer, `rq->rd`) may
+                // touch any member: its row counts as far as its reach weighs.
+                if let Some(sym) = a.symbols.first()
+                    && let Reachable::Anywhere(_, reach) =
+                        reachable(rel, protos, s, &names, sym, input.domain)
+                {
+                    explained += a.weight * reach.weight();
+                }
                 row_words.push(format!(
                     "row {i} {function} at {:#x}: {}, {} (beside `{path}`)",
                     a.offset,
@@ -2562,8 +2585,16 @@ fn joint_candidates(
             0.0
         };
         let mut reasons = vec![format!(
-            "rows placed one by one by prototype: {:.0}% of the known weight on members whose types their functions take",
-            explained * 100.0
+            "rows placed one by one by prototype: {:.0}% of the known weight on members whose types their functions take{}",
+            by_member / known * 100.0,
+            if explained > by_member / known + 1e-9 {
+                format!(
+                    ", {:.0}% by functions reaching the struct itself (weighed by how near)",
+                    (explained - by_member / known) * 100.0
+                )
+            } else {
+                String::new()
+            }
         )];
         for (p, path) in pieces.iter().zip(&paths) {
             let mut fns: Vec<String> = p
