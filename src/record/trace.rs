@@ -19,8 +19,11 @@ const CH_BURSTS: u32 = 8;
 const CH_NOTE: u32 = 10;
 const CH_HITS: u32 = 9;
 const CH_SUM: u32 = 11;
-/// Runtime format version this reader understands.
+/// Runtime format version this reader understands: 2, the tally's code addresses carrying
+/// the held lock's tag above their 48 bits ([`Counted::lock`]).
 pub const RUNTIME_VERSION: u32 = 2;
+/// The oldest it still reads (1: the same chunks, no lock in the tally).
+pub const OLDEST_RUNTIME_VERSION: u32 = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
@@ -364,9 +367,10 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                     return Err(bad("short header".into()));
                 }
                 let version = u32_at(body, 0);
-                if version != RUNTIME_VERSION {
+                // Version 1 is version 2 without the tally's lock tags: read as none held.
+                if !(OLDEST_RUNTIME_VERSION..=RUNTIME_VERSION).contains(&version) {
                     return Err(bad(format!(
-                        "recorded by runtime version {version}, this lineup reads version {RUNTIME_VERSION}: rebuild the program with this lineup's `lineup cc`"
+                        "recorded by runtime version {version}, this lineup reads versions {OLDEST_RUNTIME_VERSION} to {RUNTIME_VERSION}: rebuild the program with this lineup's `lineup cc`"
                     )));
                 }
                 p.pid = u32_at(body, 4);
@@ -632,6 +636,24 @@ mod tests {
         h[4..8].copy_from_slice(&42u32.to_le_bytes());
         h[56..61].copy_from_slice(b"/bin/");
         chunk(CH_HEADER, 0, 1, &h)
+    }
+
+    #[test]
+    fn reads_the_versions_it_knows_and_refuses_a_newer_one() {
+        for (version, ok) in [
+            (1u32, true),
+            (RUNTIME_VERSION, true),
+            (RUNTIME_VERSION + 1, false),
+        ] {
+            let mut h = vec![0u8; 56 + 512];
+            h[0..4].copy_from_slice(&version.to_le_bytes());
+            let f = chunk(CH_HEADER, 0, 1, &h);
+            let r = parse(&f, Path::new("x"));
+            assert_eq!(r.is_ok(), ok, "version {version}");
+            if let Err(e) = r {
+                assert!(e.to_string().contains("reads versions 1 to 2"), "{e}");
+            }
+        }
     }
 
     #[test]
