@@ -604,6 +604,19 @@ fn the_size_term_matches_its_schema() {
     let mut wrong = v.clone();
     wrong["plan"]["cost"]["growth"]["lines_grown"] = "7".into();
     assert!(!errors("optimize", &wrong).is_empty());
+    // The basis adds up: the new share of the hot working set, priced on the fetches.
+    let num = |k: &str| g[k].as_f64().unwrap_or_else(|| panic!("{k}: {g}"));
+    let share = 1.0 - num("from_hot_lines") / num("to_hot_lines");
+    assert!(share > 0.0 && (num("share") - share).abs() < 1e-9, "{g}");
+    let cycles = num("fetches") * num("share") * num("price");
+    assert!((num("cycles") - cycles).abs() <= 1e-6 * cycles, "{g}");
+    let mut wrong = v.clone();
+    wrong["plan"]["cost"]["growth"]["share"] = "half".into();
+    assert!(!errors("optimize", &wrong).is_empty());
+    let mut wrong = v.clone();
+    let basis = wrong["plan"]["cost"]["growth"].as_object_mut().unwrap();
+    basis.remove("fetches");
+    assert!(!errors("optimize", &wrong).is_empty());
 
     let merged = case.join("merged.h").display().to_string();
     let mut args = vec!["predict"];

@@ -149,14 +149,20 @@ fn only_padding_separates_them_and_its_growth_is_priced() {
     let size = o["plan"]["placement"]["size"].as_u64().unwrap();
     assert!(size > 64, "no padding: {}", o["plan"]);
     assert_ne!(line_of(&o, "a"), line_of(&o, "b"));
-    // The growth, its basis and its price, in the total.
+    // The growth, its basis and its price, in the total: the writers' one hot line is two
+    // (half the hot working set is new), priced on every line the two paths fetch.
     let g = &cost["growth"];
     let grown = g["lines_grown"].as_f64().unwrap();
     assert_eq!(grown, (size.div_ceil(64) - 1) as f64, "{g}");
     assert_eq!(g["from_bytes"], 16);
     assert_eq!(g["to_bytes"].as_u64(), Some(size));
     assert_eq!(g["allocator"], "lines");
-    let priced = grown * g["runs"].as_f64().unwrap() * g["price"].as_f64().unwrap();
+    assert_eq!(g["from_hot_lines"], 1.0, "{g}");
+    assert_eq!(g["to_hot_lines"], 2.0, "{g}");
+    assert!((g["share"].as_f64().unwrap() - 0.5).abs() < 1e-9, "{g}");
+    let fetches = g["fetches"].as_f64().unwrap();
+    assert!(fetches > 0.0, "{g}");
+    let priced = fetches * g["share"].as_f64().unwrap() * g["price"].as_f64().unwrap();
     assert!(priced > 0.0);
     assert!((cost["size_cycles"].as_f64().unwrap() - priced).abs() < 1e-6 * priced);
     assert!((g["cycles"].as_f64().unwrap() - priced).abs() < 1e-6 * priced);
@@ -192,12 +198,18 @@ fn only_padding_separates_them_and_its_growth_is_priced() {
         (kg["lines_grown"].as_f64().unwrap() - lines).abs() < 1e-9,
         "{kg}"
     );
+    // A kmalloc-16 object is a quarter of a line of the slab: its hot working set grows
+    // from that quarter to the two lines the writers take apart.
+    assert_eq!(kg["from_hot_lines"], 0.25, "{kg}");
+    assert_eq!(kg["to_hot_lines"], 2.0, "{kg}");
+    assert!((kg["share"].as_f64().unwrap() - 0.875).abs() < 1e-9, "{kg}");
 }
 
 #[test]
 fn padding_that_costs_more_than_the_transfers_it_removes_is_not_proposed() {
     // b is read on every run of a very hot path; a is written rarely: the few transfers the
-    // shared line costs are worth less than a line more per instance.
+    // shared line costs are worth less than a hot working set twice as large (half of the
+    // hot path's fetches priced).
     let dir = scratch("rare");
     let (obj, sketch) = subject(
         &dir,

@@ -181,10 +181,11 @@ pub struct Cost {
     pub size: u64,
     pub cachelines: u64,
     /// What growing the struct beyond the current layout's size costs ([`size_term`]);
-    /// 0 for a layout no larger than the current one as allocated.
+    /// 0 for a layout no larger than the current one as allocated, or whose hot working set
+    /// does not grow.
     #[serde(skip_serializing_if = "is_zero")]
     pub size_cycles: f64,
-    /// The basis of `size_cycles`, when there is growth to price.
+    /// The basis of `size_cycles`, when the layout grows the struct as allocated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub growth: Option<SizeTerm>,
 }
@@ -202,20 +203,44 @@ impl Cost {
             + self.size_cycles
     }
 
-    /// This cost with the size term of growing from `from_size` bytes ([`size_term`]).
+    /// This cost of `placement` with the size term of growing from `from` (the current
+    /// layout's size and hot lines, [`Footprint::of`]) ([`size_term`]).
     pub fn with_size_term(
         mut self,
         streams: &[Stream],
-        from_size: u64,
+        placement: &Placement,
+        from: Footprint,
         cls: u64,
         machine: &MachineModel,
         allocator: Allocator,
     ) -> Cost {
-        let t = size_term(streams, from_size, self.size, cls, machine, allocator);
+        let t = size_term(streams, placement, from, cls, machine, allocator);
         self.size_cycles = t.cycles;
-        self.growth = (t.cycles > 0.0).then_some(t);
+        self.growth = (t.lines_grown > 0.0).then_some(t);
         self
     }
+}
+
+/// What the size term compares a layout with: the current layout's size and the cache lines
+/// of it that the evidence's streams touch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Footprint {
+    pub size: u64,
+    pub hot_lines: u64,
+}
+
+impl Footprint {
+    pub fn of(streams: &[Stream], placement: &Placement, cls: u64) -> Footprint {
+        Footprint {
+            size: placement.size,
+            hot_lines: hot_lines(streams, placement, cls),
+        }
+    }
+}
+
+/// Distinct cache lines of an instance that some stream touches in `placement`.
+pub fn hot_lines(streams: &[Stream], placement: &Placement, cls: u64) -> u64 {
+    streams_by_line(streams, placement, cls).len() as u64
 }
 
 /// How instances of the struct get their memory, for the size term: what an instance of
@@ -286,50 +311,83 @@ pub struct SizeTerm {
     pub to_allocated: u64,
     /// Cache lines each instance grows by, as allocated (0 when it does not grow).
     pub lines_grown: f64,
-    /// Runs of the busiest hot path, in the profile's rate unit ([`path_runs`]).
-    pub runs: f64,
-    /// Cycles per added line per run: an L2 hit ([`locality_price`]).
+    /// The instance's hot working set now and in this layout, in cache lines: the lines some
+    /// stream touches, at most the lines the instance takes as allocated (an instance
+    /// smaller than a line shares its line with its neighbours).
+    pub from_hot_lines: f64,
+    pub to_hot_lines: f64,
+    /// The share of the hot working set that is new: `1 - from_hot_lines / to_hot_lines`
+    /// (0 when it does not grow).
+    pub share: f64,
+    /// Lines the hot paths fetch, in the profile's rate unit: each run's rate times the
+    /// lines it touches in this layout ([`path_runs`]).
+    pub fetches: f64,
+    /// Cycles per fetch that capacity turns into a miss: an L2 hit ([`locality_price`]).
     pub price: f64,
-    /// `lines_grown * runs * price`.
+    /// `fetches * share * price`.
     pub cycles: f64,
 }
 
-/// What growing the struct from `from_size` to `to_size` bytes costs: each cache line an
-/// instance grows by (as its allocator hands it out: the next slab size class, the malloc
-/// chunk, whole lines for the rest) is priced like one more line its busiest hot path needs,
-/// an L2 hit per run of that path (the locality price): more lines per instance is more
-/// lines per array of instances, fewer instances in the caches, and lines the prefetchers
-/// fetch beside the hot ones. Shrinking is not priced (0): the term keeps padding from being
-/// proposed where a reorder within the size removes the same transfers, and lets padding
-/// through where the transfers it removes outweigh the growth.
+/// What growing the struct from `from` to `placement` costs. A grown line that no stream
+/// touches is never fetched by a run (the adjacent-line prefetcher's partner is the pair
+/// term's, the lines a run touches are the locality term's), so growth costs per run only
+/// through cache capacity: with many instances, what competes for the caches is each
+/// instance's hot working set, the lines the streams touch (as allocated: an instance
+/// smaller than a line takes its share of a line), not its size. Where that working set
+/// grows by a share `s = 1 - from / to`, the caches hold a share `s` less of it, so about
+/// that share of the lines the hot paths fetch miss where they hit: `fetches * s * price`,
+/// an L2 hit each (the locality price). Priced only where the instance grows as its
+/// allocator hands it out (the next slab size class, the malloc chunk, whole lines for the
+/// rest); within the current allocation, and for shrinking, 0. Padding that only moves the
+/// hot lines apart grows no working set the runs do not already touch beyond what it
+/// separates; padding whose new hot lines are many beside few removed transfers loses.
 pub fn size_term(
     streams: &[Stream],
-    from_size: u64,
-    to_size: u64,
+    placement: &Placement,
+    from: Footprint,
     cls: u64,
     machine: &MachineModel,
     allocator: Allocator,
 ) -> SizeTerm {
-    let lines_grown = (allocator.lines(to_size, cls) - allocator.lines(from_size, cls)).max(0.0);
-    let runs: f64 = if lines_grown > 0.0 {
+    let to_size = placement.size;
+    let cls = cls.max(1);
+    let lines_grown = (allocator.lines(to_size, cls) - allocator.lines(from.size, cls)).max(0.0);
+    let from_hot = (from.hot_lines as f64).min(allocator.lines(from.size, cls));
+    let to_hot = (hot_lines(streams, placement, cls) as f64).min(allocator.lines(to_size, cls));
+    let share = if lines_grown > 0.0 && to_hot > from_hot && to_hot > 0.0 {
+        1.0 - from_hot / to_hot
+    } else {
+        0.0
+    };
+    let fetches: f64 = if lines_grown > 0.0 {
         path_runs(streams)
             .iter()
-            .map(|r| r.rate)
-            .fold(0.0, f64::max)
+            .map(|r| {
+                let lines: BTreeSet<u64> = r
+                    .streams
+                    .iter()
+                    .map(|&i| (placement.offsets[streams[i].unit] + streams[i].inner) / cls)
+                    .collect();
+                r.rate * lines.len() as f64
+            })
+            .sum()
     } else {
         0.0
     };
     let price = locality_price(machine);
     SizeTerm {
         allocator,
-        from_bytes: from_size,
+        from_bytes: from.size,
         to_bytes: to_size,
-        from_allocated: allocator.allocated(from_size),
+        from_allocated: allocator.allocated(from.size),
         to_allocated: allocator.allocated(to_size),
         lines_grown,
-        runs,
+        from_hot_lines: from_hot,
+        to_hot_lines: to_hot,
+        share,
+        fetches,
         price,
-        cycles: lines_grown * runs * price,
+        cycles: fetches * share * price,
     }
 }
 
@@ -1238,7 +1296,8 @@ mod tests {
     }
 
     /// Growth is counted in the allocator's units: slab size classes, malloc chunks, lines;
-    /// a layout no larger as allocated, or smaller, pays nothing.
+    /// a layout no larger as allocated, or smaller, pays nothing; and growth pays only for
+    /// the share of the hot working set (the lines the streams touch) that is new.
     #[test]
     fn growth_is_priced_as_allocated() {
         assert_eq!(Allocator::Kmalloc.allocated(184), 192);
@@ -1250,18 +1309,43 @@ mod tests {
         assert_eq!(Allocator::Kmalloc.lines(96, 64), 1.5);
         let m = preset("icelake-2s").unwrap();
         let streams = [stream(0, 0.0, 100.0, 1, "f"), stream(1, 50.0, 0.0, 1, "g")];
-        // 184 -> 190 bytes: the same kmalloc-192, the same 3 lines.
+        let at = |a: u64, b: u64, size: u64| Placement {
+            offsets: vec![a, b],
+            size,
+        };
+        // Both on line 0 now: one hot line of 184 bytes.
+        let now = at(0, 8, 184);
+        let from = Footprint::of(&streams, &now, 64);
+        assert_eq!(from.hot_lines, 1);
+        // 184 -> 190 bytes: the same kmalloc-192, the same 3 lines, even with g moved away.
         for a in [Allocator::Kmalloc, Allocator::Lines] {
-            assert_eq!(size_term(&streams, 184, 190, 64, &m, a).cycles, 0.0);
+            assert_eq!(
+                size_term(&streams, &at(0, 128, 190), from, 64, &m, a).cycles,
+                0.0
+            );
         }
-        // 184 -> 256: one slab class up, one line more, at the busiest path's runs.
-        let t = size_term(&streams, 184, 256, 64, &m, Allocator::Kmalloc);
+        // 184 -> 256 with both still on line 0: a line more per instance that no run
+        // touches costs nothing.
+        let t = size_term(&streams, &at(0, 8, 256), from, 64, &m, Allocator::Kmalloc);
         assert_eq!(t.lines_grown, 1.0);
-        assert_eq!(t.runs, 100.0);
-        assert_eq!(t.cycles, 100.0 * m.l2_hit);
+        assert_eq!(t.cycles, 0.0, "{t:?}");
+        // 184 -> 256 with g on a line of its own: the hot working set doubles, so half of
+        // every fetch (f's line and g's, each run one line) is priced an L2 hit.
+        let t = size_term(&streams, &at(0, 192, 256), from, 64, &m, Allocator::Kmalloc);
+        assert_eq!((t.from_hot_lines, t.to_hot_lines), (1.0, 2.0), "{t:?}");
+        assert_eq!(t.share, 0.5);
+        assert_eq!(t.fetches, 150.0);
+        assert_eq!(t.cycles, 150.0 * 0.5 * m.l2_hit);
+        // A 16-byte kmalloc-16 object takes a quarter line: apart on two lines of a
+        // kmalloc-128 one, its hot working set is 8 times what it was.
+        let small = Footprint::of(&streams, &at(0, 8, 16), 64);
+        let t = size_term(&streams, &at(0, 64, 128), small, 64, &m, Allocator::Kmalloc);
+        assert_eq!((t.from_hot_lines, t.to_hot_lines), (0.25, 2.0), "{t:?}");
+        assert_eq!(t.share, 0.875);
         // Shrinking is not a gain.
+        let big = Footprint::of(&streams, &at(0, 128, 256), 64);
         assert_eq!(
-            size_term(&streams, 256, 64, 64, &m, Allocator::Lines).cycles,
+            size_term(&streams, &at(0, 8, 64), big, 64, &m, Allocator::Lines).cycles,
             0.0
         );
     }

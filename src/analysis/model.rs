@@ -93,6 +93,11 @@ impl Model {
         })
     }
 
+    /// The current layout's size and hot lines: what the size term measures growth from.
+    pub fn footprint(&self) -> cost::Footprint {
+        cost::Footprint::of(&self.streams, &self.current, self.cls)
+    }
+
     /// The model's cost of `p`, its growth beyond the current size priced
     /// ([`cost::size_term`]).
     pub fn evaluate(&self, p: &cost::Placement) -> cost::Cost {
@@ -106,7 +111,8 @@ impl Model {
         )
         .with_size_term(
             &self.streams,
-            self.current.size,
+            p,
+            self.footprint(),
             self.cls,
             &self.machine,
             self.allocator,

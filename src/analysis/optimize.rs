@@ -415,8 +415,10 @@ fn optimize_spaced(
     // ("nothing within N lines beats it"), else the members packed tightest; a refusal says
     // the least any layout of the members needs.
     let allocator = constraints.allocator;
-    let price =
-        |c: Cost| c.with_size_term(streams, current.size, cls, machine, constraints.allocator);
+    let from = cost::Footprint::of(streams, current, cls);
+    let price = |c: Cost, p: &Placement| {
+        c.with_size_term(streams, p, from, cls, machine, constraints.allocator)
+    };
     let fits = |size: u64| constraints.max_size.is_none_or(|m| size <= m);
     let now_lines = allocator.lines(current.size, cls);
     let tolerance = |x: f64| 1e-9 * x.abs().max(1.0);
@@ -441,7 +443,7 @@ fn optimize_spaced(
             Err(_) => break,
         };
         let mut plan = plan;
-        plan.cost = price(plan.cost);
+        plan.cost = price(plan.cost, &plan.placement);
         last = Some(plan.clone());
         let opened = plan.write_lines.len();
         let size = plan.placement.size;
@@ -470,12 +472,18 @@ fn optimize_spaced(
     let max = constraints.max_size.unwrap_or(u64::MAX);
     let some = last.expect("a first plan, or its error was returned");
     if current.size <= max {
-        let cost = price(cost::evaluate(units, streams, current, cls, machine, q));
+        let cost = price(
+            cost::evaluate(units, streams, current, cls, machine, q),
+            current,
+        );
         return Ok(as_current(some, units, current, cost));
     }
     let (order, packed) = packed(units, current, min_align);
     if packed.size <= max && keeps_structure(units, current, &order, &packed, constraints) {
-        let cost = price(cost::evaluate(units, streams, &packed, cls, machine, q));
+        let cost = price(
+            cost::evaluate(units, streams, &packed, cls, machine, q),
+            &packed,
+        );
         let mut plan = as_current(some, units, current, cost);
         plan.moved = reordered(&order, current)
             .into_iter()
@@ -935,15 +943,10 @@ fn optimize_lines(
             .all(|&i| p.offsets[items[i].units[0]] == current.offsets[items[i].units[0]])
     };
     // Priced with the size term, so an alignment whose only effect is growth is dropped.
+    let from = cost::Footprint::of(&unit_streams, current, cls);
     let priced = |p: &Placement| {
         cost::evaluate(units, &unit_streams, p, cls, machine, q)
-            .with_size_term(
-                &unit_streams,
-                current.size,
-                cls,
-                machine,
-                constraints.allocator,
-            )
+            .with_size_term(&unit_streams, p, from, cls, machine, constraints.allocator)
             .total_cycles()
     };
     let mut cycles = priced(&placement);
@@ -1867,9 +1870,18 @@ mod tests {
             let aligned: BTreeSet<usize> = plan.line_aligned.iter().copied().collect();
             let again = derive(&units, &plan.order, &aligned, plan.line_align(64), 8);
             assert_eq!(again, plan.placement, "{plan:?}");
-            // Growth from the 16 bytes there are now is priced too (the size term).
+            // Growth from the 16 bytes there are now is priced too (the size term): the
+            // writers' one hot line is two.
+            let from = cost::Footprint::of(&streams, &current, 64);
             let priced = cost::evaluate(&units, &streams, &plan.placement, 64, m, &q)
-                .with_size_term(&streams, 16, 64, m, cost::Allocator::Lines);
+                .with_size_term(
+                    &streams,
+                    &plan.placement,
+                    from,
+                    64,
+                    m,
+                    cost::Allocator::Lines,
+                );
             assert!(plan.cost.size_cycles > 0.0, "{plan:?}");
             assert!(
                 (priced.total_cycles() - plan.cost.total_cycles()).abs() < 1e-6,
@@ -1899,8 +1911,16 @@ mod tests {
             reference: cost::busiest_line(&streams, &current, 64, &pairs),
             utilization: 0.5,
         };
+        let from = cost::Footprint::of(&streams, &current, 64);
         let line_on_pairs = cost::evaluate(&units, &streams, &plain.placement, 64, &pairs, &q)
-            .with_size_term(&streams, 16, 64, &pairs, cost::Allocator::Lines);
+            .with_size_term(
+                &streams,
+                &plain.placement,
+                from,
+                64,
+                &pairs,
+                cost::Allocator::Lines,
+            );
         assert!(line_on_pairs.pair_cycles > 0.0, "{line_on_pairs:?}");
         assert!((line_on_pairs.total_cycles() - by_line).abs() < 1e-6 * by_line);
     }

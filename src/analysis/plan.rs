@@ -243,7 +243,8 @@ pub fn propose(
         // Its growth is from the struct as it is, not as declared with padded slots.
         padded_plan.cost = padded_plan.cost.with_size_term(
             &ps,
-            model.current.size,
+            &padded_plan.placement,
+            model.footprint(),
             cls,
             &model.machine,
             model.allocator,
@@ -376,9 +377,12 @@ fn constraints(model: &Model, request: &Request<'_>) -> (Constraints, Vec<Vec<St
         // The search moves a group as one block, which it must already be: a lock whose data
         // lies beyond another member is left to the search (a derived rule never aborts).
         let at = |u: usize| model.current.offsets[u];
-        let (lo, hi) = (g.iter().map(|&u| at(u)).min(), g.iter().map(|&u| at(u)).max());
-        let split = (0..model.units.len())
-            .any(|u| !g.contains(&u) && Some(at(u)) > lo && Some(at(u)) < hi);
+        let (lo, hi) = (
+            g.iter().map(|&u| at(u)).min(),
+            g.iter().map(|&u| at(u)).max(),
+        );
+        let split =
+            (0..model.units.len()).any(|u| !g.contains(&u) && Some(at(u)) > lo && Some(at(u)) < hi);
         if !claimed && !split && names.len() > 1 {
             constraints.together.push(names.clone());
             kept_together.push(names);
@@ -466,15 +470,19 @@ fn instance_alignment(
     source: String,
     advice: String,
 ) -> InstanceAlignment {
-    // The plan's own units and streams (padded slots are larger).
+    // The plan's own units and streams (padded slots are larger); growth from the current
+    // layout at the same offset.
+    let shifted = |placement: &Placement, m: u64| Placement {
+        offsets: placement.offsets.iter().map(|o| o + m).collect(),
+        size: placement.size + m,
+    };
     let as_allocated = |placement: &Placement, units: &[Unit], streams: &[Stream]| {
         offsets
             .iter()
             .map(|&m| {
-                let p = Placement {
-                    offsets: placement.offsets.iter().map(|o| o + m).collect(),
-                    size: placement.size + m,
-                };
+                let p = shifted(placement, m);
+                let from =
+                    cost::Footprint::of(&model.streams, &shifted(&model.current, m), model.cls);
                 cost::evaluate(
                     units,
                     streams,
@@ -485,7 +493,8 @@ fn instance_alignment(
                 )
                 .with_size_term(
                     streams,
-                    model.current.size + m,
+                    &p,
+                    from,
                     model.cls,
                     &model.machine,
                     model.allocator,
