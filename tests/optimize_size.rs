@@ -334,3 +334,73 @@ fn max_lines_refuses_only_when_no_layout_fits_and_says_the_minimum() {
     let o = lineup_json(&args);
     assert!(o["plan"]["placement"]["size"].as_u64().unwrap() <= 256);
 }
+
+/// Lines a layout adds that no run fetches cost nothing: growth is priced by the hot working
+/// set it adds (docs/cost-model.md, size). One path stores `a` and loads `b`: a 256-byte
+/// layout with both still on line 0 grows 3 lines and pays 0; one that puts `b` on a line of
+/// its own grows the hot working set 1 -> 2 and pays half of the path's fetches.
+#[test]
+fn lines_no_run_fetches_are_not_priced() {
+    let dir = scratch("untouched");
+    let (obj, sketch) = subject(
+        &dir,
+        "struct s { long a; long b; };\nstruct s s;\n",
+        &[
+            ("a", "store", "one", 100, &[0]),
+            ("b", "load", "one", 100, &[0]),
+        ],
+    );
+    let price = |decl: &str, name: &str| {
+        let h = dir.join(name);
+        std::fs::write(&h, format!("{decl}\n")).unwrap();
+        let hs = h.display().to_string();
+        let mut args = vec!["predict"];
+        args.extend(base(&obj, &sketch));
+        args.extend(["--layout", hs.as_str(), "--json"]);
+        let p = lineup_json(&args);
+        p["layouts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["layout"] == name)
+            .unwrap_or_else(|| panic!("{p}"))["cost"]
+            .clone()
+    };
+    let spread = price(
+        "struct s { long a __attribute__((aligned(256))); long b; };",
+        "spread.h",
+    );
+    assert_eq!(spread["size"], 256, "{spread}");
+    let g = &spread["growth"];
+    assert_eq!(g["lines_grown"], 3.0, "{g}");
+    assert_eq!(
+        (g["from_hot_lines"].clone(), g["to_hot_lines"].clone()),
+        (1.0.into(), 1.0.into()),
+        "{g}"
+    );
+    assert_eq!(
+        spread["size_cycles"].as_f64().unwrap_or(0.0),
+        0.0,
+        "{spread}"
+    );
+
+    let apart = price(
+        "struct s { long a; long b __attribute__((aligned(64))); };",
+        "apart.h",
+    );
+    let g = &apart["growth"];
+    assert_eq!(g["to_hot_lines"], 2.0, "{g}");
+    let (fetches, share, p) = (
+        g["fetches"].as_f64().unwrap(),
+        g["share"].as_f64().unwrap(),
+        g["price"].as_f64().unwrap(),
+    );
+    assert!((share - 0.5).abs() < 1e-9, "{g}");
+    // The one path touches both lines now: 2 fetches per run.
+    assert!(fetches > 0.0);
+    let cycles = apart["size_cycles"].as_f64().unwrap();
+    assert!(
+        cycles > 0.0 && (cycles - fetches * share * p).abs() < 1e-6 * cycles,
+        "{apart}"
+    );
+}
