@@ -351,6 +351,25 @@ fn linear_regression_args_are_named_and_fixed() {
     assert!(patch.contains("lineup_aligned_calloc(64, "), "{patch}");
     assert!(advice.contains("(linreg.c:"), "{advice}");
     assert!(patch.contains("_Alignas(64) pthread_t tid;"), "{patch}");
+    // The table prices line-aligned instances; as allocated (32 bytes into a line) the
+    // current layout costs what diagnose prices its shared line at, and lineup's layout with
+    // the allocation aligned what it costs aligned.
+    let e = &o.report["elements"];
+    let (cur, new) = (
+        e["current_as_allocated"].as_f64().unwrap(),
+        e["lineup_as_allocated"].as_f64().unwrap(),
+    );
+    let cycles = |c: &Value| -> f64 {
+        c.as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k.ends_with("_cycles"))
+            .map(|(_, v)| v.as_f64().unwrap())
+            .sum()
+    };
+    assert!((new - cycles(&o.report["plan"]["cost"])).abs() <= 1e-6 * new.max(1.0));
+    assert!(cur >= l["cost"].as_f64().unwrap(), "{cur} {l:#}");
+    assert!(new < cur / 100.0, "{new} {cur}");
     assert_fixed(&o);
 }
 

@@ -45,6 +45,9 @@ pub struct Request<'a> {
     /// The text of the header the patch is for: an instance declared there with a line's
     /// alignment keeps the plan to one-line spacing.
     pub header_text: Option<&'a str>,
+    /// The current layout's modeled cycles as its instances are allocated, where elements of
+    /// one array share lines ([`current_as_allocated`]).
+    pub current_as_allocated: Option<f64>,
 }
 
 /// Why no proposal: the search failed (the caller names the struct and its file), or the
@@ -110,6 +113,13 @@ pub struct ElementAdvice {
     pub site: Option<(String, usize)>,
     /// The patch rewrites the allocation to a line-aligned one.
     pub allocation_in_patch: bool,
+    /// Modeled cycles of the current layout as its instances are allocated (the elements'
+    /// shared lines priced as `diagnose` prices them), and of lineup's layout with the
+    /// allocation line-aligned as advised; absent where the caller did not price them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_as_allocated: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lineup_as_allocated: Option<f64>,
 }
 
 /// Everything `optimize` decided: the plan and the advice beside it.
@@ -315,15 +325,28 @@ pub fn propose(
         )),
         None => None,
     };
+    proposal.elements = element_advice(element_lines, cls).map(|mut e| {
+        // The layout pads and aligns the element, and the allocation is to be aligned: as
+        // allocated then, it costs what it costs on aligned instances.
+        e.current_as_allocated = request.current_as_allocated;
+        e.lineup_as_allocated = request
+            .current_as_allocated
+            .map(|_| proposal.plan.cost.total_cycles());
+        e
+    });
+    let elements_as_allocated = proposal
+        .elements
+        .as_ref()
+        .and_then(|e| Some((e.current_as_allocated?, e.lineup_as_allocated?)));
     proposal.rejected = worse_than_current(
         proposal.current.total_cycles(),
         proposal.plan.cost.total_cycles(),
         proposal
             .instance
             .as_ref()
-            .map(|ia| (ia.current_as_allocated, ia.cycles_as_allocated)),
+            .map(|ia| (ia.current_as_allocated, ia.cycles_as_allocated))
+            .or(elements_as_allocated),
     );
-    proposal.elements = element_advice(element_lines, cls);
     Ok(proposal)
 }
 
@@ -667,7 +690,48 @@ fn element_advice(lines: &[ElementLine], cls: u64) -> Option<ElementAdvice> {
         advice,
         site,
         allocation_in_patch: false,
+        current_as_allocated: None,
+        lineup_as_allocated: None,
     })
+}
+
+/// What the current layout costs as a recording's instances are allocated, where elements
+/// of one array written by different threads share lines: the model's cycles of the layout
+/// on aligned instances, plus what `diagnose` prices the shared lines at beyond that. The
+/// same function prices both (`diagnose::diagnose_on`, with the accesses' element-line
+/// counts and without them), so `optimize` and `diagnose` cannot disagree on those lines.
+pub fn current_as_allocated(
+    model: &Model,
+    accesses: &[crate::profile::Access],
+    run: Option<crate::analysis::diagnose::RunTotals>,
+    machine_cpus: Option<u32>,
+    per_cpu: bool,
+) -> f64 {
+    let priced = |acc: &[crate::profile::Access]| -> f64 {
+        crate::analysis::diagnose::diagnose_on(
+            &model.layout,
+            acc,
+            machine_cpus,
+            run,
+            Some(&model.machine),
+            per_cpu,
+        )
+        .lines
+        .iter()
+        .map(|l| l.cost)
+        .sum()
+    };
+    let aligned: Vec<crate::profile::Access> = accesses
+        .iter()
+        .cloned()
+        .map(|mut a| {
+            a.details.insert("element_line_writes", 0.0);
+            a.details.insert("element_line_reads", 0.0);
+            a
+        })
+        .collect();
+    let extra = (priced(accesses) - priced(&aligned)).max(0.0);
+    model.evaluate(&model.current).total_cycles() + extra
 }
 
 /// The recording's lines where per-thread elements of one array of `type_name` share a line

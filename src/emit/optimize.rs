@@ -473,6 +473,18 @@ impl Outcome<'_> {
         let (p, cls) = (self.proposal, self.cls);
         if let Some(e) = &p.elements {
             let _ = writeln!(s, "\n{}", e.advice);
+            if let (Some(cur), Some(new)) = (e.current_as_allocated, e.lineup_as_allocated) {
+                let change = if cur > 0.0 {
+                    format!(" ({:+.1}%)", (new - cur) / cur * 100.0)
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(
+                    s,
+                    "as allocated (the elements' shared lines priced as `diagnose` prices them): the current layout costs {cur:.0} modeled cycles ({:.0} on line-aligned instances, the table above); lineup's layout with the allocation line-aligned as advised costs {new:.0}{change}",
+                    p.current.total_cycles()
+                );
+            }
         }
         if let Some(sa) = &p.slots {
             let _ = writeln!(s, "\n{}", sa.advice);
