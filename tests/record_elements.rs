@@ -192,6 +192,7 @@ fn accept(src: &str, ty: &str, opt: &str, record_flags: &[&str], args: &[&str]) 
         before,
         after,
         after_diag,
+        dir,
     }
 }
 
@@ -205,6 +206,8 @@ struct Outcome {
     before: Seen,
     after: Seen,
     after_diag: Value,
+    /// Where the program was built and recorded (`before.json`).
+    dir: PathBuf,
 }
 
 fn false_sharing_line(d: &Value) -> &Value {
@@ -370,6 +373,25 @@ fn linear_regression_args_are_named_and_fixed() {
     assert!((new - cycles(&o.report["plan"]["cost"])).abs() <= 1e-6 * new.max(1.0));
     assert!(cur >= l["cost"].as_f64().unwrap(), "{cur} {l:#}");
     assert!(new < cur / 100.0, "{new} {cur}");
+    // predict says the same figure.
+    let predicted: Value = serde_json::from_slice(&run(lineup(&o.dir).args([
+        "predict",
+        "--json",
+        "--type",
+        "lreg_args",
+        "--profile",
+        "before.json",
+    ])))
+    .unwrap();
+    let said = format!("the current layout costs {cur:.0} modeled cycles");
+    assert!(
+        predicted["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains(&said)),
+        "{said}: {predicted:#}"
+    );
     assert_fixed(&o);
 }
 

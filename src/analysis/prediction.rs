@@ -155,6 +155,18 @@ pub fn predict(
     Ok(Prediction { layouts, notes })
 }
 
+impl Prediction {
+    /// Where a recording's elements of one array share lines as allocated: what the
+    /// current layout costs as allocated ([`crate::analysis::plan::current_as_allocated`],
+    /// the figure `optimize` prints), beside the table's line-aligned figure.
+    pub fn note_as_allocated(&mut self, current_as_allocated: f64) {
+        let aligned = self.layouts.first().map_or(0.0, |l| l.cost.total_cycles());
+        self.notes.push(format!(
+            "as allocated (the elements' shared lines priced as `diagnose` prices them): the current layout costs {current_as_allocated:.0} modeled cycles, {aligned:.0} on line-aligned instances (the table); a layout whose element is padded and aligned costs its table figure only with the allocation line-aligned (`lineup optimize` says where)"
+        ));
+    }
+}
+
 /// Array members whose slots different threads write: lineup's search again with each slot
 /// padded to a line (what `optimize` proposes when it prices lower); `None` without such
 /// slots.

@@ -79,7 +79,7 @@ pub fn run(args: Args) -> Result<()> {
         args.subject.line_offset,
     )?;
     let model = args.model.build(&types, id, &profile, &ev.accesses)?;
-    let predicted = prediction::predict(
+    let mut predicted = prediction::predict(
         &model,
         &types,
         (id, type_name),
@@ -87,6 +87,15 @@ pub fn run(args: Args) -> Result<()> {
         &args.layouts,
     )
     .map_err(anyhow::Error::msg)?;
+    if !lineup::analysis::plan::element_lines(&profile, type_name).is_empty() {
+        predicted.note_as_allocated(lineup::analysis::plan::current_as_allocated(
+            &model,
+            &ev.accesses,
+            lineup::analysis::diagnose::RunTotals::from_profile(&profile),
+            profile.provenance.machine.cpus,
+            types.is_per_cpu(id),
+        ));
+    }
     if let Some(path) = &args.html {
         let d = lineup::analysis::diagnose::diagnose(
             &model.layout,
