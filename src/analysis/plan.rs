@@ -696,17 +696,25 @@ fn element_advice(lines: &[ElementLine], cls: u64) -> Option<ElementAdvice> {
 }
 
 /// What the current layout costs as a recording's instances are allocated, where elements
-/// of one array written by different threads share lines: the model's cycles of the layout
-/// on aligned instances, plus what `diagnose` prices the shared lines at beyond that. The
-/// same function prices both (`diagnose::diagnose_on`, with the accesses' element-line
-/// counts and without them), so `optimize` and `diagnose` cannot disagree on those lines.
+/// of one array written by different threads share lines (`None` where `profile` records
+/// none for `type_name`): the model's cycles of the layout on aligned instances, plus what
+/// `diagnose` prices the shared lines at beyond that. The same function prices both
+/// (`diagnose::diagnose_on`, with the accesses' element-line counts and without them), so
+/// `optimize`, `predict` and `diagnose` cannot disagree on those lines.
 pub fn current_as_allocated(
     model: &Model,
+    profile: &crate::profile::Profile,
+    type_name: &str,
     accesses: &[crate::profile::Access],
-    run: Option<crate::analysis::diagnose::RunTotals>,
-    machine_cpus: Option<u32>,
     per_cpu: bool,
-) -> f64 {
+) -> Option<f64> {
+    if element_lines(profile, type_name).is_empty() {
+        return None;
+    }
+    let (run, machine_cpus) = (
+        crate::analysis::diagnose::RunTotals::from_profile(profile),
+        profile.provenance.machine.cpus,
+    );
     let priced = |acc: &[crate::profile::Access]| -> f64 {
         crate::analysis::diagnose::diagnose_on(
             &model.layout,
@@ -731,7 +739,7 @@ pub fn current_as_allocated(
         })
         .collect();
     let extra = (priced(accesses) - priced(&aligned)).max(0.0);
-    model.evaluate(&model.current).total_cycles() + extra
+    Some(model.evaluate(&model.current).total_cycles() + extra)
 }
 
 /// The recording's lines where per-thread elements of one array of `type_name` share a line

@@ -197,17 +197,14 @@ pub fn run(args: Args) -> Result<()> {
     let flavour = flavour(&args, types.source);
     let unit_members: Vec<Vec<String>> = model.units.iter().map(|u| u.members.clone()).collect();
     let header = read_header(&args, &unit_members, &opened.label)?;
-    let element_lines = plan::element_lines(&profile, type_name);
     // Elements of one array sharing lines: the current layout priced as allocated.
-    let current_as_allocated = (!element_lines.is_empty()).then(|| {
-        plan::current_as_allocated(
-            &model,
-            &ev.accesses,
-            lineup::analysis::diagnose::RunTotals::from_profile(&profile),
-            profile.provenance.machine.cpus,
-            types.is_per_cpu(id),
-        )
-    });
+    let current_as_allocated = plan::current_as_allocated(
+        &model,
+        &profile,
+        type_name,
+        &ev.accesses,
+        types.is_per_cpu(id),
+    );
     let request = Request {
         pinned: args.pin.clone(),
         together: together_lists(&args),
@@ -217,7 +214,7 @@ pub fn run(args: Args) -> Result<()> {
         instance_align: args.instance_align,
         queued: args.queued,
         instance_advice: emit::c::instance_align_advice(flavour, cls),
-        element_lines,
+        element_lines: plan::element_lines(&profile, type_name),
         bindings: &ev.bindings,
         header_text: header.as_ref().map(|(text, _)| text.as_str()),
         current_as_allocated,

@@ -87,14 +87,14 @@ pub fn run(args: Args) -> Result<()> {
         &args.layouts,
     )
     .map_err(anyhow::Error::msg)?;
-    if !lineup::analysis::plan::element_lines(&profile, type_name).is_empty() {
-        predicted.note_as_allocated(lineup::analysis::plan::current_as_allocated(
-            &model,
-            &ev.accesses,
-            lineup::analysis::diagnose::RunTotals::from_profile(&profile),
-            profile.provenance.machine.cpus,
-            types.is_per_cpu(id),
-        ));
+    if let Some(cycles) = lineup::analysis::plan::current_as_allocated(
+        &model,
+        &profile,
+        type_name,
+        &ev.accesses,
+        types.is_per_cpu(id),
+    ) {
+        predicted.note_as_allocated(cycles);
     }
     if let Some(path) = &args.html {
         let d = lineup::analysis::diagnose::diagnose(
