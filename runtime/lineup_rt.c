@@ -2376,10 +2376,11 @@ static int site_narrow(struct site *s, uintptr_t a, uint32_t size) {
 }
 
 /* The locks the thread holds (pthread mutexes and spinlocks taken through the wrappers
- * at the end of this file), innermost last, and a tag of the innermost one stamped into
- * each traced access: lineup tells data handed from thread to thread inside one lock's
- * critical sections, whose accesses cannot overlap in time, from data threads use at the
- * same time (src/record/overlap.rs). 0x8000 | 15 bits of the lock's address; 0: none. */
+ * at the end of this file), innermost last, and a tag of the innermost one that the tally
+ * keeps each place apart by (site_fill): lineup tells data handed from thread to thread
+ * inside one lock's critical sections, whose accesses cannot overlap in time, from data
+ * threads use at the same time (src/record/overlap.rs). 0x8000 | 15 bits of the lock's
+ * address; 0: none. */
 enum { LOCKS_KEPT = 8 };
 static __thread uintptr_t held_locks[LOCKS_KEPT] __attribute__((tls_model("initial-exec")));
 static __thread uint32_t held_depth __attribute__((tls_model("initial-exec")));
@@ -2564,8 +2565,7 @@ static __attribute__((noinline)) void trace_tick(struct tstate *t, uint64_t key,
     struct trace_ev *ev = t->tpos++;
     ev->tsc = tsc;
     ev->key = key;
-    /* A code address fits in 48 bits: the top 16 say which lock the thread held (below). */
-    ev->pc = pc | (uint64_t)lock_tag << 48;
+    ev->pc = pc;
 }
 
 /* An eligible access whose window may be open. */

@@ -7,7 +7,7 @@
 //! access on a line overlaps another's or not by how the scheduler ran them (Phoenix
 //! histogram's first worker finished its short share before the second started in some
 //! runs). What the scheduler does not decide is the **lock** a thread holds at each access
-//! (the runtime stamps its pthread mutexes and spinlocks into the trace): accesses made
+//! (the runtime's pthread mutex and spinlock wrappers keep track of it): accesses made
 //! inside critical sections of one lock cannot overlap in time, in any run. Data that jobs
 //! hand to each other under a mutex (zstd's checksum state) moves once per critical
 //! section, at the lock's rate, not once per access. The lock comes from the runtime's
@@ -189,22 +189,30 @@ mod tests {
     use super::*;
     use crate::record::sim::Kind;
 
-    fn ev(tsc: u64, thread: u32, addr: u64, lock: u16) -> Traced {
-        Traced {
+    /// An access, and the lock its thread held.
+    fn ev(tsc: u64, thread: u32, addr: u64, lock: u16) -> (Traced, u16) {
+        let e = Traced {
             tsc,
             thread,
             addr,
             size: 8,
             kind: Kind::Store,
             pc: 0x1000,
-            lock,
-        }
+        };
+        (e, lock)
     }
 
-    /// The overlap of a run whose tally holds exactly the traced accesses.
-    fn overlap(t: &[Traced], lives: &[(u32, u64, u64)]) -> Overlap {
-        let mut o = Overlap::of(t, 64, lives);
-        o.tally(t.iter().map(|e| (e.thread, e.addr / 64, e.lock, 1.0)));
+    fn traced(t: &[(Traced, u16)]) -> Vec<Traced> {
+        t.iter().map(|e| e.0).collect()
+    }
+
+    /// The overlap of a run whose trace and tally both hold exactly these accesses.
+    fn overlap(t: &[(Traced, u16)], lives: &[(u32, u64, u64)]) -> Overlap {
+        let mut o = Overlap::of(&traced(t), 64, lives);
+        o.tally(
+            t.iter()
+                .map(|(e, lock)| (e.thread, e.addr / 64, *lock, 1.0)),
+        );
         o
     }
 
@@ -246,7 +254,7 @@ mod tests {
         assert_eq!(o.share_at(1, 0x80, 0), 1.0);
         // Counted under several locks: ordered by none.
         let o = {
-            let mut o = Overlap::of(&t, 64, &[]);
+            let mut o = Overlap::of(&traced(&t), 64, &[]);
             o.tally([
                 (0, 0x80, lock, 30.0),
                 (1, 0x80, super::super::trace::LOCKS_SEVERAL, 30.0),

@@ -54,9 +54,10 @@ pub struct Counted {
     /// A code site's summary (the memory budget's levels): `count` is every access of the
     /// site on lines not contended, `addr` the first of them, which stands for the rest.
     pub summary: bool,
-    /// The lock the thread held at these accesses, as in [`Traced::lock`] (the runtime's
-    /// tally keeps places apart by it): 0 none, [`LOCKS_SEVERAL`] when the place was
-    /// counted under more than one.
+    /// The lock the thread held at these accesses (its innermost, through the runtime's
+    /// pthread mutex and spinlock wrappers: `0x8000 | 15 bits of its address`; the tally
+    /// keeps places apart by it): 0 none, [`LOCKS_SEVERAL`] when the place was counted under
+    /// more than one.
     pub lock: u16,
 }
 
@@ -80,9 +81,6 @@ pub struct Traced {
     pub size: u32,
     pub kind: Kind,
     pub pc: u64,
-    /// The lock the thread held (its innermost, through the runtime's pthread mutex and
-    /// spinlock wrappers): `0x8000 | 15 bits of its address`, 0 when none.
-    pub lock: u16,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -435,7 +433,8 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                 need(24)?;
                 for r in body.chunks_exact(24) {
                     let (addr, size, kinds, _) = split_key(u64_at(r, 8));
-                    // A code address in the low 48 bits, the held lock's tag above it.
+                    // A code address in the low 48 bits (runtimes before this one put the
+                    // held lock's tag above it; the tally's lock is the one read).
                     let pc = u64_at(r, 16);
                     for &kind in kinds {
                         p.traced.push(Traced {
@@ -445,7 +444,6 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Process, TraceError> {
                             size,
                             kind,
                             pc: pc & ((1 << 48) - 1),
-                            lock: (pc >> 48) as u16,
                         });
                     }
                 }
