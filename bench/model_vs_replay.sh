@@ -6,6 +6,7 @@
 #
 #   bash bench/model_vs_replay.sh            # RUNS=10 runs of 100 ms per layout
 #   RUNS=20 QUICK=--quick bash bench/model_vs_replay.sh
+#   MACHINE=machine.toml bash bench/model_vs_replay.sh   # a calibration already made here
 #
 # Nothing is written to lineup's cache: the calibration goes to a temporary file
 # (--no-cache -o), read back with --machine FILE; the generic figures come from an empty cache.
@@ -20,8 +21,12 @@ trap 'rm -rf "$WORK"' EXIT
 mkdir "$WORK/empty-cache"
 BTF=data/vmlinux-6.18.44.btf
 
-"$L" calibrate $QUICK --no-cache -o "$WORK/machine.toml" >"$WORK/calibrate.txt"
-sed -n '/^machine model/,/^$/p' "$WORK/calibrate.txt" >&2
+if [ -n "${MACHINE:-}" ]; then
+    cp "$MACHINE" "$WORK/machine.toml"
+else
+    "$L" calibrate $QUICK --no-cache -o "$WORK/machine.toml" >"$WORK/calibrate.txt"
+    sed -n '/^machine model/,/^$/p' "$WORK/calibrate.txt" >&2
+fi
 
 # name | type | evidence flags...
 cases=(

@@ -7,10 +7,12 @@
 #
 #   bash bench/seeds_ab.sh              # RUNS=10 per side (about 5 minutes on 2 CPUs)
 #   RUNS=20 bash bench/seeds_ab.sh      # tighter intervals
+#   THREADS=16 bash bench/seeds_ab.sh   # the replicas on 16 threads (default 2, as the READMEs quote)
 #   bash bench/seeds_ab.sh false-sharing seed002   # some comparisons only
 #
 # Comparisons: aa-hackbench, aa-perf-pipe (A against itself: expect not significant),
-# false-sharing (examples/ab, padded vs adjacent), whole-loop (the same pair, fixed by
+# false-sharing (examples/ab, padded vs adjacent), false-sharing-pair (padded to a pair of
+# lines vs to one line, and vs adjacent), whole-loop (the same pair, fixed by
 # lineup's patch: see tests/whole_loop.rs), seed000 (replica, lineup's layout and the seed's vs
 # current), seed001 (replica, the seed's layout vs current, without and with private work),
 # seed002 (2 shards vs 1), seed003 (patch 1 vs baseline, with and without
@@ -22,6 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-10}
+T=${THREADS:-2}
 cargo build --release --quiet
 L=$PWD/target/release/lineup
 WORK=$(mktemp -d)
@@ -69,7 +72,7 @@ perf_bin() {
     exit 1
 }
 
-echo "# bench/seeds_ab.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $RUNS runs per side, interleaved A B B A"
+echo "# bench/seeds_ab.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, replicas on $T threads, $RUNS runs per side, interleaved A B B A"
 echo "# name                   change   95% CI of (B - A) / A     p         verdict"
 
 if want aa-hackbench; then
@@ -80,12 +83,19 @@ if want aa-perf-pipe; then
     bench aa-perf-pipe --a "$P bench sched pipe -l 2000" --b "$P bench sched pipe -l 2000" \
         --parser perf-sched-pipe
 fi
-if want false-sharing || want whole-loop; then
+if want false-sharing || want whole-loop || want false-sharing-pair; then
     cc -O2 -pthread -o "$WORK/fs_a" examples/ab/false_sharing.c
     cc -O2 -pthread -DPADDED -o "$WORK/fs_b" examples/ab/false_sharing.c
+    cc -O2 -pthread -DPADDED_PAIR -o "$WORK/fs_pair" examples/ab/false_sharing.c
 fi
 if want false-sharing; then
     bench false-sharing --a ./fs_a --b ./fs_b --regex 'cpu: ([0-9.]+) s' --lower-is-better
+fi
+if want false-sharing-pair; then
+    # Each counter on an aligned pair of lines of its own, against one line each and against
+    # none (the adjacent-line prefetcher: docs/cost-model.md).
+    bench false-sharing-pair --a ./fs_b --b ./fs_pair --regex 'cpu: ([0-9.]+) s' --lower-is-better
+    bench false-sharing-pair-vs-none --a ./fs_a --b ./fs_pair --regex 'cpu: ([0-9.]+) s' --lower-is-better
 fi
 if want whole-loop; then
     # The loop of tests/whole_loop.rs: record, optimize writes the patch, apply, A/B.
@@ -103,29 +113,29 @@ if want whole-loop; then
 fi
 if want seed000; then
     cc -O2 -pthread -o "$WORK/tg" examples/seeds/000/task_group.c
-    bench seed000-lineup --a "./tg current 150 2 0" --b "./tg lineup 150 2 0" \
+    bench seed000-lineup --a "./tg current 150 $T 0" --b "./tg lineup 150 $T 0" \
         --regex 'together wakeups/s: ([0-9.]+)' --higher-is-better
-    bench seed000-seed --a "./tg current 150 2 0" --b "./tg seed 150 2 0" \
+    bench seed000-seed --a "./tg current 150 $T 0" --b "./tg seed 150 $T 0" \
         --regex 'together wakeups/s: ([0-9.]+)' --higher-is-better
 fi
 if want seed001; then
     cc -O2 -pthread -o "$WORK/idle" examples/seeds/001/idle.c
-    bench seed001-seed --a "./idle current 150 2 0" --b "./idle seed 150 2 0" \
+    bench seed001-seed --a "./idle current 150 $T 0" --b "./idle seed 150 $T 0" \
         --regex 'together transitions/s: ([0-9.]+)' --higher-is-better
-    bench seed001-seed-work --a "./idle current 150 2 100" --b "./idle seed 150 2 100" \
+    bench seed001-seed-work --a "./idle current 150 $T 100" --b "./idle seed 150 $T 100" \
         --regex 'together transitions/s: ([0-9.]+)' --higher-is-better
 fi
 if want seed002; then
     cc -O2 -pthread -o "$WORK/shared_runq" examples/seeds/002/shared_runq.c
-    bench seed002-2-shards --a "./shared_runq 1 2 1000000" --b "./shared_runq 2 2 1000000" \
+    bench seed002-2-shards --a "./shared_runq 1 $T 1000000" --b "./shared_runq 2 $T 1000000" \
         --regex 'throughput: ([0-9.]+) ops/s' --higher-is-better
 fi
 if want seed003; then
     cc -O2 -pthread -DCPUMASK_OFFSTACK -o "$WORK/cpupri" examples/seeds/003/cpupri.c
-    bench seed003-patch1 --a "./cpupri baseline 2 600000" --b "./cpupri patched 2 600000" \
+    bench seed003-patch1 --a "./cpupri baseline $T 600000" --b "./cpupri patched $T 600000" \
         --regex 'together ops/s: ([0-9.]+)' --higher-is-better
     cc -O2 -pthread -o "$WORK/cpupri_inline" examples/seeds/003/cpupri.c
-    bench seed003-inline --a "./cpupri_inline baseline 2 600000" --b "./cpupri_inline patched 2 600000" \
+    bench seed003-inline --a "./cpupri_inline baseline $T 600000" --b "./cpupri_inline patched $T 600000" \
         --regex 'together ops/s: ([0-9.]+)' --higher-is-better
 fi
 if want seed004; then

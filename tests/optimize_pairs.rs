@@ -191,16 +191,15 @@ fn without_pairs_the_cells_go_a_line_apart() {
     assert!(!text.contains("pairs of lines"), "{text}");
 }
 
-#[test]
-fn an_instance_the_header_aligns_to_a_line_keeps_the_spacing_to_a_line() {
-    // The same cells, declared in the header as a line-aligned instance: a struct aligned to
-    // the pair would make that declaration an error, so the plan stays one line apart, and
-    // says why; the patch compiles.
-    let dir = scratch("instance");
+/// Optimizes the cells declared in the header as `instance` (an aligned instance), with
+/// adjacent-line pairs: the JSON report, the text report, and the header after the patch
+/// (compiled).
+fn with_instance(name: &str, instance: &str) -> (serde_json::Value, String, String) {
+    let dir = scratch(name);
     let (header, obj) = cells(&dir);
     let text = std::fs::read_to_string(&header).unwrap();
-    let text = text.replace("struct cells cells;", "_Alignas(64) struct cells cells;");
-    assert!(text.contains("_Alignas(64) struct cells cells;"), "{text}");
+    let text = text.replace("struct cells cells;", instance);
+    assert!(text.contains(instance), "{text}");
     std::fs::write(&header, text).unwrap();
     let m = machine(&dir, true);
     let (obj_s, m_s, header_s) = (
@@ -210,18 +209,9 @@ fn an_instance_the_header_aligns_to_a_line_keeps_the_spacing_to_a_line() {
     );
     let more = ["--header", header_s, "--diff-path", "cells.c"];
     let v = lineup_json(&args(obj_s, m_s, &[&more[..], &["--json"]].concat()));
-    assert!(v["plan"].get("pair_align").is_none(), "{}", v["plan"]);
-    let offs = cell_offsets(&v);
-    let lines: BTreeSet<u64> = offs.iter().map(|o| o / 64).collect();
-    assert_eq!(lines.len(), 4, "cells at {offs:?}");
     let out = lineup(&args(obj_s, m_s, &more));
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        said.contains("the header declares `_Alignas(64) struct cells cells;`"),
-        "{said}"
-    );
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
     let diff = v["diff"].as_str().expect("a diff");
-    assert!(!diff.contains("_Alignas(128)"), "{diff}");
     std::fs::write(dir.join("fix.diff"), diff).unwrap();
     let st = Command::new("patch")
         .args(["-p1", "-i", "fix.diff"])
@@ -230,4 +220,49 @@ fn an_instance_the_header_aligns_to_a_line_keeps_the_spacing_to_a_line() {
         .expect("patch");
     assert!(st.success(), "patch -p1 failed on:\n{diff}");
     cc(&header, &dir.join("after.o"));
+    (v, said, std::fs::read_to_string(&header).unwrap())
+}
+
+#[test]
+fn an_instance_the_header_aligns_to_a_line_by_number_is_aligned_to_the_pair_with_it() {
+    // The cells declared in the header as a line-aligned instance: a struct aligned to the
+    // pair would make that declaration an error, so the patch raises the instance's
+    // alignment with the struct's, says so, and compiles.
+    let (v, said, after) = with_instance("instance", "_Alignas(64) struct cells cells;");
+    assert_eq!(v["plan"]["pair_align"], 128, "{}", v["plan"]);
+    let offs = cell_offsets(&v);
+    let pairs: BTreeSet<u64> = offs.iter().map(|o| o / 128).collect();
+    assert_eq!(pairs.len(), 4, "cells at {offs:?}");
+    assert!(
+        said.contains("the header declares `_Alignas(64) struct cells cells;`")
+            && said.contains("the patch aligns it to 128 too"),
+        "{said}"
+    );
+    assert!(
+        after.contains("_Alignas(128) struct cells cells;"),
+        "{after}"
+    );
+    assert!(
+        !after.contains("_Alignas(64) struct cells cells;"),
+        "{after}"
+    );
+}
+
+#[test]
+fn an_instance_aligned_by_a_kernel_marker_keeps_the_spacing_to_a_line() {
+    // `____cacheline_aligned` is no number the patch can raise: the plan stays one line
+    // apart, and says why; the patch compiles.
+    let (v, said, after) = with_instance(
+        "marker",
+        "#define ____cacheline_aligned __attribute__((__aligned__(64)))\nstruct cells cells ____cacheline_aligned;",
+    );
+    assert!(v["plan"].get("pair_align").is_none(), "{}", v["plan"]);
+    let offs = cell_offsets(&v);
+    let lines: BTreeSet<u64> = offs.iter().map(|o| o / 64).collect();
+    assert_eq!(lines.len(), 4, "cells at {offs:?}");
+    assert!(
+        said.contains("the header declares `struct cells cells ____cacheline_aligned;`"),
+        "{said}"
+    );
+    assert!(!after.contains("_Alignas(128)"), "{after}");
 }

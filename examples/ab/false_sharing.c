@@ -4,10 +4,14 @@
  * Two threads each increment their own counter. Built plainly, both counters sit next to
  * each other in one struct, on one cache line, and every increment of one thread steals the
  * line from the other. Built with -DPADDED, each counter is alignas(64) and owns its line.
+ * Built with -DPADDED_PAIR, each is alignas(128) and owns an aligned pair of lines: where the
+ * L2's adjacent-line prefetcher fetches pairs (Intel), two lines of one pair still contend,
+ * and a -DPADDED build whose counters share a pair can be slower than no padding at all.
  *
  *   cc -O2 -pthread -o fs_adjacent examples/ab/false_sharing.c
  *   cc -O2 -pthread -DPADDED -o fs_padded examples/ab/false_sharing.c
  *   lineup bench --a ./fs_adjacent --b ./fs_padded --regex 'cpu: ([0-9.]+) s' --lower-is-better
+ *   cc -O2 -pthread -DPADDED_PAIR -o fs_pair examples/ab/false_sharing.c
  *
  * Usage: false_sharing [ITERATIONS]   (default 20000000 per thread)
  * Prints "LAYOUT: elapsed: SECONDS s cpu: SECONDS s": the wall time of the two threads, and
@@ -23,7 +27,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#ifdef PADDED
+#if defined(PADDED_PAIR)
+#define LINE_ALIGNED alignas(128)
+#elif defined(PADDED)
 #define LINE_ALIGNED alignas(64)
 #else
 #define LINE_ALIGNED
@@ -34,7 +40,12 @@ struct counters {
 	LINE_ALIGNED unsigned long b;
 };
 
+#ifdef PADDED_PAIR
+/* its members' alignment aligns it to 128: an alignas(64) here would not compile */
+static struct counters counters;
+#else
 static alignas(64) struct counters counters;
+#endif
 static unsigned long iterations = 20000000UL;
 static pthread_barrier_t start_line;
 
@@ -94,7 +105,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("%s: elapsed: %.6f s cpu: %.6f s\n",
-	       sizeof(struct counters) > 64 ? "padded" : "adjacent",
+	       sizeof(struct counters) > 128 ? "pair-padded" : sizeof(struct counters) > 64 ? "padded" : "adjacent",
 	       seconds(CLOCK_MONOTONIC) - start, wa.cpu_seconds + wb.cpu_seconds);
 	return 0;
 }

@@ -33,8 +33,9 @@ pub const LOCALITY_SHARE: f64 = 0.1;
 /// each other if they were one line, the share the adjacent-line (spatial) prefetcher turns into transfers on
 /// the machines that have one. It fetches the other half of the pair on an L2 miss, not on
 /// every access, and drops the prefetch when bandwidth is short, so less than all of them:
-/// assumed half. `lineup calibrate` does not measure it yet; crossbeam, folly and the kernel's
-/// `CACHELINE_PADDING` on x86 pad to 128 bytes for this effect.
+/// assumed half where nothing was measured. `lineup calibrate` measures it
+/// (`MachineModel::pair_share`): a 16-CPU Xeon guest measured more than one line's worth.
+/// crossbeam, folly and the kernel's `CACHELINE_PADDING` on x86 pad to 128 bytes for this effect.
 pub const PAIR_PREFETCH_SHARE: f64 = 0.5;
 
 /// What removes a term's misses, in the engineers' words.
@@ -516,7 +517,7 @@ pub fn pairs(
         }
         let both: Vec<&Stream> = a.iter().chain(b.iter()).copied().collect();
         let false_of = |set: &[&Stream]| cost::queued_line_terms(set, machine, q).2;
-        let extra = (false_of(&both) - false_of(&a) - false_of(&b)).max(0.0) * PAIR_PREFETCH_SHARE;
+        let extra = (false_of(&both) - false_of(&a) - false_of(&b)).max(0.0) * machine.pair_share();
         if extra <= 0.0 {
             continue;
         }
@@ -597,6 +598,11 @@ mod tests {
             size: 192,
         };
         assert!(pairs(&streams, &apart, 64, &intel, &q).is_empty());
+        // A measured share scales the term: three times the guessed half, three times the cycles.
+        let mut measured = intel.clone();
+        measured.pair_share = Some(1.5);
+        let scaled = pairs(&streams, &p, 64, &measured, &q);
+        assert!((scaled[0].cycles - 3.0 * found[0].cycles).abs() < 1e-6 * found[0].cycles);
         // POWER10 has no adjacent-line pairs; its lines are 128 bytes anyway.
         assert!(pairs(&streams, &p, 64, &preset("power10-96").unwrap(), &q).is_empty());
         // And the cost the optimizer minimizes carries the term.

@@ -923,7 +923,7 @@ impl<'m> Model<'m> {
                 paths: p.paths.clone(),
                 cycles: p.cycles,
                 explanation: format!(
-                    "lines {} and {} are one aligned 128-byte pair: on {} the L2 fetches both lines of a pair, so writes on one invalidate what the other's users prefetched ({}; modeled {:.0} cycles, assuming the prefetcher turns {:.0}% of the would-be misses into transfers). Keep writers and other paths' members 128 bytes apart (align the hot groups to 128, as crossbeam's CachePadded and the kernel's CACHELINE_PADDING do on x86)",
+                    "lines {} and {} are one aligned 128-byte pair: on {} the L2 fetches both lines of a pair, so writes on one invalidate what the other's users prefetched ({}; modeled {:.0} cycles, {} the pair costs {:.0}% of one line's false sharing). Keep writers and other paths' members 128 bytes apart (align the hot groups to 128, as crossbeam's CachePadded and the kernel's CACHELINE_PADDING do on x86)",
                     p.first,
                     p.first + 1,
                     self.machine.name,
@@ -933,7 +933,12 @@ impl<'m> Model<'m> {
                         .collect::<Vec<_>>()
                         .join(", "),
                     p.cycles,
-                    contention::PAIR_PREFETCH_SHARE * 100.0
+                    if self.machine.pair_share.is_some() {
+                        "as measured by lineup calibrate:"
+                    } else {
+                        "assuming"
+                    },
+                    self.machine.pair_share() * 100.0
                 ),
             });
         }

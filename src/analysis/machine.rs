@@ -32,6 +32,11 @@ pub struct MachineModel {
     /// prefetcher): hot lines of one pair contend though they are different lines.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adjacent_line_pairs: bool,
+    /// With `adjacent_line_pairs`: what writers on the two lines of one aligned pair cost, as a
+    /// share of the same writers on one line (`lineup calibrate` measures it; absent: the
+    /// presets' guess, `contention::PAIR_PREFETCH_SHARE`). Above 1 where the pair costs more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair_share: Option<f64>,
 }
 
 /// An L2 hit where a machine file does not say: the presets' middle (14-16 cycles).
@@ -87,6 +92,10 @@ pub struct Calibration {
     /// Load latency per level of the memory hierarchy.
     #[serde(default)]
     pub load: Vec<Measured>,
+    /// Two threads incrementing counters of their own one line, one aligned pair of lines and
+    /// two pairs apart: ns per increment (the adjacent-line prefetcher's price).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub neighbours: Vec<Measured>,
     /// What could not be measured, and why (a class this machine lacks, a level sysfs does
     /// not describe): said, never invented.
     #[serde(default)]
@@ -170,6 +179,13 @@ pub fn machine_file_text(m: &MachineModel, calibration: Option<&Calibration>) ->
 }
 
 impl MachineModel {
+    /// What writers on the two lines of one aligned pair cost as a share of one line's false
+    /// sharing: measured by `lineup calibrate` where it ran, else the presets' guess.
+    pub fn pair_share(&self) -> f64 {
+        self.pair_share
+            .unwrap_or(crate::analysis::contention::PAIR_PREFETCH_SHARE)
+    }
+
     /// A machine known only by its topology (the host), with generic latencies: 40 cycles
     /// for an LLC hit, 100 for a bounce within a socket, 250 across sockets — the middle of the
     /// presets' range, since we cannot time bounces without another tool.
@@ -200,6 +216,7 @@ impl MachineModel {
             local_hitm: 100.0,
             remote_hitm: 250.0,
             adjacent_line_pairs: false,
+            pair_share: None,
         }
     }
 
@@ -249,7 +266,8 @@ mod tests {
 
     #[test]
     fn a_machine_file_reads_what_it_writes() {
-        let m = preset("icelake-2s").unwrap();
+        let mut m = preset("icelake-2s").unwrap();
+        m.pair_share = Some(1.56);
         let cal = Calibration {
             schema: 1,
             date: "2026-11-24T10:00:00Z".into(),
@@ -280,6 +298,16 @@ mod tests {
                 spread_ns: [5.0, 6.0],
                 repetitions: 3,
                 samples: 4096,
+            }],
+            neighbours: vec![Measured {
+                what: "one aligned pair".into(),
+                cpus: vec![vec![0, 1]],
+                bytes: None,
+                ns: 30.0,
+                cycles: 78.0,
+                spread_ns: [29.0, 31.0],
+                repetitions: 3,
+                samples: 1 << 20,
             }],
             absent: vec!["other node: one NUMA node".into()],
             derived: vec!["remote_hitm = local_hitm".into()],

@@ -363,6 +363,48 @@ pub fn optimize_line_spaced(
 /// line. A struct aligned to `align` makes that declaration an error (an alignment specifier
 /// cannot reduce the type's).
 pub fn instance_aligned_below(text: &str, name: &str, align: u64) -> Option<String> {
+    text.lines()
+        .map(str::trim)
+        .find(|l| instance_below(l, name, align).is_some())
+        .map(str::to_string)
+}
+
+/// `text` with every instance of struct `name` declared below `align` declared at `align`
+/// (`static alignas(64) struct counters counters;` to `alignas(128)`), so that the struct
+/// aligned to `align` still compiles; None where one of them gives its alignment otherwise
+/// than by number (`____cacheline_aligned`), which this cannot rewrite.
+pub fn realign_instances(text: &str, name: &str, align: u64) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match instance_below(line.trim(), name, align) {
+            None => out.push_str(line),
+            Some(false) => return None,
+            Some(true) => {
+                let mut l = line.to_string();
+                for key in ALIGN_KEYS {
+                    let mut from = 0;
+                    while let Some(i) = l[from..].find(key).map(|i| i + from) {
+                        let at = i + key.len();
+                        let digits = l[at..].chars().take_while(|c| c.is_ascii_digit()).count();
+                        if l[at..at + digits].parse::<u64>().is_ok_and(|n| n < align) {
+                            l.replace_range(at..at + digits, &align.to_string());
+                        }
+                        from = at;
+                    }
+                }
+                out.push_str(&l);
+            }
+        }
+    }
+    Some(out)
+}
+
+const ALIGN_KEYS: [&str; 4] = ["alignas(", "_Alignas(", "__aligned(", "aligned("];
+
+/// Whether the trimmed line `l` declares an instance of struct `name` aligned below `align`:
+/// Some(true) where every such alignment is a number, Some(false) where one is a kernel
+/// marker (`____cacheline_aligned`), None where it does not.
+fn instance_below(l: &str, name: &str, align: u64) -> Option<bool> {
     let word = |l: &str, w: &str| {
         l.match_indices(w).any(|(i, _)| {
             let before = l[..i].chars().next_back();
@@ -371,24 +413,23 @@ pub fn instance_aligned_below(text: &str, name: &str, align: u64) -> Option<Stri
             !ident(before) && !ident(after)
         })
     };
-    for line in text.lines() {
-        let l = line.trim();
-        if !word(l, name) || l.contains('{') || !l.ends_with(';') || l.starts_with("typedef") {
-            continue;
-        }
-        let mut below = word(l, "____cacheline_aligned") && align > 64;
-        for key in ["alignas(", "_Alignas(", "__aligned(", "aligned("] {
-            for (i, _) in l.match_indices(key) {
-                let rest = &l[i + key.len()..];
-                let n: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-                below |= n.parse::<u64>().is_ok_and(|n| n < align);
-            }
-        }
-        if below {
-            return Some(l.to_string());
+    if !word(l, name) || l.contains('{') || !l.ends_with(';') || l.starts_with("typedef") {
+        return None;
+    }
+    let marker = word(l, "____cacheline_aligned") && align > 64;
+    let mut numeric = false;
+    for key in ALIGN_KEYS {
+        for (i, _) in l.match_indices(key) {
+            let rest = &l[i + key.len()..];
+            let n: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+            numeric |= n.parse::<u64>().is_ok_and(|n| n < align);
         }
     }
-    None
+    match (marker, numeric) {
+        (true, _) => Some(false),
+        (false, true) => Some(true),
+        (false, false) => None,
+    }
 }
 
 /// [`optimize`] with `spacing` (a line, or a pair of lines) as the search's line: what it
@@ -1937,6 +1978,26 @@ mod tests {
         assert_eq!(instance_aligned_below(plain, "counters", 128), None);
         let other = "static alignas(64) struct counters_x y;\n";
         assert_eq!(instance_aligned_below(other, "counters", 128), None);
+    }
+
+    #[test]
+    fn instances_below_the_pair_are_realigned_where_a_number_says_it() {
+        let src = "struct counters {\n\tunsigned long a;\n};\nstatic alignas(64) struct counters counters;\nstatic struct counters __attribute__((aligned(32))) two;\nalignas(64) struct counters_x y;\n";
+        let out = realign_instances(src, "counters", 128).unwrap();
+        assert_eq!(
+            out,
+            "struct counters {\n\tunsigned long a;\n};\nstatic alignas(128) struct counters counters;\nstatic struct counters __attribute__((aligned(128))) two;\nalignas(64) struct counters_x y;\n"
+        );
+        assert_eq!(instance_aligned_below(&out, "counters", 128), None);
+        // Already at the pair, or above it: untouched.
+        let big = "static alignas(256) struct counters c;\n";
+        assert_eq!(
+            realign_instances(big, "counters", 128).as_deref(),
+            Some(big)
+        );
+        // A kernel marker is no number to rewrite.
+        let kernel = "static struct counters c ____cacheline_aligned;\n";
+        assert_eq!(realign_instances(kernel, "counters", 128), None);
     }
 
     #[test]

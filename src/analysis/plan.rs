@@ -142,7 +142,18 @@ pub struct Proposal {
     pub rejected: Option<String>,
     /// Why the plan keeps one-line spacing though the model prices pairs lower.
     pub pair_refused: Option<String>,
+    /// An instance the header declares below the plan's pair alignment, which the patch
+    /// raises to it (`optimize::realign_instances`).
+    pub instance_realigned: Option<InstanceRealigned>,
     pub elements: Option<ElementAdvice>,
+}
+
+/// An instance declaration the patch aligns to the plan's pair of lines.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct InstanceRealigned {
+    /// The declaration as the header has it.
+    pub declaration: String,
+    pub align: u64,
 }
 
 impl Proposal {
@@ -205,25 +216,35 @@ pub fn propose(
         &constraints,
     )?;
     // Hot lines a pair apart align the struct to the pair: an instance the header declares
-    // with less alignment would no longer compile, so there the plan keeps one-line spacing.
+    // with less alignment would no longer compile. Where that alignment is a number, the
+    // patch raises it with the struct's; where it is a kernel marker, the plan keeps one-line
+    // spacing.
     let mut pair_refused = None;
+    let mut instance_realigned = None;
     if let (Some(pair), Some(text)) = (plan.pair_align, request.header_text)
         && let Some(line) = optimize::instance_aligned_below(text, &model.layout.name, pair)
     {
-        plan = optimize::optimize_line_spaced(
-            &model.units,
-            &model.streams,
-            &model.current,
-            min_align,
-            &constraints,
-            model.cls,
-            &model.machine,
-            &model.queueing,
-        )
-        .map_err(ProposeError::Search)?;
-        pair_refused = Some(format!(
-            "hot lines one line apart, not {pair} bytes: the header declares `{line}`, which a struct aligned to {pair} bytes would not compile with"
-        ));
+        if optimize::realign_instances(text, &model.layout.name, pair).is_some() {
+            instance_realigned = Some(InstanceRealigned {
+                declaration: line,
+                align: pair,
+            });
+        } else {
+            plan = optimize::optimize_line_spaced(
+                &model.units,
+                &model.streams,
+                &model.current,
+                min_align,
+                &constraints,
+                model.cls,
+                &model.machine,
+                &model.queueing,
+            )
+            .map_err(ProposeError::Search)?;
+            pair_refused = Some(format!(
+                "hot lines one line apart, not {pair} bytes: the header declares `{line}`, which a struct aligned to {pair} bytes would not compile with"
+            ));
+        }
     }
     let search_ms = started.elapsed().as_secs_f64() * 1e3;
     let current = model.evaluate(&model.current);
@@ -310,6 +331,7 @@ pub fn propose(
         instance: None,
         rejected: None,
         pair_refused,
+        instance_realigned,
         elements: None,
     };
     // Instances that do not start a line: the layout's lines move with them.

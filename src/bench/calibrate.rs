@@ -96,17 +96,26 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// Nanoseconds of `iters` iterations of ten dependent one-cycle adds.
+/// Cycles one link of [`chain_ns`]'s chain takes.
 #[cfg(target_arch = "x86_64")]
-fn add_chain_ns(iters: u64) -> f64 {
+const LINK_CYCLES: u64 = 3;
+#[cfg(target_arch = "aarch64")]
+const LINK_CYCLES: u64 = 1;
+
+/// Nanoseconds of `iters` iterations of ten dependent links of [`LINK_CYCLES`] each. On
+/// x86-64 a link is `imul reg, reg` (3 cycles on every Intel core since Nehalem and every
+/// AMD Zen): a chain of `add reg, 1` is not one cycle per add on Golden Cove and later, whose
+/// renamer folds small immediate adds (a 16-CPU Xeon guest with 2 MiB of L2 per core read 9.47 GHz from it).
+#[cfg(target_arch = "x86_64")]
+fn chain_ns(iters: u64) -> f64 {
     let start = Instant::now();
-    let mut x: u64 = 0;
+    let mut x: u64 = 3;
     // SAFETY: register arithmetic only.
     unsafe {
         std::arch::asm!(
             "2:",
-            "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
-            "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+            "imul {x}, {x}", "imul {x}, {x}", "imul {x}, {x}", "imul {x}, {x}", "imul {x}, {x}",
+            "imul {x}, {x}", "imul {x}, {x}", "imul {x}, {x}", "imul {x}, {x}", "imul {x}, {x}",
             "sub {n}, 1",
             "jnz 2b",
             x = inout(reg) x,
@@ -119,7 +128,7 @@ fn add_chain_ns(iters: u64) -> f64 {
 }
 
 #[cfg(target_arch = "aarch64")]
-fn add_chain_ns(iters: u64) -> f64 {
+fn chain_ns(iters: u64) -> f64 {
     let start = Instant::now();
     let mut x: u64 = 0;
     // SAFETY: register arithmetic only.
@@ -140,8 +149,8 @@ fn add_chain_ns(iters: u64) -> f64 {
     start.elapsed().as_nanos() as f64
 }
 
-/// The core clock in GHz and how it was found: a chain of dependent integer adds (one cycle
-/// each on every x86-64 and Arm core) timed on `cpu` in 300 short slices, the fastest one (a
+/// The core clock in GHz and how it was found: a chain of dependent integer multiplies (x86-64)
+/// or adds (Arm), whose latency is fixed, timed on `cpu` in 300 short slices, the fastest one (a
 /// slice the hypervisor or another process interrupted is slower, never faster; turbo
 /// included, as the measurements see it); else /proc/cpuinfo's `cpu MHz`.
 pub fn clock_ghz(cpu: u32, cpuinfo: &str) -> (f64, String) {
@@ -149,17 +158,22 @@ pub fn clock_ghz(cpu: u32, cpuinfo: &str) -> (f64, String) {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
         let iters = 20_000u64;
-        let _ = add_chain_ns(iters * 100); // wake the core up
+        let _ = chain_ns(iters * 100); // wake the core up
         let best = (0..300)
-            .map(|_| add_chain_ns(iters))
+            .map(|_| chain_ns(iters))
             .fold(f64::INFINITY, f64::min);
         if best.is_finite() && best > 0.0 {
-            let ghz = (iters * 10) as f64 / best;
+            let ghz = (iters * 10 * LINK_CYCLES) as f64 / best;
             if (0.2..20.0).contains(&ghz) {
                 return (
                     ghz,
                     format!(
-                        "timed chain of dependent adds on CPU {cpu} (fastest of 300 slices of {} adds)",
+                        "timed chain of dependent {} on CPU {cpu} (fastest of 300 slices of {} links of {LINK_CYCLES} cycles)",
+                        if cfg!(target_arch = "x86_64") {
+                            "multiplies"
+                        } else {
+                            "adds"
+                        },
                         iters * 10
                     ),
                 );
@@ -270,6 +284,158 @@ pub fn ping_pong(a: u32, b: u32, effort: &Effort) -> Result<(Vec<f64>, u64), Str
     // The partner's reason (a CPU it may not run on) explains A's timeout.
     partner?;
     result
+}
+
+/// Where the second counter of [`neighbours`] sits from the first (which starts a block
+/// aligned to eight lines): on the first's line, on the other line of its aligned pair, or two
+/// pairs away (the control: no line and no pair shared).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Apart {
+    OneLine,
+    OnePair,
+    TwoPairs,
+}
+
+impl Apart {
+    pub const ALL: [Apart; 3] = [Apart::OneLine, Apart::OnePair, Apart::TwoPairs];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Apart::OneLine => "one line",
+            Apart::OnePair => "one aligned pair",
+            Apart::TwoPairs => "two pairs apart",
+        }
+    }
+
+    /// Bytes from the first counter to the second, for lines of `line` bytes.
+    fn offset(self, line: u64) -> u64 {
+        match self {
+            Apart::OneLine => 8,
+            Apart::OnePair => line,
+            Apart::TwoPairs => 4 * line,
+        }
+    }
+}
+
+/// Eight lines of up to 128 bytes, aligned so that its first line starts an aligned pair.
+#[repr(C, align(1024))]
+struct Block([AtomicU64; 128]);
+
+/// One run of [`neighbours`]: threads on `a` and `b` each add one to its own counter `n` times
+/// (a load and a store, as `c = c + 1` on a volatile does; no locked instruction), released
+/// together. Nanoseconds per increment, the mean of the two threads' own times.
+fn neighbour_run(block: &Block, second: usize, a: u32, b: u32, n: u64) -> Result<f64, String> {
+    let ready = AtomicU64::new(0);
+    let run = |cpu: u32, slot: usize| -> Result<f64, String> {
+        pin(cpu)?;
+        let c = &block.0[slot];
+        ready.fetch_add(1, Ordering::AcqRel);
+        let since = Instant::now();
+        while ready.load(Ordering::Acquire) < 2 {
+            if since.elapsed() > Duration::from_secs(2) {
+                return Err(format!("CPUs {a} and {b} did not both start within 2 s"));
+            }
+            std::hint::spin_loop();
+        }
+        let t = Instant::now();
+        for _ in 0..n {
+            let v = c.load(Ordering::Relaxed);
+            c.store(v.wrapping_add(1), Ordering::Relaxed);
+        }
+        Ok(t.elapsed().as_nanos() as f64 / n as f64)
+    };
+    let (x, y) = std::thread::scope(|s| {
+        let other = s.spawn(|| run(b, second));
+        let mine = run(a, 0);
+        // A thread that failed before the start line must not leave this one waiting.
+        (
+            mine,
+            other
+                .join()
+                .unwrap_or(Err("the partner thread panicked".into())),
+        )
+    });
+    Ok((x? + y?) / 2.0)
+}
+
+/// The adjacent-line (spatial) prefetcher, measured: two threads pinned on `a` and `b` each
+/// increment its own counter, the counters one line apart, on the two lines of one aligned
+/// pair, and two pairs apart, interleaved in every repetition. Per spacing: the
+/// per-repetition ns per increment, and the increments timed. `machine_pairs` turns the
+/// three figures into the model's pair term.
+pub fn neighbours(
+    a: u32,
+    b: u32,
+    line: u64,
+    effort: &Effort,
+) -> Result<Vec<(Apart, Vec<f64>, u64)>, String> {
+    if !(16..=128).contains(&line) {
+        return Err(format!(
+            "{line}-byte lines: measured for lines of 16 to 128 bytes"
+        ));
+    }
+    let block = Block(std::array::from_fn(|_| AtomicU64::new(0)));
+    let slot = |apart: Apart| (apart.offset(line) / 8) as usize;
+    // Enough increments that the slowest spacing's run is a third of a repetition.
+    let mut n = 1u64 << 14;
+    while n < 1 << 26 {
+        let ns = neighbour_run(&block, slot(Apart::OneLine), a, b, n)?;
+        if ns * n as f64 >= effort.repetition.as_nanos() as f64 / 3.0 {
+            break;
+        }
+        n *= 2;
+    }
+    let mut out: Vec<(Apart, Vec<f64>, u64)> =
+        Apart::ALL.iter().map(|&x| (x, Vec::new(), 0)).collect();
+    for rep in 0..effort.repetitions as usize {
+        for k in 0..out.len() {
+            let i = (k + rep) % out.len();
+            let ns = neighbour_run(&block, slot(out[i].0), a, b, n)?;
+            out[i].1.push(ns);
+            out[i].2 += 2 * n;
+        }
+    }
+    Ok(out)
+}
+
+/// Below this share of a line's false sharing, writers on the two lines of one pair are taken
+/// not to couple: the difference is within what the control's own spread shows.
+pub const PAIR_SHARE_FLOOR: f64 = 0.1;
+
+/// The model's adjacent-line term from [`neighbours`]' figures (ns per increment, medians):
+/// `pair_share = (pair - apart) / (line - apart)`, what two writers on one aligned pair
+/// cost as a share of two writers on one line, each over two pairs apart. Sets
+/// `adjacent_line_pairs` and `pair_share` in `m` when the figures decide, and says how; a
+/// line that costs no more than the control (the threads did not run together) decides nothing.
+pub fn machine_pairs(m: &mut MachineModel, figures: &[Measured]) -> String {
+    let get = |a: Apart| figures.iter().find(|f| f.what == a.name());
+    let (Some(one), Some(pair), Some(apart)) = (
+        get(Apart::OneLine),
+        get(Apart::OnePair),
+        get(Apart::TwoPairs),
+    ) else {
+        return format!(
+            "adjacent_line_pairs = {}, not measured (the guess for this CPU)",
+            m.adjacent_line_pairs
+        );
+    };
+    let excess = one.ns - apart.ns;
+    if excess < 0.25 * apart.ns {
+        return format!(
+            "adjacent_line_pairs = {}, not decided: two writers on one line took {} ns per \
+             increment against {} ns two pairs apart, so no false sharing was measured between \
+             these CPUs (were both threads running?); the guess for this CPU is kept",
+            m.adjacent_line_pairs, one.ns, apart.ns
+        );
+    }
+    let share = (((pair.ns - apart.ns) / excess).clamp(0.0, 4.0) * 100.0).round() / 100.0;
+    m.adjacent_line_pairs = share >= PAIR_SHARE_FLOOR;
+    m.pair_share = m.adjacent_line_pairs.then_some(share);
+    format!(
+        "pair_share = (one aligned pair - two pairs apart) / (one line - two pairs apart) = \
+         ({} - {}) / ({} - {}) ns = {share}: adjacent_line_pairs = {} (at least {PAIR_SHARE_FLOOR})",
+        pair.ns, apart.ns, one.ns, apart.ns, m.adjacent_line_pairs
+    )
 }
 
 /// A random cyclic order of `lines` lines (Sattolo's algorithm: one cycle through all), from
@@ -591,6 +757,40 @@ mod tests {
 
     fn measured(what: &str, cycles: f64) -> Measured {
         summarize(what, vec![], None, vec![cycles], 1, 1.0)
+    }
+
+    #[test]
+    fn the_pair_share_comes_from_the_three_spacings() {
+        let figures = |one: f64, pair: f64, apart: f64| {
+            vec![
+                measured(Apart::OneLine.name(), one),
+                measured(Apart::OnePair.name(), pair),
+                measured(Apart::TwoPairs.name(), apart),
+            ]
+        };
+        let guess = MachineModel::from_topology("host", 16, 1, 16, 1, 64);
+        // The pair costs more than the line (a Xeon guest measured that): share above 1.
+        let mut m = guess.clone();
+        let note = machine_pairs(&mut m, &figures(20.0, 30.0, 2.0));
+        assert!(m.adjacent_line_pairs, "{note}");
+        assert_eq!(m.pair_share, Some(1.56));
+        assert!(note.contains("(30 - 2) / (20 - 2)"), "{note}");
+        // A pair no dearer than lines apart: no pairs, whatever the vendor guess said.
+        let mut m = guess.clone();
+        m.adjacent_line_pairs = true;
+        machine_pairs(&mut m, &figures(20.0, 2.5, 2.0));
+        assert!(!m.adjacent_line_pairs);
+        assert_eq!(m.pair_share, None);
+        // One line no dearer than the control: nothing decided, the guess kept.
+        let mut m = guess.clone();
+        m.adjacent_line_pairs = true;
+        let note = machine_pairs(&mut m, &figures(2.2, 2.1, 2.0));
+        assert!(m.adjacent_line_pairs && m.pair_share.is_none(), "{note}");
+        assert!(note.contains("not decided"), "{note}");
+        // Nothing measured: nothing changes.
+        let mut m = guess.clone();
+        assert!(machine_pairs(&mut m, &[]).contains("not measured"));
+        assert_eq!(m, guess);
     }
 
     #[test]

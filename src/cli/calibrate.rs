@@ -80,7 +80,8 @@ pub fn run(args: Args) -> Result<()> {
 
     let date = utc_now();
     let guess = host::read_host(sys);
-    let (mut model, derived) = cal::machine_from(&guess, &m.transfers, &m.loads);
+    let (mut model, mut derived) = cal::machine_from(&guess, &m.transfers, &m.loads);
+    derived.push(cal::machine_pairs(&mut model, &m.neighbours));
     model.name = "calibrated".to_string();
     model.description = format!(
         "{cpu_model}: {}; measured by lineup calibrate{} on {}",
@@ -103,6 +104,7 @@ pub fn run(args: Args) -> Result<()> {
         method: method_text(&effort, m.line),
         transfer: m.transfers.iter().map(|(_, _, t)| t.clone()).collect(),
         load: m.loads,
+        neighbours: m.neighbours,
         absent: m.absent,
         derived,
     };
@@ -193,6 +195,8 @@ struct Measurements {
     /// Per class of CPU pair: the class, how many pairs the machine has of it, the latency.
     transfers: Vec<(PairClass, u64, Measured)>,
     loads: Vec<Measured>,
+    /// Two writers one line, one aligned pair and two pairs apart (`cal::neighbours`).
+    neighbours: Vec<Measured>,
     /// What was not measured, and why.
     absent: Vec<String>,
     /// The line size the loads chased.
@@ -210,7 +214,7 @@ fn measure(
     let pairs = topology.representative_pairs(Some(cpus), effort.pairs_per_class);
     let (sizes, mut absent) = cal::chase_sizes(topology, effort.max_dram_bytes);
     absent.splice(0..0, topology.absent_classes(Some(cpus)));
-    let steps = 1 + pairs.iter().map(|p| p.picked.len()).sum::<usize>() + sizes.len();
+    let steps = 2 + pairs.iter().map(|p| p.picked.len()).sum::<usize>() + sizes.len();
     let bar = ProgressBar::with_draw_target(Some(steps as u64), ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
@@ -250,12 +254,43 @@ fn measure(
             transfers.push((*class, *count, m));
         }
     }
-    let mut loads: Vec<Measured> = Vec::new();
     let line = topology
         .caches()
         .first()
         .map_or(64, |c| c.line)
         .clamp(16, 4096);
+    // The prefetcher pairs lines in a core's L2: two cores (SMT siblings share it), the
+    // nearest class that has them.
+    let mut neighbours = Vec::new();
+    match pairs
+        .iter()
+        .find(|p| p.class != PairClass::SmtSiblings)
+        .and_then(|p| p.picked.first())
+    {
+        Some(&(a, b)) => {
+            bar.set_message(format!("adjacent lines: CPUs {a} and {b}"));
+            match cal::neighbours(a, b, line, effort) {
+                Ok(runs) => {
+                    for (apart, medians, n) in runs {
+                        neighbours.push(cal::summarize(
+                            apart.name(),
+                            vec![vec![a, b]],
+                            None,
+                            medians,
+                            n,
+                            ghz,
+                        ))
+                    }
+                }
+                Err(e) => absent.push(format!("adjacent lines: not measured, {e}")),
+            }
+        }
+        None => {
+            absent.push("adjacent lines: not measured, no two cores among these CPUs".to_string())
+        }
+    }
+    bar.inc(1);
+    let mut loads: Vec<Measured> = Vec::new();
     let _ = cal::pin(cpus[0]);
     for (name, bytes) in &sizes {
         bar.set_message(format!("{name}: chasing {} KiB", bytes >> 10));
@@ -276,6 +311,7 @@ fn measure(
         ghz_method,
         transfers,
         loads,
+        neighbours,
         absent,
         line,
     }
@@ -289,7 +325,10 @@ fn method_text(effort: &Effort, line: u64) -> String {
          round trips, median over batches per repetition, median over {} repetitions of \
          {} ms per pair; load: pointer chase through a random cycle of {line}-byte lines, \
          median of 16 slices per repetition over {} repetitions (includes TLB misses); \
-         cycles = ns x ghz",
+         adjacent lines: two pinned threads each load and store its own counter, the two \
+         counters on one line, on the two lines of one aligned pair, and two pairs apart, \
+         ns per increment (mean of the threads), the three interleaved, median over the \
+         repetitions; cycles = ns x ghz",
         effort.repetitions,
         effort.repetition.as_millis(),
         effort.repetitions
@@ -348,6 +387,24 @@ fn report(
             format!("{:.2}-{:.2}", x.spread_ns[0], x.spread_ns[1]),
             x.samples
         ));
+    }
+    if !c.neighbours.is_empty() {
+        s.push_str(&format!(
+            "\n{:<24} {:>7} {:>9} {:>8} {:>17} {:>10}\n",
+            "two writers", "CPUs", "ns", "cycles", "spread ns", "increments"
+        ));
+        for x in &c.neighbours {
+            let cpus: Vec<String> = x.cpus.iter().flatten().map(u32::to_string).collect();
+            s.push_str(&format!(
+                "{:<24} {:>7} {:>9.2} {:>8.1} {:>17} {:>10}\n",
+                x.what,
+                cpus.join(","),
+                x.ns,
+                x.cycles,
+                format!("{:.2}-{:.2}", x.spread_ns[0], x.spread_ns[1]),
+                x.samples
+            ));
+        }
     }
     if !c.absent.is_empty() {
         s.push('\n');

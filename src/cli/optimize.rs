@@ -343,6 +343,7 @@ fn header_patch(
         cls,
         proposal.slots.as_mut(),
         proposal.elements.as_mut(),
+        proposal.instance_realigned.as_ref(),
     )
     .map_err(anyhow::Error::msg)
 }

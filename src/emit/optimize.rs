@@ -10,7 +10,9 @@ use serde::Serialize;
 use crate::analysis::cost::{Cost, Placement, Stream, Unit};
 use crate::analysis::machine::MachineModel;
 use crate::analysis::optimize::{self, Plan, SplitOption};
-use crate::analysis::plan::{ElementAdvice, InstanceAlignment, Proposal, SlotAdvice, Split};
+use crate::analysis::plan::{
+    ElementAdvice, InstanceAlignment, InstanceRealigned, Proposal, SlotAdvice, Split,
+};
 use crate::analysis::slots;
 use crate::emit::c::Flavour;
 use crate::emit::{self, patch};
@@ -70,7 +72,8 @@ pub struct Header<'a> {
 /// The unified diff that rearranges the header's struct into the plan's order (none when it
 /// already declares that order). In the same patch: padded array slots (their declarations
 /// and uses in this file) and a heap array's allocation made line-aligned when its site is in
-/// this file; `slots` and `elements` say what the patch did with them.
+/// this file; `slots` and `elements` say what the patch did with them. An instance declared
+/// below the plan's pair alignment (`instance`) is raised to it.
 #[allow(clippy::too_many_arguments)]
 pub fn header_diff(
     header: &Header<'_>,
@@ -82,6 +85,7 @@ pub fn header_diff(
     cls: u64,
     slots: Option<&mut SlotAdvice>,
     elements: Option<&mut ElementAdvice>,
+    instance: Option<&InstanceRealigned>,
 ) -> Result<Option<String>, String> {
     let (path, text) = (header.path, header.text);
     let aligned_names: Vec<String> = plan
@@ -106,6 +110,17 @@ pub fn header_diff(
         cplusplus,
     )
     .map_err(|e| format!("{}: {e}", path.display()))?;
+    let new_text = match instance {
+        Some(i) => optimize::realign_instances(&new_text, type_name, i.align).ok_or_else(|| {
+            format!(
+                "{}: `{}` cannot be aligned to {} bytes by a number",
+                path.display(),
+                i.declaration,
+                i.align
+            )
+        })?,
+        None => new_text,
+    };
     // The allocation site of a heap array of elements, when it is in this file: rewritten
     // to a line-aligned allocation in the same patch.
     let mut allocation: Option<Result<(), String>> = None;
@@ -308,6 +323,13 @@ impl Outcome<'_> {
         s.push_str(self.binding);
         if let Some(why) = &self.proposal.pair_refused {
             let _ = writeln!(s, "{why}");
+        }
+        if let Some(i) = &self.proposal.instance_realigned {
+            let _ = writeln!(
+                s,
+                "instance: the header declares `{}`; a struct aligned to {} bytes cannot be declared with less, so the patch aligns it to {} too",
+                i.declaration, i.align, i.align
+            );
         }
         if let (Some(pair), Some(by_line)) = (plan.pair_align, plan.line_spaced_cycles) {
             let _ = writeln!(

@@ -428,8 +428,16 @@ pub fn host_machine(sys: &Path, cpuinfo: &str, cache_dir: &Path) -> MachineModel
             None => Err("no [calibration] table".to_string()),
         })
     });
+    // Intel parts pair lines in L2 (data/machines.toml, adjacent_line_pairs): the guess
+    // where no calibration measured it.
+    let intel = cpuinfo
+        .lines()
+        .any(|l| l.starts_with("vendor_id") && l.contains("GenuineIntel"));
+    let mut pairs_measured = false;
     match found {
         Some(Ok((c, cal))) => {
+            // `machine_pairs` decided from the neighbours' figures: its note says so.
+            pairs_measured = cal.derived.iter().any(|d| d.starts_with("pair_share ="));
             m = MachineModel {
                 name: "host".to_string(),
                 description: format!(
@@ -456,10 +464,10 @@ pub fn host_machine(sys: &Path, cpuinfo: &str, cache_dir: &Path) -> MachineModel
             )
         }
     }
-    // Intel parts pair lines in L2 (data/machines.toml, adjacent_line_pairs).
-    m.adjacent_line_pairs = cpuinfo
-        .lines()
-        .any(|l| l.starts_with("vendor_id") && l.contains("GenuineIntel"));
+    if !pairs_measured {
+        m.adjacent_line_pairs = intel;
+        m.pair_share = None;
+    }
     m
 }
 
@@ -641,6 +649,7 @@ mod tests {
             method: "m".into(),
             transfer: vec![],
             load: vec![],
+            neighbours: vec![],
             absent: vec![],
             derived: vec![],
         };
@@ -652,6 +661,42 @@ mod tests {
         .unwrap();
         let used = host_machine(&root, cpuinfo, &cache);
         assert_eq!(used.local_hitm, 77.5);
+        // Adjacent-line pairs: the vendor's guess where the calibration did not decide them,
+        // what it measured where it did.
+        let intel = "vendor_id\t: GenuineIntel\nmodel name\t: Fake CPU\n";
+        assert!(host_machine(&root, intel, &cache).adjacent_line_pairs);
+        let mut no_pairs = measured.clone();
+        no_pairs.adjacent_line_pairs = false;
+        let decided = crate::analysis::machine::Calibration {
+            derived: vec![
+                "pair_share = (2 - 2) / (20 - 2) ns = 0: adjacent_line_pairs = false".into(),
+            ],
+            ..cal.clone()
+        };
+        std::fs::write(
+            &path,
+            crate::analysis::machine::machine_file_text(&no_pairs, Some(&decided)),
+        )
+        .unwrap();
+        assert!(!host_machine(&root, intel, &cache).adjacent_line_pairs);
+        let mut dear = measured.clone();
+        dear.adjacent_line_pairs = true;
+        dear.pair_share = Some(1.56);
+        std::fs::write(
+            &path,
+            crate::analysis::machine::machine_file_text(&dear, Some(&decided)),
+        )
+        .unwrap();
+        let read = host_machine(&root, "model name\t: Fake CPU\n", &cache);
+        assert!(
+            read.adjacent_line_pairs && read.pair_share == Some(1.56),
+            "{read:?}"
+        );
+        std::fs::write(
+            &path,
+            crate::analysis::machine::machine_file_text(&measured, Some(&cal)),
+        )
+        .unwrap();
         assert!(
             used.description
                 .contains("measured by lineup calibrate on 2026-11-24"),
