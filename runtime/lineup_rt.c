@@ -90,6 +90,8 @@ enum {
     CH_HITS = 9,
     CH_NOTE = 10, /* something the runtime did differently, and why: struct rt_note */
     CH_SUM = 11,  /* per-site summaries of the memory budget: struct sum_entry */
+    CH_RHITS = 12, /* bursts: a thread's range pieces counted between windows, per code
+                      site and kind: (pc, kind, pieces) words, cumulative (range_counted) */
 };
 struct chunk_head {
     uint32_t magic, type, thread, count;
@@ -218,6 +220,7 @@ static inline uint64_t per_record(uint64_t key) { return ((key >> 56) & 3) == K_
  * stand for up to (AMAX - 1) x ABURST accesses that never came (the thread ended during the
  * skip after it): the bound of the over-estimate, per site and thread. */
 #define PEND_CAP 4096
+#define RHITS_BITS 9
 #define AGG_FEW 256
 #define SITES_BITS 12
 enum { FILLED_LOG = 48 };
@@ -294,6 +297,14 @@ struct tstate {
         uintptr_t a, pc;
         uint32_t info;
     } pend[PEND_CAP];
+    /* Bursts: pieces of memory ranges (memcpy, memset, struct copies) counted between
+     * windows per code site and kind instead of recorded at their places (range_counted). */
+    uint32_t rhits_used;
+    struct rhit {
+        uintptr_t pc;
+        uint32_t kind, execs;
+        uint64_t pieces;
+    } rhits[1u << RHITS_BITS];
     /* Bursts: executions of each patched site between windows, counted by the site's
      * trampoline (pages are touched only where a site runs). Last: it is large. */
     uint64_t hits[PSITE_CAP];
@@ -1003,7 +1014,8 @@ static void thread_exit(void *p) {
  * (glibc calls its sigaction internally) and raw rt_sigaction/rt_sigprocmask syscalls.
  *
  * Only direct calls into the hooks of sections lineup_hooks and lineup_atomics (1- to
- * 8-byte atomics) are patched (not calls through a PLT, 16-byte atomics or ranges): the
+ * 8-byte atomics; gcc's ranges of up to 16 bytes) are patched (not calls through a PLT,
+ * 16-byte atomics, memcpy and memset, or ranges of more than 16 bytes): the
  * others count every access in full and only their trace keeps to the windows. A site
  * first met between windows is patched at once. A forked child gets every call back and
  * is recorded in full.
@@ -1368,6 +1380,60 @@ static void psite_register(uintptr_t pc) {
     punlock_restore(old);
 }
 
+/* A call into the hooks whose executions are not one access each (gcc's __tsan_read_range of
+ * a struct copy, counted per line piece): never patched, so that every execution is recorded
+ * and the counts stay exact. */
+static void psite_refuse(uintptr_t pc) {
+    uintptr_t at = pc - 5;
+    if (!g_bursts || !g_patch_ok || at < g_text_lo || pc > g_text_hi || psite_entry(at) ||
+        g_pentries >= PSITE_ENTRIES)
+        return;
+    uint64_t old = plock_blocked();
+    if (!psite_entry(at) && g_pentries < PSITE_ENTRIES)
+        psite_add(at, PSITE_NOT);
+    punlock_restore(old);
+}
+
+/* Bursts, between windows: a memory range (memcpy, memmove, memset, a struct copy) keeps
+ * its call (its pieces vary with its length and alignment, so a trampoline's count of
+ * executions would not be its count of accesses), but its pieces are counted per code
+ * site, kind and thread instead of recorded at their places (CH_RHITS), as a trampoline
+ * counts a patched site's executions; the first execution of every TRAMP_SAMPLE is still
+ * recorded with its places, so that a thread that runs only between windows has them too.
+ * lineup spreads the counted pieces over the places the recorded ones of that site, kind
+ * and thread went to: the counts stay exact (zstd -T2's main thread copying its input into
+ * the jobs' buffers: a 96 MiB run wrote 529K places of that one memcpy, two thirds of its
+ * recording). 1: counted here; 0: record it. */
+static int range_counted(struct tstate *t, uintptr_t a, size_t n, uint32_t kind, uintptr_t pc) {
+    if (g_armed || !g_patch_ok || t->slow || t->in_slow || t->sites != t->site_table ||
+        pc - g_text_lo >= g_text_hi - g_text_lo)
+        return 0;
+    uint32_t mask = (1u << RHITS_BITS) - 1;
+    uint32_t i = (uint32_t)(((pc ^ kind) * 0x9E3779B97F4A7C15ull) >> 40) & mask;
+    struct rhit *r;
+    for (;;) {
+        r = &t->rhits[i];
+        if (r->pc == pc && r->kind == kind)
+            break;
+        if (!r->pc) {
+            if (t->rhits_used * 4 >= mask * 3)
+                return 0; /* full: recorded at their places, as outside bursts */
+            r->kind = kind;
+            r->execs = 0;
+            r->pieces = 0;
+            __atomic_store_n(&r->pc, pc, __ATOMIC_RELEASE);
+            t->rhits_used++;
+            break;
+        }
+        i = (i + 1) & mask;
+    }
+    if (r->execs++ % TRAMP_SAMPLE == 0)
+        return 0;
+    /* As many as rec_range's loop makes: one per 64-byte line piece. */
+    r->pieces += ((a & 63) + n + 63) >> 6;
+    return 1;
+}
+
 /* The runtime thread's sleep: ends early when thread_stop kicks it. */
 static void patcher_sleep(uint64_t ns) {
     struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
@@ -1600,6 +1666,21 @@ static void hits_emit(struct tstate *t) {
     }
     if (k)
         emit(CH_HITS, t->index, k, pairs, k * 2 * sizeof(uint64_t));
+    uint64_t triples[3 * 128];
+    k = 0;
+    for (uint32_t i = 0; i < (1u << RHITS_BITS); i++) {
+        if (!t->rhits[i].pieces)
+            continue;
+        triples[3 * k] = t->rhits[i].pc;
+        triples[3 * k + 1] = t->rhits[i].kind;
+        triples[3 * k + 2] = t->rhits[i].pieces;
+        if (++k == 128) {
+            emit(CH_RHITS, t->index, k, triples, k * 3 * sizeof(uint64_t));
+            k = 0;
+        }
+    }
+    if (k)
+        emit(CH_RHITS, t->index, k, triples, k * 3 * sizeof(uint64_t));
 }
 
 /* The recorded windows' CH_BURSTS chunk (called by the final flush; takes the patch lock,
@@ -1956,6 +2037,11 @@ EXPORT int prctl(int option, ...) {
 #define HOOK_ATOMIC_SECTION
 static const uint32_t g_bursts_unavailable = 0;
 static void psite_register(uintptr_t pc) { (void)pc; }
+static void psite_refuse(uintptr_t pc) { (void)pc; }
+static int range_counted(struct tstate *t, uintptr_t a, size_t n, uint32_t kind, uintptr_t pc) {
+    (void)t, (void)a, (void)n, (void)kind, (void)pc;
+    return 0;
+}
 static void hits_emit(struct tstate *t) { (void)t; }
 static void bursts_emit(void) {}
 static void bursts_init(void) {}
@@ -2217,6 +2303,8 @@ static void fork_child(void) {
         keep->sites = keep->site_table;
         zero(keep->site_table, ((size_t)1 << SITES_BITS) * sizeof(struct site));
         keep->estimated = keep->max_period = 0;
+        zero(keep->rhits, sizeof keep->rhits);
+        keep->rhits_used = 0;
         keep->tpos = keep->tbuf;
         keep->an = 0;
         keep->accesses = keep->dropped = 0;
@@ -2810,6 +2898,8 @@ static void rec_range(uintptr_t a, size_t n, uint32_t kind, uintptr_t pc) {
         t = thread_init();
     if (!n || a - t->stk_lo < t->stk_size)
         return;
+    if (!g_armed && range_counted(t, a, n, kind, pc))
+        return;
     while (n) {
         size_t piece = 64 - (a & 63);
         if (piece > n)
@@ -2865,8 +2955,29 @@ ACCESS_HOOKS(4)
 ACCESS_HOOKS(8)
 ACCESS_HOOKS(16)
 
-EXPORT void __tsan_read_range(void *a, size_t n) { rec_range((uintptr_t)a, n, K_LOAD, RA()); }
-EXPORT void __tsan_write_range(void *a, size_t n) { rec_range((uintptr_t)a, n, K_STORE, RA()); }
+/* gcc reports through __tsan_read_range/__tsan_write_range, with the size a constant of the
+ * call site, every access its sized hooks do not take: an unaligned one (a memcpy of 8
+ * bytes folded into a load: zstd's MEM_read64, its hash and match loops), an odd size, a
+ * struct copy. Up to RANGE_ONE bytes it is one access of that size, as clang's
+ * __tsan_unaligned_readN of the same source is (a straddling one included: the simulation
+ * splits it by line), and the call is one bursts may patch out like the sized hooks': each
+ * execution is one access, so the trampoline's count is exact. A larger range (a struct
+ * copy) is one access per line piece, as memcpy's, and its call is never patched. */
+#define RANGE_ONE 16
+static inline __attribute__((always_inline)) void rec_range_call(uintptr_t a, size_t n,
+                                                                 uint32_t kind, uintptr_t pc) {
+    if (LIKELY(n - 1 < RANGE_ONE)) {
+        rec(a, (uint32_t)n, kind, pc);
+        return;
+    }
+    if (g_bursts)
+        psite_refuse(pc);
+    rec_range(a, n, kind, pc);
+}
+HOOK void __tsan_read_range(void *a, size_t n) { rec_range_call((uintptr_t)a, n, K_LOAD, RA()); }
+HOOK void __tsan_write_range(void *a, size_t n) {
+    rec_range_call((uintptr_t)a, n, K_STORE, RA());
+}
 EXPORT void __tsan_read_range_pc(void *a, size_t n, void *pc) {
     rec_range((uintptr_t)a, n, K_LOAD, (uintptr_t)pc);
 }

@@ -623,8 +623,12 @@ pub fn build(
         // over the places its recorded executions went to.
         let (site_scale, unplaced) = bursts_site_scale(p);
         bursts_unplaced += unplaced;
-        let scale_of =
-            |thread: u32, pc: u64| scale * site_scale.get(&(thread, pc)).copied().unwrap_or(1.0);
+        let scale_of = |thread: u32, pc: u64, kind: Kind| {
+            scale
+                * site_scale
+                    .get(&(thread, pc))
+                    .map_or(1.0, |s| s[kind_slot(kind)])
+        };
         // The runtime's flushes, merged and sorted by place by the reader.
         let tally = &p.counted;
         // The ordered trace, through the simulation: each place a site.
@@ -813,7 +817,7 @@ pub fn build(
         let process_start = total;
         let mut last_thread = None;
         for k in tally {
-            let n = k.count as f64 * scale_of(k.thread, k.pc);
+            let n = k.count as f64 * scale_of(k.thread, k.pc, k.kind);
             total += n;
             if last_thread != Some(k.thread) {
                 all_threads.insert((p.pid, tid_of(k.thread)));
@@ -831,7 +835,7 @@ pub fn build(
                 && let Some(&(lo, hi)) = p.summary_ranges.get(&(k.thread, k.pc))
                 && !one_member(obj, lo, hi, u64::from(k.size))
             {
-                let n = k.count as f64 * scale_of(k.thread, k.pc);
+                let n = k.count as f64 * scale_of(k.thread, k.pc, k.kind);
                 attributed += n;
                 let type_id = names.id(&obj.ty.name);
                 type_sizes.insert(type_id, obj.ty.size);
@@ -875,7 +879,7 @@ pub fn build(
                     element,
                     k.thread,
                 )
-                .writes += k.count as f64 * scale_of(k.thread, k.pc);
+                .writes += k.count as f64 * scale_of(k.thread, k.pc, k.kind);
             }
             hits.push((k, obj, runs.len() as u32 - 1));
         }
@@ -888,7 +892,7 @@ pub fn build(
             {
                 let element = k.addr - obj.type_offset(k.addr);
                 element_use(users, element, k.thread).reads +=
-                    k.count as f64 * scale_of(k.thread, k.pc);
+                    k.count as f64 * scale_of(k.thread, k.pc, k.kind);
             }
         }
         // A side below this many accesses on the line cannot cause more transfers than the
@@ -899,14 +903,14 @@ pub fn build(
         drop(runs);
         // Which accesses can meet: by the locks the tally counted them under.
         overlap.tally(hits.iter().map(|(k, _, _)| {
-            let n = k.count as f64 * scale_of(k.thread, k.pc);
+            let n = k.count as f64 * scale_of(k.thread, k.pc, k.kind);
             (k.thread, k.addr / line, k.lock, n)
         }));
         // What is said once per object: its type's interned name, the note on it.
         let mut seen_objects: HashMap<*const attribute::Object, u32, FastHash> = HashMap::default();
         let mut next_site = 0usize;
         for (k, obj, run) in hits {
-            let n = k.count as f64 * scale_of(k.thread, k.pc);
+            let n = k.count as f64 * scale_of(k.thread, k.pc, k.kind);
             let tid = tid_of(k.thread);
             let element = k.addr - obj.type_offset(k.addr);
             let cpu = numbering[run as usize];
@@ -955,7 +959,8 @@ pub fn build(
                 let s = primary.sites[site];
                 // The trace holds a sample of the eligible accesses: scale to all of them.
                 let f = if s.traced > 0 {
-                    k.eligible.max(s.traced) as f64 / s.traced as f64 * scale_of(k.thread, k.pc)
+                    k.eligible.max(s.traced) as f64 / s.traced as f64
+                        * scale_of(k.thread, k.pc, k.kind)
                 } else {
                     0.0
                 };
@@ -1416,24 +1421,31 @@ pub fn build(
 /// place; those executions are in the hook's counts and in the trampoline's.
 const TRAMP_SAMPLE: u64 = 1024;
 
-/// Bursts: per (thread, pc) of a patched site, what its recorded counts are multiplied by
-/// (its executions in the windows and between them, over those in the windows); and the
-/// executions of sites never recorded in a window on that thread, which have no place.
-fn bursts_site_scale(p: &Process) -> (HashMap<(u32, u64), f64, FastHash>, f64) {
-    let mut out: HashMap<(u32, u64), f64, FastHash> = HashMap::default();
-    if p.hits.is_empty() {
+/// The slot of an access kind in per-kind arrays.
+fn kind_slot(kind: Kind) -> usize {
+    match kind {
+        Kind::Load => 0,
+        Kind::Store => 1,
+        Kind::Rmw => 2,
+    }
+}
+
+/// Bursts: per (thread, pc) of a patched site, what its recorded counts of each kind are
+/// multiplied by (its executions in the windows and between them, over those in the
+/// windows; for a memory range's site, per kind: its pieces, which its load and store sides
+/// make in different numbers); and the executions of sites never recorded in a window on
+/// that thread, which have no place.
+fn bursts_site_scale(p: &Process) -> (HashMap<(u32, u64), [f64; 3], FastHash>, f64) {
+    let mut out: HashMap<(u32, u64), [f64; 3], FastHash> = HashMap::default();
+    if p.hits.is_empty() && p.range_hits.is_empty() {
         return (out, 0.0);
     }
     // Executions in the windows: an update's are counted once as a load and once as a
     // store, so per kind, the largest.
     let mut recorded: HashMap<(u32, u64), [u64; 3], FastHash> = HashMap::default();
     for k in &p.counted {
-        let slot = match k.kind {
-            Kind::Load => 0,
-            Kind::Store => 1,
-            Kind::Rmw => 2,
-        };
         let e = recorded.entry((k.thread, k.pc)).or_default();
+        let slot = kind_slot(k.kind);
         e[slot] = e[slot].saturating_add(k.count);
     }
     let mut unplaced = 0.0;
@@ -1447,7 +1459,20 @@ fn bursts_site_scale(p: &Process) -> (HashMap<(u32, u64), f64, FastHash>, f64) {
         if seen == 0 {
             unplaced += hits as f64;
         } else {
-            *out.entry((thread, pc)).or_insert(1.0) += hits as f64 / seen as f64;
+            for s in out.entry((thread, pc)).or_insert([1.0; 3]) {
+                *s += hits as f64 / seen as f64;
+            }
+        }
+    }
+    // A range's pieces between windows, per kind: none of them was recorded (the runtime
+    // records a sampled execution instead of counting it).
+    for &(thread, pc, kind, pieces) in &p.range_hits {
+        let slot = usize::from(kind.min(2));
+        let seen = recorded.get(&(thread, pc)).map_or(0, |r| r[slot]);
+        if seen == 0 {
+            unplaced += pieces as f64;
+        } else {
+            out.entry((thread, pc)).or_insert([1.0; 3])[slot] += pieces as f64 / seen as f64;
         }
     }
     (out, unplaced)
@@ -2203,10 +2228,41 @@ mod build_helper_tests {
             ..Process::default()
         };
         let (scale, unplaced) = bursts_site_scale(&p);
-        assert_eq!(scale[&(1, 0x40)], 4.0); // (40 + 120) / 40
-        assert_eq!(scale[&(1, 0x44)], 10.0); // (5 + 45) / 5
+        assert_eq!(scale[&(1, 0x40)], [4.0; 3]); // (40 + 120) / 40
+        assert_eq!(scale[&(1, 0x44)], [10.0; 3]); // (5 + 45) / 5
         assert!(!scale.contains_key(&(2, 0x40)));
         assert_eq!(unplaced, 9.0);
+    }
+
+    /// Bursts: a memory range's pieces between windows go, per kind, where the recorded
+    /// pieces of that site, kind and thread went: a memcpy's load and store sides make
+    /// different numbers of pieces (their alignments differ).
+    #[test]
+    fn range_pieces_between_windows_scale_each_kind_by_its_own_recorded_count() {
+        let counted = |thread, addr, kind, pc, count| Counted {
+            thread,
+            addr,
+            size: 64,
+            kind,
+            pc,
+            count,
+            eligible: 0,
+            summary: false,
+            lock: 0,
+        };
+        let p = Process {
+            counted: vec![
+                counted(1, 0x1000, Kind::Load, 0x40, 3),
+                counted(1, 0x2000, Kind::Store, 0x40, 2),
+                counted(2, 0x1000, Kind::Load, 0x48, 4),
+            ],
+            range_hits: vec![(1, 0x40, 0, 9), (1, 0x40, 1, 6), (2, 0x48, 1, 5)],
+            ..Process::default()
+        };
+        let (scale, unplaced) = bursts_site_scale(&p);
+        assert_eq!(scale[&(1, 0x40)], [4.0, 4.0, 1.0]); // (3 + 9) / 3, (2 + 6) / 2
+        assert!(!scale.contains_key(&(2, 0x48))); // its stores: no recorded place
+        assert_eq!(unplaced, 5.0);
     }
     use std::collections::HashMap;
 
