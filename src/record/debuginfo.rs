@@ -177,6 +177,10 @@ pub struct DebugInfo {
     /// asked (allocation wrappers' callers).
     calls: std::sync::OnceLock<HashMap<u64, Vec<u64>>>,
     inlined: Vec<InlinedCall>,
+    /// The inlined calls by their code ranges, built when first asked (zstd's DWARF has
+    /// tens of thousands: a scan of them all for each allocation's site was a sixth of
+    /// `lineup record`'s post-processing).
+    inlined_by_code: std::sync::OnceLock<CodeSpans>,
     /// `--alloc-wrapper` names: functions whose callers name the blocks they allocate.
     pub alloc_wrappers: Vec<String>,
     /// `.eh_frame` (address, bytes) and `.text`'s address: where the CFA is at a code
@@ -976,11 +980,20 @@ impl DebugInfo {
     pub fn inlined_wrappers(&self, site: u64) -> Option<(Vec<String>, String, u32)> {
         // Innermost first: the entries were read depth first, so a call inlined into
         // another comes after it.
-        let around: Vec<&InlinedCall> = self
-            .inlined
-            .iter()
+        let index = self.inlined_by_code.get_or_init(|| {
+            let mut spans = Vec::new();
+            for (i, c) in self.inlined.iter().enumerate() {
+                for &(lo, hi) in &c.ranges {
+                    spans.push((lo, hi, i as u32));
+                }
+            }
+            CodeSpans::new(spans)
+        });
+        let around: Vec<&InlinedCall> = index
+            .holding(site)
+            .into_iter()
             .rev()
-            .filter(|c| c.ranges.iter().any(|&(lo, hi)| site >= lo && site < hi))
+            .map(|i| &self.inlined[i as usize])
             .collect();
         let mut names = Vec::new();
         let mut call = None;

@@ -829,6 +829,36 @@ mod tests {
         );
     }
 
+    /// Bursts: a range's pieces counted between windows, per (thread, pc, kind), written
+    /// again by each periodic flush (cumulative: the largest is the count); a kind that is
+    /// not one is a malformed recording.
+    #[test]
+    fn range_pieces_between_windows_are_read_per_kind_and_count_once() {
+        let words = |v: &[u64]| v.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+        let mut f = header();
+        f.extend(chunk(
+            CH_RHITS,
+            3,
+            2,
+            &words(&[0x4010, 0, 70, 0x4010, 1, 66]),
+        ));
+        f.extend(chunk(
+            CH_RHITS,
+            3,
+            2,
+            &words(&[0x4010, 0, 90, 0x4010, 1, 85]),
+        ));
+        f.extend(chunk(CH_RHITS, 4, 1, &words(&[0x4020, 1, 7])));
+        let p = parse(&f, Path::new("x")).unwrap();
+        assert_eq!(
+            p.range_hits,
+            vec![(3, 0x4010, 0, 90), (3, 0x4010, 1, 85), (4, 0x4020, 1, 7)]
+        );
+        let mut bad = header();
+        bad.extend(chunk(CH_RHITS, 3, 1, &words(&[0x4010, 7, 1])));
+        assert!(parse(&bad, Path::new("x")).is_err());
+    }
+
     #[test]
     fn runtime_notes_are_read_and_strict_mode_is_an_ending() {
         let note = |code: u32, thread: u32| {
