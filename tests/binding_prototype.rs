@@ -151,8 +151,23 @@ fn functions_taking_an_embedded_struct_place_their_rows_inside_it() {
         .unwrap();
     assert_eq!(pull.placed_by, PlacedBy::OffsetOnly);
     assert!(pull.why.contains("rq->rd"), "{pull:?}");
+    // The rows of irq_work_queue_on/irq_work_single (taking an irq_work) and of the spinlock
+    // functions (a raw_spinlock) are placed by prototype too, in rto_push_work and rto_lock:
+    // the overview's joint placement, which `--type` binds with.
+    for (function, member) in [
+        ("irq_work_queue_on", "rto_push_work"),
+        ("_raw_spin_lock", "rto_lock"),
+    ] {
+        let r = line3
+            .rows
+            .iter()
+            .find(|r| r.function.as_deref() == Some(function))
+            .unwrap_or_else(|| panic!("{function}: {line3:#?}"));
+        assert_eq!(r.placed_by, PlacedBy::Prototype, "{r:#?}");
+        assert!(r.member.starts_with(member), "{r:#?}");
+    }
     let summary = bind::rows_summary(line3).unwrap();
-    assert!(summary.contains("6 by prototype"), "{summary}");
+    assert!(summary.contains("11 by prototype"), "{summary}");
 }
 
 #[test]

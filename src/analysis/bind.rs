@@ -467,8 +467,10 @@ pub enum Reachable {
     Anywhere(String, Reach),
     /// Only the members whose types its prototype takes, where the struct embeds them by
     /// value (`start`, `end`, path): a function taking a `struct cpupri *` touches
-    /// `root_domain.cpupri`, nothing else of the root_domain.
-    Within(Vec<(u64, u64, String)>),
+    /// `root_domain.cpupri`, nothing else of the root_domain. Elsewhere it touches the struct
+    /// only as far as another struct it takes reaches it (one pointer away, or embedded
+    /// there), when one does.
+    Within(Vec<(u64, u64, String)>, Option<Reach>),
     /// None of it: it takes other structs.
     Nowhere(String),
 }
@@ -481,7 +483,7 @@ impl Reachable {
             Reachable::Unknown => None,
             Reachable::Anywhere(..) => Some(true),
             Reachable::Nowhere(_) => Some(false),
-            Reachable::Within(ranges) => Some(
+            Reachable::Within(ranges, _) => Some(
                 x >= 0
                     && ranges
                         .iter()
@@ -574,19 +576,21 @@ fn reachable(
     let function = function_name(symbol);
     let target = names.last().map(String::as_str).unwrap_or("?");
     let mut within: Vec<(u64, u64, String)> = Vec::new();
+    // The nearest reach of the structs it takes that can touch any member.
+    let mut anywhere: Option<(String, Reach)> = None;
     for r in refs {
         if r.id == id || r.names.iter().any(|n| names.contains(n)) {
             return Reachable::Anywhere(format!("{function} takes struct {target}"), Reach::Direct);
         }
         let inside = embedded_ranges(types, id, &r.names);
         let (reach, path) = rel.reach(id, names, r);
-        let anywhere = match reach {
+        let any = match reach {
             Reach::Near | Reach::Far | Reach::Direct => true,
             Reach::Embedded => inside.is_empty(),
             Reach::None => false,
         };
-        if anywhere {
-            return Reachable::Anywhere(format!("{function} reaches it as {path}"), reach);
+        if any && anywhere.as_ref().is_none_or(|(_, best)| reach > *best) {
+            anywhere = Some((format!("{function} reaches it as {path}"), reach));
         }
         within.extend(inside.into_iter().map(|(lo, hi, p)| {
             (
@@ -596,6 +600,15 @@ fn reachable(
             )
         }));
     }
+    // A struct it takes that embeds this one (or this one itself) reaches every member at
+    // least as near as a member's type does; one pointer away, only the members of the
+    // types it takes are as near.
+    match anywhere {
+        Some((how, reach)) if reach >= Reach::Embedded || within.is_empty() => {
+            return Reachable::Anywhere(how, reach);
+        }
+        _ => {}
+    }
     if within.is_empty() {
         let takes: Vec<&str> = refs.iter().map(TypeRef::name).collect();
         return Reachable::Nowhere(if takes.is_empty() {
@@ -604,7 +617,7 @@ fn reachable(
             format!("{function} takes struct {}", takes.join(", struct "))
         });
     }
-    Reachable::Within(within)
+    Reachable::Within(within, anywhere.map(|a| a.1))
 }
 
 /// What placed one row of a bound line on its member.
@@ -663,7 +676,7 @@ fn row_by_prototype(reach: &Reachable, x: i64) -> (PlacedBy, String) {
             format!("{how}, which does not say which member"),
         ),
         Reachable::Nowhere(how) => (PlacedBy::OffsetOnly, format!("{how}, none of this struct")),
-        Reachable::Within(ranges) => {
+        Reachable::Within(ranges, _) => {
             match ranges
                 .iter()
                 .find(|(lo, hi, _)| x >= 0 && *lo <= x as u64 && (x as u64) < *hi)
@@ -684,6 +697,38 @@ fn row_by_prototype(reach: &Reachable, x: i64) -> (PlacedBy, String) {
             }
         }
     }
+}
+
+/// The rows of a line placed with the line at struct byte `line_start`: the member each
+/// lands on (`fields`, in row order) and what placed it, its instruction where `decoded`
+/// names the row (row index, why), else its function's prototype.
+fn rows_at(
+    accesses: &[(usize, LineAccess)],
+    reach: &[Reachable],
+    line_start: i64,
+    fields: &[String],
+    decoded: &[(usize, String)],
+) -> Vec<RowEvidence> {
+    accesses
+        .iter()
+        .enumerate()
+        .map(|(j, (i, a))| {
+            let x = line_start + a.offset as i64;
+            let (placed_by, why) = match decoded.iter().find(|e| e.0 == *i) {
+                Some(e) => (PlacedBy::Instruction, e.1.clone()),
+                None => row_by_prototype(reach.get(j).unwrap_or(&Reachable::Unknown), x),
+            };
+            RowEvidence {
+                row: *i,
+                function: a.symbols.first().map(|s| function_name(s).to_string()),
+                line_offset: a.offset,
+                struct_offset: x,
+                member: fields.get(j).cloned().unwrap_or_default(),
+                placed_by,
+                why,
+            }
+        })
+        .collect()
 }
 
 /// `rows: 6 placed by prototype, 4 by offset only (1 against its prototype)`: one binding's
@@ -922,7 +967,7 @@ fn writes_in_place(
         let takes = match r {
             Reachable::Anywhere(_, reach) if *reach >= Reach::Embedded => true,
             Reachable::Anywhere(_, Reach::Near) => attribute::named_after(&a.symbols, &leaf.top),
-            Reachable::Within(_) => r.holds(x) == Some(true),
+            Reachable::Within(..) => r.holds(x) == Some(true),
             _ => false,
         };
         if leaf.atomic && takes {
@@ -963,7 +1008,7 @@ fn rows_by_prototype(
     let mut ranges: Vec<(u64, u64, String)> = Vec::new();
     for ((_, a), r) in accesses.iter().zip(reach) {
         let x = line_start + a.offset as i64;
-        if let Reachable::Within(rs) = r {
+        if let Reachable::Within(rs, _) = r {
             match rs
                 .iter()
                 .find(|(lo, hi, _)| x >= 0 && *lo <= x as u64 && (x as u64) < *hi)
@@ -990,6 +1035,31 @@ fn rows_by_prototype(
         against: against / known_w,
         inside_one_member,
     }
+}
+
+/// The prototypes' support for a placement, as [`PrototypeEvidence::strength`] weighs it
+/// but row by row where the placement puts each row: a function taking only the types of
+/// some members supports the struct inside those members, and elsewhere only as far as
+/// another struct it takes reaches the struct (`cpupri_find_fitness` takes a cpumask, which
+/// an rq embeds in several members, and a task_struct: a row of it on `rq.cfs` is no
+/// cpumask of the rq). A share of the known weight.
+fn placed_strength(accesses: &[(usize, LineAccess)], reach: &[Reachable], line_start: i64) -> f64 {
+    let (mut known, mut support) = (0.0, 0.0);
+    for ((_, a), r) in accesses.iter().zip(reach) {
+        let x = line_start + a.offset as i64;
+        let weight = match r {
+            Reachable::Unknown => continue,
+            Reachable::Anywhere(_, reach) => reach.weight(),
+            Reachable::Within(_, fallback) => match r.holds(x) {
+                Some(true) => Reach::Embedded.weight(),
+                _ => fallback.map_or(0.0, Reach::weight),
+            },
+            Reachable::Nowhere(_) => 0.0,
+        };
+        known += a.weight;
+        support += a.weight * weight;
+    }
+    if known > 0.0 { support / known } else { 0.0 }
 }
 
 /// What binding needs besides the profile and the types.
@@ -1308,6 +1378,7 @@ pub fn bind_type(
     let mut out = Outcome::default();
     let mut fitting: Vec<GroupLine> = Vec::new();
     let mut reach_memo: HashMap<String, Reachable> = HashMap::new();
+    let mut ranking = None;
     // The instruction's width is the row's access size where the report gave none: the
     // diagnosis then names the union alternative of that width.
     for line in profile.lines.iter_mut().filter(|l| l.binding.is_none()) {
@@ -1318,6 +1389,9 @@ pub fn bind_type(
                 a.size = op.size.map(u64::from);
             }
         }
+    }
+    if input.line_start.is_none() {
+        ranking = Some(Ranking::new(profile, types, input));
     }
     for line in profile.lines.iter().filter(|l| l.binding.is_none()) {
         let mut accesses = line_accesses(line, &protos);
@@ -1344,9 +1418,30 @@ pub fn bind_type(
         } else {
             None
         };
-        if let Some(reason) =
+        // Where the overview places the struct on this line, and whether it ranks it first:
+        // then the prototypes' reach does not exclude it (the overview said it is this
+        // struct), and the line is bound where the overview put it.
+        let ranked = match (&mut ranking, &typed_out) {
+            (Some(r), None) => ranked_placement(r, profile, line, input, &names),
+            _ => None,
+        };
+        let first = ranked.as_ref().is_some_and(|r| r.rank == 0);
+        let proto_for_exclusion = if first {
+            PrototypeEvidence::default()
+        } else {
+            proto_for_exclusion
+        };
+        if let Some(mut reason) =
             typed_out.or_else(|| exclusion(line, input.domain, type_name, &proto_for_exclusion))
         {
+            if let Some(r) = &ranked {
+                reason.push_str(&format!(
+                    "; the overview ranks it {} of {} candidate types on this line, struct {} first",
+                    ordinal(r.rank + 1),
+                    r.of,
+                    r.leader
+                ));
+            }
             out.unbound.push(Unbound {
                 address: line.address,
                 reason,
@@ -1370,6 +1465,7 @@ pub fn bind_type(
             weight: w,
             proto,
             reach,
+            ranked,
         });
     }
     if let Some(start) = input.line_start {
@@ -1407,6 +1503,26 @@ pub fn bind_type(
             });
         }
     } else {
+        // Lines the overview places the struct on are bound where it places them (one
+        // mechanism for both: the overview's candidate is this binding); the others jointly
+        // per object, by their offsets and prototypes.
+        let (ranked, mut fitting): (Vec<GroupLine>, Vec<GroupLine>) =
+            fitting.into_iter().partition(|g| g.ranked.is_some());
+        for g in &ranked {
+            let Some(r) = &g.ranked else { continue };
+            match binding_as_ranked(&scorer, types, cls, g, r) {
+                Ok(mut b) => {
+                    if g.proto.speaks() {
+                        b.reasons.push(prototype_reason(&g.proto, type_name));
+                    }
+                    out.bound.push(b);
+                }
+                Err(reason) => out.unbound.push(Unbound {
+                    address: g.address,
+                    reason,
+                }),
+            }
+        }
         fitting.sort_by_key(|f| f.address);
         let mut object = 0u32;
         let mut i = 0;
@@ -1427,15 +1543,7 @@ pub fn bind_type(
                         any = true;
                         b.object = object;
                         if proto.speaks() {
-                            b.reasons.push(format!(
-                                "prototypes: {:.0}% of the known weight reaches {type_name}{}",
-                                proto.reach() * 100.0,
-                                if proto.functions.is_empty() {
-                                    String::new()
-                                } else {
-                                    format!(" ({} take it)", proto.functions.join(", "))
-                                }
-                            ));
+                            b.reasons.push(prototype_reason(proto, type_name));
                         }
                         out.bound.push(b);
                     }
@@ -1451,11 +1559,41 @@ pub fn bind_type(
             i = j;
         }
     }
+    // One object per base: lines whose struct starts at one address are one object.
+    out.bound.sort_by_key(|b| b.address);
+    let mut bases: Vec<i128> = Vec::new();
+    for b in out.bound.iter_mut().filter(|b| !b.given) {
+        let base = b.address as i128 - b.line_start as i128;
+        let k = bases.iter().position(|x| *x == base).unwrap_or_else(|| {
+            bases.push(base);
+            bases.len() - 1
+        });
+        b.object = k as u32;
+    }
     for b in &out.bound {
-        profile.bind_line(b.address, type_name, b.line_start);
+        let own: Vec<(usize, i64)> = b
+            .rows
+            .iter()
+            .filter(|r| r.struct_offset != b.line_start + r.line_offset as i64)
+            .map(|r| (r.row, r.struct_offset))
+            .collect();
+        profile.bind_line_rows(b.address, type_name, b.line_start, own);
     }
     out.unbound.sort_by_key(|u| u.address);
     out
+}
+
+/// `prototypes: 36% of the known weight reaches task_group (… take it)`.
+fn prototype_reason(proto: &PrototypeEvidence, type_name: &str) -> String {
+    format!(
+        "prototypes: {:.0}% of the known weight reaches {type_name}{}",
+        proto.reach() * 100.0,
+        if proto.functions.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} take it)", proto.functions.join(", "))
+        }
+    )
 }
 
 /// One line of a group bound jointly: its rows, weight, what the prototypes say of the
@@ -1466,6 +1604,107 @@ struct GroupLine {
     weight: f64,
     proto: PrototypeEvidence,
     reach: Vec<Reachable>,
+    /// The overview's placement of the struct on this line, when it names the struct.
+    ranked: Option<Ranked>,
+}
+
+/// The overview's candidate for one struct on one line: its placement, its rank (0 is
+/// first, ties with the first included) among how many, and the first one's name.
+struct Ranked {
+    candidate: TypeCandidate,
+    rank: usize,
+    of: usize,
+    leader: String,
+}
+
+/// Where the overview places the struct named `names` on `line`, if it is a candidate there.
+fn ranked_placement(
+    ranking: &mut Ranking<'_, '_>,
+    profile: &Profile,
+    line: &LineProfile,
+    input: &BindInput,
+    names: &[String],
+) -> Option<Ranked> {
+    let view = ranking.line(profile, line, input, false);
+    let k = view
+        .candidates
+        .iter()
+        .position(|c| names.contains(&c.type_name))?;
+    let top = view.candidates[0].score;
+    let rank = if view.candidates[k].score >= top - 1e-9 {
+        0
+    } else {
+        k
+    };
+    Some(Ranked {
+        leader: view.candidates[0].type_name.clone(),
+        of: view.candidates.len(),
+        rank,
+        candidate: view.candidates[k].clone(),
+    })
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, x) if x != 11 => "st",
+        (2, x) if x != 12 => "nd",
+        (3, x) if x != 13 => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// A line bound where the overview places the struct: its rows on the overview's members,
+/// each saying what placed it.
+fn binding_as_ranked(
+    scorer: &Scorer,
+    types: &Types<'_>,
+    cls: u64,
+    g: &GroupLine,
+    r: &Ranked,
+) -> Result<LineBinding, String> {
+    let c = &r.candidate;
+    if c.fit < MIN_FIT {
+        return Err(format!(
+            "where the overview places it (line at byte {}) only {:.0}% of its weight lands on member starts",
+            c.line_start,
+            c.fit * 100.0
+        ));
+    }
+    let alternatives = if c.binding == How::Exact {
+        Vec::new()
+    } else {
+        let only: Vec<LineAccess> = g.accesses.iter().map(|(_, a)| a.clone()).collect();
+        let all = scorer.candidates(types, &only, cls);
+        let top = all.iter().map(|x| x.score()).fold(f64::MIN, f64::max);
+        all.iter()
+            .filter(|x| top - x.score() < 0.05 && x.line_start != c.line_start)
+            .map(|x| x.line_start)
+            .collect()
+    };
+    let mut reasons = c.reasons.clone();
+    reasons.push(if r.rank == 0 {
+        format!("the overview ranks it first of {} candidate types", r.of)
+    } else {
+        format!(
+            "the overview ranks it {} of {} candidate types, struct {} first",
+            ordinal(r.rank + 1),
+            r.of,
+            r.leader
+        )
+    });
+    Ok(LineBinding {
+        address: g.address,
+        line_start: c.line_start,
+        given: false,
+        binding: c.binding,
+        object: 0,
+        alternatives,
+        score: c.score,
+        fit: c.fit,
+        reasons,
+        rows: c.rows.clone(),
+    })
 }
 
 /// One base for the lines of `group` (sorted by address): the struct offset of the first
@@ -1534,8 +1773,8 @@ fn bind_group(
                 for ((_, a), reach) in g.accesses.iter().zip(&g.reach) {
                     let x = start + a.offset as i64;
                     match (reach, reach.holds(x)) {
-                        (Reachable::Within(_), Some(true)) => prototype += a.weight,
-                        (Reachable::Within(_), Some(false)) => prototype -= a.weight,
+                        (Reachable::Within(..), Some(true)) => prototype += a.weight,
+                        (Reachable::Within(..), Some(false)) => prototype -= a.weight,
                         _ => {}
                     }
                 }
@@ -1610,28 +1849,9 @@ fn bind_group(
                         reasons.extend(own_exact.iter().map(|e| format!("decoded: {}", e.2)));
                         How::Exact
                     };
-                    let rows = g
-                        .accesses
-                        .iter()
-                        .zip(&g.reach)
-                        .enumerate()
-                        .map(|(j, ((i, a), reach))| {
-                            let x = start + a.offset as i64;
-                            let (placed_by, why) = match own_exact.iter().find(|e| e.4 == *i) {
-                                Some(e) => (PlacedBy::Instruction, e.2.clone()),
-                                None => row_by_prototype(reach, x),
-                            };
-                            RowEvidence {
-                                row: *i,
-                                function: a.symbols.first().map(|s| function_name(s).to_string()),
-                                line_offset: a.offset,
-                                struct_offset: x,
-                                member: c.fields.get(j).cloned().unwrap_or_default(),
-                                placed_by,
-                                why,
-                            }
-                        })
-                        .collect();
+                    let decoded_rows: Vec<(usize, String)> =
+                        own_exact.iter().map(|e| (e.4, e.2.clone())).collect();
+                    let rows = rows_at(&g.accesses, &g.reach, start, &c.fields, &decoded_rows);
                     Ok(LineBinding {
                         address: g.address,
                         line_start: start,
@@ -1677,6 +1897,9 @@ pub struct TypeCandidate {
     #[serde(serialize_with = "crate::hex::addresses")]
     pub neighbours: Vec<u64>,
     pub reasons: Vec<String>,
+    /// Each row with an offset, in row order: the struct offset and member it lands on, and
+    /// what placed it there. `--type` binds the line with these very rows.
+    pub rows: Vec<RowEvidence>,
 }
 
 /// The overview of one contended line: candidate types, best first.
@@ -1743,26 +1966,78 @@ pub fn overview_with_progress(
     structural: bool,
     progress: &mut dyn FnMut(usize),
 ) -> Vec<LineOverview> {
-    let cls = profile.cacheline_size.max(1);
-    let mut by_address: Vec<(u64, usize)> = profile
-        .lines
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (l.address, i))
-        .collect();
-    by_address.sort_unstable();
-    let mut protos = Prototypes::new(types);
-    protos.add_named(types, &input.prototypes);
-    let mut rel = Relations::new(types);
-    let mut scorers: HashMap<TypeId, Scorer> = HashMap::new();
-    let mut embedders: Option<Embedders> = None;
+    let mut ranking = Ranking::new(profile, types, input);
     let mut out = Vec::new();
     for (pos, line) in profile.lines.iter().enumerate() {
         progress(pos + 1);
-        if !selection.selects(pos, line, cls) {
+        if !selection.selects(pos, line, ranking.cls) {
             continue;
         }
-        let mut accesses = line_accesses(line, &protos);
+        let mut view = ranking.line(profile, line, input, structural);
+        view.candidates.truncate(SHOWN);
+        out.push(view);
+    }
+    out
+}
+
+/// What ranking the candidate types of a report's lines needs, built once per report: the
+/// overview ranks with it, and `--type` binds each line where it places the type (one
+/// mechanism, so that the two cannot disagree).
+struct Ranking<'t, 'a> {
+    types: &'t Types<'a>,
+    protos: Prototypes,
+    rel: Relations<'t, 'a>,
+    scorers: HashMap<TypeId, Scorer>,
+    embedders: Option<Embedders>,
+    /// The report's lines by address (address, index), for neighbours.
+    by_address: Vec<(u64, usize)>,
+    cls: u64,
+}
+
+impl<'t, 'a> Ranking<'t, 'a> {
+    fn new(profile: &Profile, types: &'t Types<'a>, input: &BindInput) -> Self {
+        let mut by_address: Vec<(u64, usize)> = profile
+            .lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.address, i))
+            .collect();
+        by_address.sort_unstable();
+        let mut protos = Prototypes::new(types);
+        protos.add_named(types, &input.prototypes);
+        Ranking {
+            types,
+            protos,
+            rel: Relations::new(types),
+            scorers: HashMap::new(),
+            embedders: None,
+            by_address,
+            cls: profile.cacheline_size.max(1),
+        }
+    }
+
+    /// One line's candidate types, best first, every one of them (the overview shows the
+    /// first few): the types its functions' prototypes name, ranked by prototypes, offsets
+    /// and neighbours, each with its placement row by row; structure-only ranking over every
+    /// type when the prototypes say nothing and `structural` allows it.
+    fn line(
+        &mut self,
+        profile: &Profile,
+        line: &LineProfile,
+        input: &BindInput,
+        structural: bool,
+    ) -> LineOverview {
+        let Ranking {
+            types,
+            protos,
+            rel,
+            scorers,
+            embedders,
+            by_address,
+            cls,
+        } = self;
+        let (types, cls, by_address) = (*types, *cls, &by_address[..]);
+        let mut accesses = line_accesses(line, protos);
         with_decoded_sizes(&mut accesses, line.address, &input.decoded);
         let mut by_fn: BTreeMap<String, f64> = BTreeMap::new();
         for (_, a) in &accesses {
@@ -1782,8 +2057,7 @@ pub fn overview_with_progress(
         };
         if accesses.is_empty() {
             view.note = Some("its rows give no offsets: members cannot be named".into());
-            out.push(view);
-            continue;
+            return view;
         }
         if let (Some(td), Some(ld)) = (input.domain, view.domain)
             && td != ld
@@ -1804,8 +2078,7 @@ pub fn overview_with_progress(
                     ""
                 }
             ));
-            out.push(view);
-            continue;
+            return view;
         }
         // Candidate types: every struct the rows' functions' prototypes point to, and what
         // those reach (embedded, one pointer away, embedded there), nearest first.
@@ -1844,8 +2117,7 @@ pub fn overview_with_progress(
             }
             let names = type_names(types, id);
             let name = names.last().cloned().unwrap_or_default();
-            let proto =
-                prototype_evidence(&mut rel, &protos, line, &accesses, id, &names, input.domain);
+            let proto = prototype_evidence(rel, protos, line, &accesses, id, &names, input.domain);
             let scorer = scorers.entry(id).or_insert_with(|| Scorer::new(types, id));
             // Embedded in a prototype's struct: the line is in it only where the parent
             // object's placement puts it inside the member's bytes; ranked at that place.
@@ -1875,7 +2147,7 @@ pub fn overview_with_progress(
             let reach: Vec<Reachable> = accesses
                 .iter()
                 .map(|(_, a)| match a.symbols.first() {
-                    Some(sym) => reachable(&mut rel, &protos, id, &names, sym, input.domain),
+                    Some(sym) => reachable(rel, protos, id, &names, sym, input.domain),
                     None => Reachable::Unknown,
                 })
                 .collect();
@@ -1890,7 +2162,7 @@ pub fn overview_with_progress(
                 proto,
                 input,
                 cls,
-                &by_address,
+                by_address,
                 fixed,
             ) {
                 if let Some((v, o)) = embedded_in {
@@ -1928,16 +2200,7 @@ pub fn overview_with_progress(
             }
         }
         if !ids.is_empty() {
-            for c in joint_candidates(
-                types,
-                &mut embedders,
-                &mut rel,
-                &protos,
-                line,
-                &accesses,
-                input,
-                cls,
-            ) {
+            for c in joint_candidates(types, embedders, rel, protos, line, &accesses, input, cls) {
                 match cands.iter_mut().find(|x| x.type_name == c.type_name) {
                     Some(x) if x.score >= c.score => {}
                     Some(x) => *x = c,
@@ -1961,6 +2224,7 @@ pub fn overview_with_progress(
                             "offsets only: {:.0}% of the weight on member starts; many structs fit a few offsets",
                             c.fit * 100.0
                         )],
+                        rows: rows_at(&accesses, &[], c.line_start, &c.fields, &[]),
                     });
                 }
             }
@@ -1975,11 +2239,9 @@ pub fn overview_with_progress(
                 .total_cmp(&a.score)
                 .then(a.type_name.cmp(&b.type_name))
         });
-        cands.truncate(SHOWN);
         view.candidates = cands;
-        out.push(view);
+        view
     }
-    out
 }
 
 /// The alignment kmalloc gives an object of `size` bytes: its power-of-two size class.
@@ -2077,10 +2339,14 @@ fn rank_one(
     // on atomics: the one that starts the object where the allocator would put it, when one
     // does (a kmalloc'd object of 2 KiB starts on a 2 KiB boundary; the offsets' small
     // preferences, such as shallower members, say less).
+    let own_weight: f64 = accesses.iter().map(|(_, a)| a.weight).sum();
     let mut evaluated = Vec::new();
     for c in pool {
         let mut neighbours = Vec::new();
         let mut near_lines = 0;
+        // The object's fit at this base: every nearby line's offsets score where the base
+        // puts it, by weight (lines that do not fit count as nothing).
+        let (mut value, mut weight) = (own_weight * c.score(), own_weight);
         for other in nearby.iter().copied() {
             if other.address == line.address {
                 continue;
@@ -2098,20 +2364,33 @@ fn rank_one(
                 .into_iter()
                 .map(|(_, a)| a)
                 .collect();
-            if !acc.is_empty()
-                && scorer
-                    .at(types, &acc, start, cls)
-                    .is_some_and(|x| x.fit >= MIN_FIT)
+            let w: f64 = acc.iter().map(|a| a.weight).sum();
+            weight += w;
+            if let Some(x) = scorer
+                .at(types, &acc, start, cls)
+                .filter(|x| x.fit >= MIN_FIT)
+                && !acc.is_empty()
             {
                 neighbours.push(other.address);
+                value += w * x.score();
             }
         }
-        evaluated.push((c, neighbours, near_lines));
+        evaluated.push((c, neighbours, near_lines, value / weight.max(1e-12)));
     }
-    // The first with the most neighbours; or one as neighboured that starts the object on a
-    // kmalloc boundary and puts as much of the written weight on atomics.
+    // The first with the most neighbours (of those, where neighbours there are, the base that
+    // fits the whole object best: the lines of one object are placed jointly, and each of
+    // them finds the same base); or one as neighboured and as good that starts the object on
+    // a kmalloc boundary and puts as much of the written weight on atomics.
     let most = evaluated.iter().map(|e| e.1.len()).max()?;
-    let first = evaluated.iter().position(|e| e.1.len() == most)?;
+    let mut first = evaluated.iter().position(|e| e.1.len() == most)?;
+    if most > 0 {
+        for (k, e) in evaluated.iter().enumerate() {
+            if e.1.len() == most && e.3 > evaluated[first].3 + 1e-9 {
+                first = k;
+            }
+        }
+    }
+    let joint = evaluated[first].3;
     let writes = |c: &attribute::Candidate| {
         (100.0 * writes_in_place(scorer, accesses, reach, c.line_start)).round() as i64
     };
@@ -2121,12 +2400,13 @@ fn rank_one(
                 let w = writes(&evaluated[first].0);
                 evaluated.iter().position(|e| {
                     e.1.len() == most
+                        && (most == 0 || e.3 >= joint - 1e-9)
                         && allocator_aligned(line.address, e.0.line_start, size as u64)
                         && writes(&e.0) >= w
                 })
             })
             .flatten();
-    let (best, neighbours, near_lines) = evaluated.swap_remove(aligned_one.unwrap_or(first));
+    let (best, neighbours, near_lines, _) = evaluated.swap_remove(aligned_one.unwrap_or(first));
     if aligned_one.is_some() {
         reasons.push(format!(
             "of the placements that fit about as well, the one that starts the object at a {}-byte boundary, where kmalloc puts an object of {size} bytes",
@@ -2212,8 +2492,7 @@ fn rank_one(
             "every row lies inside {member}, whose type its functions take: the fit is the member's, not this struct's"
         ));
     }
-    let strength = proto.strength()
-        - Reach::Embedded.weight() * rows.against
+    let strength = placed_strength(accesses, reach, best.line_start)
         - embedding_only.map_or(0.0, |_| {
             (Reach::Embedded.weight() - Reach::Near.weight()) * rows.by_prototype
         });
@@ -2225,6 +2504,18 @@ fn rank_one(
         ));
     }
     let score = strength + best.fit + WRITES_IN_PLACE * writes + 0.25 * neighbour_share;
+    let decoded_rows: Vec<(usize, String)> = exact
+        .iter()
+        .filter(|e| how == How::Exact && e.0 == best.line_start)
+        .map(|e| (e.3, e.1.clone()))
+        .collect();
+    let rows = rows_at(
+        accesses,
+        reach,
+        best.line_start,
+        &best.fields,
+        &decoded_rows,
+    );
     Some(TypeCandidate {
         type_name: name.to_string(),
         line_start: best.line_start,
@@ -2235,6 +2526,7 @@ fn rank_one(
         fit: best.fit,
         neighbours,
         reasons,
+        rows,
     })
 }
 
@@ -2507,6 +2799,7 @@ fn joint_candidates(
         let (mut fit, mut explained, mut written, mut in_place) = (0.0, 0.0, 0.0, 0.0);
         let mut by_member = 0.0;
         let mut row_words = Vec::new();
+        let mut rows = Vec::with_capacity(accesses.len());
         for (j, (i, a)) in accesses.iter().enumerate() {
             let piece = pieces.iter().position(|p| p.rows.contains(&j));
             // A row no taken type explains lies beside a piece, by its offset: the one where
@@ -2544,6 +2837,35 @@ fn joint_candidates(
                 .first()
                 .map(|s| function_name(s).to_string())
                 .unwrap_or_default();
+            let (placed_by, why) = match piece {
+                Some(k) => (
+                    PlacedBy::Prototype,
+                    format!(
+                        "{function} takes struct {}: {name}.{path}",
+                        type_names(types, pieces[k].ty)
+                            .last()
+                            .map(String::as_str)
+                            .unwrap_or("?")
+                    ),
+                ),
+                None => {
+                    let reach = match a.symbols.first() {
+                        Some(sym) => reachable(rel, protos, s, &names, sym, input.domain),
+                        None => Reachable::Unknown,
+                    };
+                    let (p, why) = row_by_prototype(&reach, x);
+                    (p, format!("{why}; beside `{path}`"))
+                }
+            };
+            rows.push(RowEvidence {
+                row: *i,
+                function: a.symbols.first().map(|s| function_name(s).to_string()),
+                line_offset: a.offset,
+                struct_offset: x,
+                member: fields[j].clone(),
+                placed_by,
+                why,
+            });
             if piece.is_some() {
                 explained += a.weight;
                 by_member += a.weight;
@@ -2659,6 +2981,7 @@ fn joint_candidates(
             fit,
             neighbours: Vec::new(),
             reasons,
+            rows,
         });
     }
     out

@@ -48,11 +48,11 @@ pub fn binding_text(
         }
         for (i, a) in line.accesses.iter().enumerate().take(12) {
             let Some(off) = a.offset else { continue };
-            let x = b.line_start + off as i64;
-            let evidence = b
-                .rows
-                .iter()
-                .find(|r| r.row == i)
+            // The row's own placement where the binding gives one: rows placed one by one by
+            // prototype may lie at other distances than the report's line held them.
+            let row = b.rows.iter().find(|r| r.row == i);
+            let x = row.map_or(b.line_start + off as i64, |r| r.struct_offset);
+            let evidence = row
                 .map(|r| format!(" ({}: {})", r.placed_by.label(), r.why))
                 .unwrap_or_default();
             let _ = writeln!(

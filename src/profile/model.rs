@@ -182,13 +182,20 @@ pub struct LineProfile {
     pub accesses: Vec<Access>,
 }
 
-/// A raw line attributed to a type: type offset = `line_start` + line offset.
+/// A raw line attributed to a type: type offset = `line_start` + line offset, except for the
+/// rows placed one by one (`rows`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Binding {
     pub type_name: String,
     /// Offset within the type at which the cache line starts; negative when the object
     /// starts part-way into the line.
     pub line_start: i64,
+    /// Rows (index into the line's accesses) placed at a type offset of their own: a joint
+    /// placement puts the rows of functions taking different embedded structs in those
+    /// members, which may lie at other distances in this layout than the report's line held
+    /// them (`analysis::bind`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<(usize, i64)>,
 }
 
 /// Accesses to one named type (struct, union, or a named anonymous object such as `nohz`).
@@ -1077,11 +1084,24 @@ impl Profile {
     /// Records that raw line `address` is the part of `type_name` starting at `line_start`.
     /// Returns false when there is no such line.
     pub fn bind_line(&mut self, address: u64, type_name: &str, line_start: i64) -> bool {
+        self.bind_line_rows(address, type_name, line_start, Vec::new())
+    }
+
+    /// [`Profile::bind_line`], with rows placed at type offsets of their own (row index,
+    /// type offset) where a joint placement put them apart from `line_start`.
+    pub fn bind_line_rows(
+        &mut self,
+        address: u64,
+        type_name: &str,
+        line_start: i64,
+        rows: Vec<(usize, i64)>,
+    ) -> bool {
         match self.line_mut(address) {
             Some(line) => {
                 line.binding = Some(Binding {
                     type_name: type_name.to_string(),
                     line_start,
+                    rows,
                 });
                 true
             }
@@ -1108,12 +1128,14 @@ impl Profile {
         let mut out: Vec<Access> = Vec::with_capacity(n);
         out.extend_from_slice(own.unwrap_or_default());
         for (line, b) in bound() {
-            for a in &line.accesses {
+            for (i, a) in line.accesses.iter().enumerate() {
+                let own = b.rows.iter().find(|r| r.0 == i).map(|r| r.1);
                 let offset = match a.offset {
-                    Some(off) => match i64::try_from(off)
-                        .ok()
-                        .and_then(|o| b.line_start.checked_add(o))
-                    {
+                    Some(off) => match own.or_else(|| {
+                        i64::try_from(off)
+                            .ok()
+                            .and_then(|o| b.line_start.checked_add(o))
+                    }) {
                         Some(shifted) if shifted >= 0 => Some(shifted as u64),
                         _ => continue,
                     },
