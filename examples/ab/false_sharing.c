@@ -13,10 +13,11 @@
  *   lineup bench --a ./fs_adjacent --b ./fs_padded --regex 'cpu: ([0-9.]+) s' --lower-is-better
  *   cc -O2 -pthread -DPADDED_PAIR -o fs_pair examples/ab/false_sharing.c
  *
- * Usage: false_sharing [ITERATIONS]   (default 20000000 per thread)
+ * Usage: false_sharing [ITERATIONS [CPU CPU]]   (default 20000000 per thread, CPUs 0 and 1)
  * Prints "LAYOUT: elapsed: SECONDS s cpu: SECONDS s": the wall time of the two threads, and
- * the CPU time they used together. The threads are pinned to CPUs 0 and 1 when there are two
- * and start together at a barrier. On a machine shared with other work, the CPU time is the
+ * the CPU time they used together. The threads are pinned to CPUs 0 and 1 (or the two given:
+ * in a VM two vCPUs can be one core's hardware threads, which share an L1 and show no false
+ * sharing) when there are two and start together at a barrier. On a machine shared with other work, the CPU time is the
  * steadier figure: time spent waiting for the line counts, time spent preempted does not.
  */
 #define _GNU_SOURCE
@@ -91,6 +92,10 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		iterations = strtoul(argv[1], NULL, 0);
+	if (argc > 3) {
+		wa.cpu = atoi(argv[2]);
+		wb.cpu = atoi(argv[3]);
+	}
 	pthread_barrier_init(&start_line, NULL, 2);
 	start = seconds(CLOCK_MONOTONIC);
 	if (pthread_create(&ta, NULL, count, &wa) ||
