@@ -7,10 +7,12 @@ mod common;
 
 use std::process::Command;
 
-fn replica() -> std::path::PathBuf {
+/// The replica compiled into an object of the calling test's own (the tests run in parallel
+/// threads of one process: one shared `rd.o` was written by one `cc` while the other read it).
+fn replica(test: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("lineup-binding-rule-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let obj = dir.join("rd.o");
+    let obj = dir.join(format!("rd-{test}.o"));
     let st = Command::new("cc")
         .args(["-g", "-c", "-o"])
         .arg(&obj)
@@ -36,7 +38,7 @@ fn placements(text: &str) -> Vec<(String, String)> {
 
 #[test]
 fn a_replica_binds_alike_in_every_command_and_each_shows_the_binding() {
-    let obj = replica();
+    let obj = replica("alike");
     let c2c = "tests/data/c2c/lkml_seed003_root_domain.txt";
     let base = [
         "--c2c",
@@ -80,7 +82,7 @@ fn a_replica_binds_alike_in_every_command_and_each_shows_the_binding() {
 fn a_userspace_program_in_the_rows_is_still_userspace() {
     // The types of a program the rows run are that program's: kernel lines of the same
     // report stay unbound with the reason, in diagnose as before.
-    let obj = replica();
+    let obj = replica("userspace");
     let out = common::lineup(&[
         "diagnose",
         "--c2c",
