@@ -400,6 +400,47 @@ pub fn neighbours(
     Ok(out)
 }
 
+/// [`neighbours`] on each of `tried` (pairs of CPUs of two cores), keeping the pair whose
+/// writers on one line cost the most over two pairs apart: a VM can hide that two vCPUs are
+/// one core's threads, which share an L1 and show no false sharing. The kept figures, and a
+/// note for each pair not kept or not measured.
+pub fn neighbours_best(
+    tried: &[(u32, u32)],
+    line: u64,
+    effort: &Effort,
+    ghz: f64,
+) -> (Vec<Measured>, Vec<String>) {
+    let mut notes = Vec::new();
+    if tried.is_empty() {
+        notes.push("adjacent lines: not measured, no two cores among these CPUs".to_string());
+    }
+    let mut measured: Vec<Vec<Measured>> = Vec::new();
+    for &(a, b) in tried {
+        match neighbours(a, b, line, effort) {
+            Ok(runs) => measured.push(
+                runs.into_iter()
+                    .map(|(apart, medians, n)| {
+                        summarize(apart.name(), vec![vec![a, b]], None, medians, n, ghz)
+                    })
+                    .collect(),
+            ),
+            Err(e) => notes.push(format!("adjacent lines, CPUs {a},{b}: not measured, {e}")),
+        }
+    }
+    let excess = |f: &Vec<Measured>| f[0].ns - f[2].ns;
+    let Some(best) =
+        (0..measured.len()).max_by(|&i, &j| excess(&measured[i]).total_cmp(&excess(&measured[j])))
+    else {
+        return (Vec::new(), notes);
+    };
+    for (i, other) in measured.iter().enumerate() {
+        if i != best {
+            notes.push(neighbours_not_kept(other, &measured[best]));
+        }
+    }
+    (measured.swap_remove(best), notes)
+}
+
 /// The note for a pair of CPUs whose [`neighbours`] figures were not kept: `other` against
 /// `kept`, by what writers on one line cost over two pairs apart.
 pub fn neighbours_not_kept(other: &[Measured], kept: &[Measured]) -> String {

@@ -260,48 +260,15 @@ fn measure(
         .map_or(64, |c| c.line)
         .clamp(16, 4096);
     // The prefetcher pairs lines in a core's L2: two cores (SMT siblings share it), of the
-    // nearest class that has them. A VM can hide that two vCPUs are siblings of one core
-    // (one L1, no false sharing between them), so each picked pair is tried and the one
-    // whose writers on one line cost the most is kept; the others are said.
-    let mut neighbours = Vec::new();
+    // nearest class that has them.
     let tried: Vec<(u32, u32)> = pairs
         .iter()
         .find(|p| p.class != PairClass::SmtSiblings)
         .map(|p| p.picked.clone())
         .unwrap_or_default();
-    if tried.is_empty() {
-        absent.push("adjacent lines: not measured, no two cores among these CPUs".to_string());
-    }
-    let mut best: Option<(f64, Vec<Measured>)> = None;
-    for &(a, b) in &tried {
-        bar.set_message(format!("adjacent lines: CPUs {a} and {b}"));
-        match cal::neighbours(a, b, line, effort) {
-            Ok(runs) => {
-                let figures: Vec<Measured> = runs
-                    .into_iter()
-                    .map(|(apart, medians, n)| {
-                        cal::summarize(apart.name(), vec![vec![a, b]], None, medians, n, ghz)
-                    })
-                    .collect();
-                let excess = figures[0].ns - figures[2].ns;
-                if let Some((e, f)) = &best {
-                    let (kept, other) = if excess > *e {
-                        (&figures, f)
-                    } else {
-                        (f, &figures)
-                    };
-                    absent.push(cal::neighbours_not_kept(other, kept));
-                }
-                if best.as_ref().is_none_or(|(e, _)| excess > *e) {
-                    best = Some((excess, figures));
-                }
-            }
-            Err(e) => absent.push(format!("adjacent lines, CPUs {a},{b}: not measured, {e}")),
-        }
-    }
-    if let Some((_, figures)) = best {
-        neighbours = figures;
-    }
+    bar.set_message("adjacent lines");
+    let (neighbours, not_kept) = cal::neighbours_best(&tried, line, effort, ghz);
+    absent.extend(not_kept);
     bar.inc(1);
     let mut loads: Vec<Measured> = Vec::new();
     let _ = cal::pin(cpus[0]);
