@@ -1418,14 +1418,16 @@ pub fn bind_type(
         } else {
             None
         };
-        // Where the overview places the struct on this line, and whether it ranks it first:
-        // then the prototypes' reach does not exclude it (the overview said it is this
-        // struct), and the line is bound where the overview put it.
+        // Where the overview places the struct on this line; and, where the prototypes'
+        // reach would exclude it, whether the overview ranks it first: then it does not (the
+        // overview said it is this struct), and the line is bound where the overview put it.
+        let by_reach = input.line_start.is_none()
+            && exclusion(line, input.domain, type_name, &proto_for_exclusion).is_some();
         let ranked = match (&mut ranking, &typed_out) {
-            (Some(r), None) => ranked_placement(r, profile, line, input, &names),
+            (Some(r), None) => ranked_placement(r, profile, line, input, &names, by_reach),
             _ => None,
         };
-        let first = ranked.as_ref().is_some_and(|r| r.rank == 0);
+        let first = ranked.as_ref().is_some_and(Ranked::first);
         let proto_for_exclusion = if first {
             PrototypeEvidence::default()
         } else {
@@ -1434,12 +1436,10 @@ pub fn bind_type(
         if let Some(mut reason) =
             typed_out.or_else(|| exclusion(line, input.domain, type_name, &proto_for_exclusion))
         {
-            if let Some(r) = &ranked {
+            if let Some((at, of, leader)) = ranked.as_ref().and_then(|r| r.rank.as_ref()) {
                 reason.push_str(&format!(
-                    "; the overview ranks it {} of {} candidate types on this line, struct {} first",
-                    ordinal(r.rank + 1),
-                    r.of,
-                    r.leader
+                    "; the overview ranks it {} of {of} candidate types on this line, struct {leader} first",
+                    ordinal(at + 1),
                 ));
             }
             out.unbound.push(Unbound {
@@ -1608,38 +1608,49 @@ struct GroupLine {
     ranked: Option<Ranked>,
 }
 
-/// The overview's candidate for one struct on one line: its placement, its rank (0 is
-/// first, ties with the first included) among how many, and the first one's name.
+/// The overview's candidate for one struct on one line: its placement and, where the other
+/// candidates were ranked too, its rank (0 is first, ties with the first included) among how
+/// many, and the first one's name.
 struct Ranked {
     candidate: TypeCandidate,
-    rank: usize,
-    of: usize,
-    leader: String,
+    rank: Option<(usize, usize, String)>,
 }
 
-/// Where the overview places the struct named `names` on `line`, if it is a candidate there.
+impl Ranked {
+    fn first(&self) -> bool {
+        self.rank.as_ref().is_some_and(|r| r.0 == 0)
+    }
+}
+
+/// Where the overview places the struct named `names` on `line`, if it is a candidate there;
+/// with `rank`, among every candidate (slower: every struct the prototypes reach is placed).
 fn ranked_placement(
     ranking: &mut Ranking<'_, '_>,
     profile: &Profile,
     line: &LineProfile,
     input: &BindInput,
     names: &[String],
+    rank: bool,
 ) -> Option<Ranked> {
-    let view = ranking.line(profile, line, input, false);
+    let view = ranking.line(profile, line, input, false, (!rank).then_some(names));
     let k = view
         .candidates
         .iter()
         .position(|c| names.contains(&c.type_name))?;
     let top = view.candidates[0].score;
-    let rank = if view.candidates[k].score >= top - 1e-9 {
+    let at = if view.candidates[k].score >= top - 1e-9 {
         0
     } else {
         k
     };
     Some(Ranked {
-        leader: view.candidates[0].type_name.clone(),
-        of: view.candidates.len(),
-        rank,
+        rank: rank.then(|| {
+            (
+                at,
+                view.candidates.len(),
+                view.candidates[0].type_name.clone(),
+            )
+        }),
         candidate: view.candidates[k].clone(),
     })
 }
@@ -1683,15 +1694,15 @@ fn binding_as_ranked(
             .collect()
     };
     let mut reasons = c.reasons.clone();
-    reasons.push(if r.rank == 0 {
-        format!("the overview ranks it first of {} candidate types", r.of)
-    } else {
-        format!(
-            "the overview ranks it {} of {} candidate types, struct {} first",
-            ordinal(r.rank + 1),
-            r.of,
-            r.leader
-        )
+    reasons.push(match &r.rank {
+        Some((0, of, _)) => format!(
+            "the overview ranks it first of {of} candidate types, though its functions' prototypes reach it for less than half the known weight"
+        ),
+        Some((at, of, leader)) => format!(
+            "the overview ranks it {} of {of} candidate types, struct {leader} first",
+            ordinal(at + 1)
+        ),
+        None => "placed as the overview places it".to_string(),
     });
     Ok(LineBinding {
         address: g.address,
@@ -1973,7 +1984,7 @@ pub fn overview_with_progress(
         if !selection.selects(pos, line, ranking.cls) {
             continue;
         }
-        let mut view = ranking.line(profile, line, input, structural);
+        let mut view = ranking.line(profile, line, input, structural, None);
         view.candidates.truncate(SHOWN);
         out.push(view);
     }
@@ -2026,6 +2037,7 @@ impl<'t, 'a> Ranking<'t, 'a> {
         line: &LineProfile,
         input: &BindInput,
         structural: bool,
+        focus: Option<&[String]>,
     ) -> LineOverview {
         let Ranking {
             types,
@@ -2110,7 +2122,31 @@ impl<'t, 'a> Ranking<'t, 'a> {
         let mut cands: Vec<TypeCandidate> = Vec::new();
         // Where each ranked type put the line, for the structs embedded in it.
         let mut placed: HashMap<TypeId, Vec<i64>> = HashMap::new();
+        // Focused on one struct (`--type`): it, and the structs it is placed in when embedded
+        // in one a prototype takes; its candidate is the same as among all.
+        let kept: Option<Vec<TypeId>> = focus.map(|names| {
+            let mut kept: Vec<TypeId> = ids
+                .iter()
+                .copied()
+                .filter(|id| type_names(types, *id).iter().any(|n| names.contains(n)))
+                .collect();
+            let mut k = 0;
+            while k < kept.len() && kept.len() < 8 {
+                if let Some(v) = via.get(&kept[k])
+                    && v.reach == Reach::Embedded
+                    && v.parent != kept[k]
+                    && !kept.contains(&v.parent)
+                {
+                    kept.push(v.parent);
+                }
+                k += 1;
+            }
+            kept
+        });
         for &id in &ids {
+            if kept.as_ref().is_some_and(|k| !k.contains(&id)) {
+                continue;
+            }
             let size = types.size_of(id);
             if size <= span {
                 continue;
@@ -2200,7 +2236,9 @@ impl<'t, 'a> Ranking<'t, 'a> {
             }
         }
         if !ids.is_empty() {
-            for c in joint_candidates(types, embedders, rel, protos, line, &accesses, input, cls) {
+            for c in joint_candidates(
+                types, embedders, rel, protos, line, &accesses, input, cls, focus,
+            ) {
                 match cands.iter_mut().find(|x| x.type_name == c.type_name) {
                     Some(x) if x.score >= c.score => {}
                     Some(x) => *x = c,
@@ -2599,6 +2637,7 @@ fn joint_candidates(
     accesses: &[(usize, LineAccess)],
     input: &BindInput,
     cls: u64,
+    focus: Option<&[String]>,
 ) -> Vec<TypeCandidate> {
     let refs: Vec<Option<&[TypeRef]>> = accesses
         .iter()
@@ -2660,6 +2699,10 @@ fn joint_candidates(
             .then(a.0.cmp(&b.0))
     });
     ranked.truncate(JOINT_CANDIDATES);
+    // Focused on one struct (`--type`): only it is placed.
+    if let Some(names) = focus {
+        ranked.retain(|(s, _)| type_names(types, *s).iter().any(|n| names.contains(n)));
+    }
     let mut part_scorers: HashMap<TypeId, Scorer> = HashMap::new();
     let mut out = Vec::new();
     'holder: for (s, _) in ranked {
