@@ -34,8 +34,9 @@ pub const LOCALITY_SHARE: f64 = 0.1;
 /// the machines that have one. It fetches the other half of the pair on an L2 miss, not on
 /// every access, and drops the prefetch when bandwidth is short, so less than all of them:
 /// assumed half where nothing was measured. `lineup calibrate` measures it
-/// (`MachineModel::pair_share`): a 16-CPU Xeon guest measured more than one line's worth.
-/// crossbeam, folly and the kernel's `CACHELINE_PADDING` on x86 pad to 128 bytes for this effect.
+/// (`MachineModel::pair_share`; a 16-CPU Xeon guest measured 0 there, where the guess would
+/// have spaced hot lines a pair apart for nothing). crossbeam, folly and the kernel's
+/// `CACHELINE_PADDING` on x86 pad to 128 bytes for this effect.
 pub const PAIR_PREFETCH_SHARE: f64 = 0.5;
 
 /// What removes a term's misses, in the engineers' words.

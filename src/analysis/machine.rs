@@ -125,6 +125,66 @@ pub struct Measured {
     pub samples: u64,
 }
 
+/// The names of `lineup calibrate`'s two-writer figures ([`Calibration::neighbours`]): the
+/// two counters on one line, on the two lines of one aligned pair, two pairs apart.
+pub const NEIGHBOURS: [&str; 3] = ["one line", "one aligned pair", "two pairs apart"];
+
+/// Below this share of a line's false sharing, writers on the two lines of one pair are taken
+/// not to couple: the difference is within what the control's own spread shows.
+pub const PAIR_SHARE_FLOOR: f64 = 0.1;
+
+/// What the two-writer figures say about adjacent-line pairs: the one rule that
+/// `lineup calibrate` writes into a machine file and `--machine host` reads back.
+#[derive(Debug, PartialEq)]
+pub enum PairDecision<'a> {
+    /// Not all three figures.
+    NotMeasured,
+    /// One line cost no more than the control, or inside its spread: no false sharing
+    /// measured, so nothing about pairs either.
+    Undecided {
+        one: &'a Measured,
+        apart: &'a Measured,
+    },
+    /// `share = (pair - apart) / (one - apart)`, clamped to 0..4 and rounded to hundredths;
+    /// `adjacent` where it is at least [`PAIR_SHARE_FLOOR`] and the pair was slower than the
+    /// control in every repetition (`pair_slower`).
+    Decided {
+        one: &'a Measured,
+        pair: &'a Measured,
+        apart: &'a Measured,
+        share: f64,
+        pair_slower: bool,
+        adjacent: bool,
+    },
+}
+
+/// Decides adjacent-line pairs from the two-writer figures (ns per increment, medians with
+/// their spreads).
+pub fn decide_pairs(figures: &[Measured]) -> PairDecision<'_> {
+    let get = |name: &str| figures.iter().find(|f| f.what == name);
+    let (Some(one), Some(pair), Some(apart)) =
+        (get(NEIGHBOURS[0]), get(NEIGHBOURS[1]), get(NEIGHBOURS[2]))
+    else {
+        return PairDecision::NotMeasured;
+    };
+    let excess = one.ns - apart.ns;
+    // Decided only where every repetition of the line was slower than every one of the
+    // control: a median that differs inside the spread is this machine's noise.
+    if excess < 0.25 * apart.ns || one.spread_ns[0] <= apart.spread_ns[1] {
+        return PairDecision::Undecided { one, apart };
+    }
+    let share = (((pair.ns - apart.ns) / excess).clamp(0.0, 4.0) * 100.0).round() / 100.0;
+    let pair_slower = pair.spread_ns[0] > apart.spread_ns[1];
+    PairDecision::Decided {
+        one,
+        pair,
+        apart,
+        share,
+        pair_slower,
+        adjacent: share >= PAIR_SHARE_FLOOR && pair_slower,
+    }
+}
+
 /// A machine file: the presets' format, plus the calibration that produced it when there was one.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct MachineFile {

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::analysis::machine::{MachineModel, Measured};
+use crate::analysis::machine::{
+    MachineModel, Measured, NEIGHBOURS, PAIR_SHARE_FLOOR, PairDecision, decide_pairs,
+};
 use crate::readers::host::{PairClass, Topology};
 
 /// How long and how often to measure.
@@ -300,11 +302,7 @@ impl Apart {
     pub const ALL: [Apart; 3] = [Apart::OneLine, Apart::OnePair, Apart::TwoPairs];
 
     pub fn name(self) -> &'static str {
-        match self {
-            Apart::OneLine => "one line",
-            Apart::OnePair => "one aligned pair",
-            Apart::TwoPairs => "two pairs apart",
-        }
+        NEIGHBOURS[self as usize]
     }
 
     /// Bytes from the first counter to the second, for lines of `line` bytes.
@@ -427,9 +425,8 @@ pub fn neighbours_best(
             Err(e) => notes.push(format!("adjacent lines, CPUs {a},{b}: not measured, {e}")),
         }
     }
-    let excess = |f: &Vec<Measured>| f[0].ns - f[2].ns;
-    let Some(best) =
-        (0..measured.len()).max_by(|&i, &j| excess(&measured[i]).total_cmp(&excess(&measured[j])))
+    let Some(best) = (0..measured.len())
+        .max_by(|&i, &j| one_line_excess(&measured[i]).total_cmp(&one_line_excess(&measured[j])))
     else {
         return (Vec::new(), notes);
     };
@@ -450,45 +447,36 @@ pub fn neighbours_not_kept(other: &[Measured], kept: &[Measured]) -> String {
             .map(|c| c.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
             .unwrap_or_default()
     };
-    let excess = |f: &[Measured]| match (f.first(), f.last()) {
-        (Some(one), Some(apart)) => one.ns - apart.ns,
-        _ => 0.0,
-    };
     format!(
         "adjacent lines on CPUs {}: not used, writers on one line cost {:.2} ns per increment over two pairs apart against {:.2} on CPUs {}, which are kept (the pair that shows the most false sharing: two vCPUs of one core would share an L1 and show none)",
         cpus(other),
-        excess(other),
-        excess(kept),
+        one_line_excess(other),
+        one_line_excess(kept),
         cpus(kept)
     )
 }
 
-/// Below this share of a line's false sharing, writers on the two lines of one pair are taken
-/// not to couple: the difference is within what the control's own spread shows.
-pub const PAIR_SHARE_FLOOR: f64 = 0.1;
+/// What writers on one line cost over two pairs apart in one pair of CPUs' figures, ns per
+/// increment (0 where either is missing).
+fn one_line_excess(figures: &[Measured]) -> f64 {
+    let get = |name: &str| figures.iter().find(|f| f.what == name).map(|f| f.ns);
+    match (get(NEIGHBOURS[0]), get(NEIGHBOURS[2])) {
+        (Some(one), Some(apart)) => one - apart,
+        _ => 0.0,
+    }
+}
 
-/// The model's adjacent-line term from [`neighbours`]' figures (ns per increment, medians):
-/// `pair_share = (pair - apart) / (line - apart)`, what two writers on one aligned pair
-/// cost as a share of two writers on one line, each over two pairs apart. Sets
+/// The model's adjacent-line term from [`neighbours`]' figures ([`decide_pairs`]): sets
 /// `adjacent_line_pairs` and `pair_share` in `m` when the figures decide, and says how; a
-/// line that costs no more than the control (the threads did not run together) decides nothing.
+/// line that costs no more than the control (the threads did not run together) decides
+/// nothing, and the guess for the CPU stays.
 pub fn machine_pairs(m: &mut MachineModel, figures: &[Measured]) -> String {
-    let get = |a: Apart| figures.iter().find(|f| f.what == a.name());
-    let (Some(one), Some(pair), Some(apart)) = (
-        get(Apart::OneLine),
-        get(Apart::OnePair),
-        get(Apart::TwoPairs),
-    ) else {
-        return format!(
+    match decide_pairs(figures) {
+        PairDecision::NotMeasured => format!(
             "adjacent_line_pairs = {}, not measured (the guess for this CPU)",
             m.adjacent_line_pairs
-        );
-    };
-    let excess = one.ns - apart.ns;
-    // Decided only where every repetition of the line was slower than every one of the
-    // control: a median that differs inside the spread is this machine's noise.
-    if excess < 0.25 * apart.ns || one.spread_ns[0] <= apart.spread_ns[1] {
-        return format!(
+        ),
+        PairDecision::Undecided { one, apart } => format!(
             "adjacent_line_pairs = {}, not decided: two writers on one line took {} ns per \
              increment ({}-{}) against {} ns ({}-{}) two pairs apart, so no false sharing was \
              measured between these CPUs (were both threads running?); the guess for this CPU is kept",
@@ -499,18 +487,25 @@ pub fn machine_pairs(m: &mut MachineModel, figures: &[Measured]) -> String {
             apart.ns,
             apart.spread_ns[0],
             apart.spread_ns[1]
-        );
+        ),
+        PairDecision::Decided {
+            one,
+            pair,
+            apart,
+            share,
+            pair_slower,
+            adjacent,
+        } => {
+            m.adjacent_line_pairs = adjacent;
+            m.pair_share = adjacent.then_some(share);
+            format!(
+                "pair_share = (one aligned pair - two pairs apart) / (one line - two pairs apart) = \
+                 ({} - {}) / ({} - {}) ns = {share}: adjacent_line_pairs = {adjacent} (at least \
+                 {PAIR_SHARE_FLOOR}, and the pair slower than two pairs apart in every repetition: {pair_slower})",
+                pair.ns, apart.ns, one.ns, apart.ns
+            )
+        }
     }
-    let share = (((pair.ns - apart.ns) / excess).clamp(0.0, 4.0) * 100.0).round() / 100.0;
-    let apart_in_every = pair.spread_ns[0] > apart.spread_ns[1];
-    m.adjacent_line_pairs = share >= PAIR_SHARE_FLOOR && apart_in_every;
-    m.pair_share = m.adjacent_line_pairs.then_some(share);
-    format!(
-        "pair_share = (one aligned pair - two pairs apart) / (one line - two pairs apart) = \
-         ({} - {}) / ({} - {}) ns = {share}: adjacent_line_pairs = {} (at least \
-         {PAIR_SHARE_FLOOR}, and the pair slower than two pairs apart in every repetition: {})",
-        pair.ns, apart.ns, one.ns, apart.ns, m.adjacent_line_pairs, apart_in_every
-    )
 }
 
 /// A random cyclic order of `lines` lines (Sattolo's algorithm: one cycle through all), from

@@ -436,8 +436,11 @@ pub fn host_machine(sys: &Path, cpuinfo: &str, cache_dir: &Path) -> MachineModel
     let mut pairs_measured = false;
     match found {
         Some(Ok((c, cal))) => {
-            // `machine_pairs` decided from the neighbours' figures: its note says so.
-            pairs_measured = cal.derived.iter().any(|d| d.starts_with("pair_share ="));
+            // What calibrate decided from the two-writer figures, by the rule it used.
+            pairs_measured = matches!(
+                crate::analysis::machine::decide_pairs(&cal.neighbours),
+                crate::analysis::machine::PairDecision::Decided { .. }
+            );
             m = MachineModel {
                 name: "host".to_string(),
                 description: format!(
@@ -667,9 +670,23 @@ mod tests {
         assert!(host_machine(&root, intel, &cache).adjacent_line_pairs);
         let mut no_pairs = measured.clone();
         no_pairs.adjacent_line_pairs = false;
+        // Figures that decide (one line 20 ns, the pair and the control 2 ns): what the file's
+        // [[machine]] says about pairs is what calibrate measured.
+        let figure = |what: &str, ns: f64| crate::analysis::machine::Measured {
+            what: what.into(),
+            cpus: vec![vec![0, 1]],
+            bytes: None,
+            ns,
+            cycles: 3.0 * ns,
+            spread_ns: [ns, ns],
+            repetitions: 7,
+            samples: 1 << 20,
+        };
         let decided = crate::analysis::machine::Calibration {
-            derived: vec![
-                "pair_share = (2 - 2) / (20 - 2) ns = 0: adjacent_line_pairs = false".into(),
+            neighbours: vec![
+                figure("one line", 20.0),
+                figure("one aligned pair", 2.0),
+                figure("two pairs apart", 2.0),
             ],
             ..cal.clone()
         };
