@@ -128,6 +128,15 @@ pub struct Stream {
     /// its holders write next to it is written in one critical section with it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub lock: bool,
+    /// Its run (its code path, from CPUs that meet: [`path_runs`]) makes an atomic
+    /// read-modify-write somewhere in the struct. An atomic is a full barrier that waits for its
+    /// line (on a contended line, a transfer's time), so the run's other accesses are spread
+    /// around it and another CPU can take a line between two of them (a ring's enqueue: the
+    /// consumer's tail read, a compare-and-swap on the producer's head, the copy, the store to
+    /// the producer's tail). A run without one issues its loads and plain stores to a line
+    /// together: one touch of the line ([`touches_per_run`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub run_atomic: bool,
 }
 
 impl Stream {
@@ -565,6 +574,7 @@ pub fn streams(
                 cpus: 1,
                 cpu_list: Vec::new(),
                 lock,
+                run_atomic: false,
             });
         s.reads += a.counts.loads;
         // A read-modify-write both reads and writes; it counts once, as a write.
@@ -583,10 +593,23 @@ pub fn streams(
                 .clamp(1, machine_cpus.max(1));
         }
     }
-    by_key
+    let mut out: Vec<Stream> = by_key
         .into_values()
         .filter(|s| s.reads + s.writes > 0.0)
-        .collect()
+        .collect();
+    mark_atomic_runs(&mut out);
+    out
+}
+
+/// Sets [`Stream::run_atomic`] on the streams of every run that makes an atomic
+/// read-modify-write.
+pub fn mark_atomic_runs(streams: &mut [Stream]) {
+    for run in path_runs(streams) {
+        let atomic = run.streams.iter().any(|&i| streams[i].rmw > 0.0);
+        for &i in &run.streams {
+            streams[i].run_atomic = atomic;
+        }
+    }
 }
 
 /// Why a modeled miss happens, which says what removes it.
@@ -596,10 +619,19 @@ pub enum Sharing {
     /// The missing access touches bytes the writer writes: only splitting the data (per CPU,
     /// per node, shards) or writing less often removes it.
     SameBytes,
-    /// The missing access is the writer's own code path: it touches the writer's bytes in
-    /// the same run (fields one path writes together), so it would take the writer's line
-    /// wherever the other bytes sat. Moving them apart adds a line; it removes nothing.
+    /// The missing access is the writer's own code path, a load or plain store beside the
+    /// path's plain stores: it touches the writer's bytes in the same run (fields one path
+    /// writes together), so it would take the writer's line wherever the other bytes sat.
+    /// Moving them apart adds a line; it removes nothing. Not beside the path's atomics
+    /// ([`Stream::run_atomic`]).
     SamePath,
+    /// The missing access's own run (its code path, from its CPUs) loads or stores the bytes
+    /// the writer wrote, beside the missing access on the same line: the run takes the line
+    /// for those bytes anyway, wherever the missing access's bytes sat (a reader that reads
+    /// every writer's member: Redis's main thread summing each IO thread's pending count;
+    /// RocksDB's lookup that reads the handle's key fields and updates its `refs`). True
+    /// sharing for that run; moving its other bytes apart removes nothing.
+    SameRun,
     /// A lock and what its holders write beside it: one critical section, the same CPUs
     /// one after another. Apart, each holder would fetch two lines where it fetched one.
     UnderLock,
@@ -666,17 +698,22 @@ fn sharing_of(a: &[&Stream], b: &Stream) -> Sharing {
     if a.iter().any(|s| s.overlaps(b)) {
         return Sharing::SameBytes;
     }
-    // The path's own loads and plain stores beside its write: it takes the line for the write
-    // anyway. Not its atomics: each takes the line on its own, and another CPU takes it in
-    // between (seed 003: `cpupri_set`'s `atomic_inc` of `count` and set_bit on `mask`, one
-    // line; the published split measured faster).
+    // The path's own loads and plain stores beside its write: its run takes the line for the
+    // write anyway, in one touch with them. Not where the run makes an atomic
+    // read-modify-write ([`Stream::run_atomic`]): its accesses are spread around the atomic,
+    // which waits for its line, and on a contended line another CPU takes the line between
+    // them (seed 003: `cpupri_set`'s `atomic_inc` of `count` and set_bit on `mask`, one line;
+    // `lock_vma_under_rcu` reads `vm_start` and `vm_mm` beside the `vm_refcnt` every fault
+    // increments, which Linux 6.15 moved to a line of its own). A lock holder's are what the
+    // lock guards: no other writer comes between them.
     if b.rmw <= 0.0 && a.iter().any(|s| s.path == b.path) {
-        // The lock's own path reading or writing beside it: what the lock guards.
-        return if a.iter().any(|s| s.lock) {
-            Sharing::UnderLock
-        } else {
-            Sharing::SamePath
-        };
+        if a.iter().any(|s| s.lock) {
+            return Sharing::UnderLock;
+        }
+        let atomic_run = b.run_atomic || a.iter().any(|s| s.path == b.path && s.rmw > 0.0);
+        if !atomic_run {
+            return Sharing::SamePath;
+        }
     }
     // A lock and the data beside it that the lock's CPUs write: where both list their CPUs,
     // the sets must meet; a lock written by no listed CPU of `b` guards something else.
@@ -695,42 +732,128 @@ fn sharing_of(a: &[&Stream], b: &Stream) -> Sharing {
     Sharing::False
 }
 
-/// The accesses of a lock's holders to the lock's line, counted as the line sees them: a
-/// holder that takes the lock and then touches the data beside it finds the line it just
-/// took, so its critical section touches the line once, at its most-touched stream's rate,
-/// not at the sum of its streams' (nginx's peer check takes the lock and then reads `down`,
-/// `slow_start` and `start_time`: one touch per check, whether the three sit beside the lock
-/// or not; the pull request that moved the lock measured no gain). The streams of each such
-/// path (on one set of CPUs) keep their proportions and sum to that rate. Only under a lock:
-/// a path without one (a ring's enqueue: an atomic on its head, a store to its tail) can lose
-/// the line between its accesses, each of which then misses again.
-fn touches_per_run(streams: &[&Stream], weight: &mut [f64]) -> Vec<f64> {
+/// The accesses of one run of a code path to one line, counted as the line sees them: one
+/// touch per run, however many of the line's fields the run loads or stores.
+///
+/// - A lock's holder that takes the lock and then touches the data beside it finds the line it
+///   just took, so its critical section touches the line once, at its most-touched stream's
+///   rate, not at the sum of its streams' (nginx's peer check takes the lock and then reads
+///   `down`, `slow_start` and `start_time`: one touch per check, whether the three sit beside
+///   the lock or not; the pull request that moved the lock measured no gain). Its loads come
+///   after its lock write in the same touch, which is a write.
+/// - Any other run's loads and plain stores to one line are one touch too: the loads of a
+///   lookup that compares `hash`, `key_length` and reads `value` leave the core together and
+///   complete on one fill of the line, and plain stores drain from the store buffer together
+///   (the write streams of [`line_breakdown`] group them the same way). They count at the
+///   run's most-touched stream's rate. What is one touch on one line is one touch per line
+///   apart, so moving fields one run reads together apart removes none of its misses.
+/// - A run that makes an atomic read-modify-write ([`Stream::run_atomic`]) keeps a touch per
+///   stream: the atomic is a full barrier that waits for its line, with other work around it,
+///   and on a contended line another CPU can take the line in between (a ring's enqueue: the
+///   consumer's tail, an atomic on its own head, the copy, then a store to its tail).
+///
+/// The streams of each run (a path on one set of CPUs) keep their proportions. Returns each
+/// stream's loads as the line sees them.
+fn touches_per_run(streams: &[&Stream], weight: &mut [f64]) -> (Vec<f64>, LineRuns) {
     type PathKey<'s> = (&'s str, u32, &'s [u32]);
-    // Per path: (sum of its weights, its most-touched stream, whether it writes a lock here).
-    let mut per_path: BTreeMap<PathKey<'_>, (f64, f64, bool)> = BTreeMap::new();
-    for (s, &x) in streams.iter().zip(weight.iter()) {
-        let e = per_path
-            .entry((s.path.as_str(), s.cpus, s.cpu_list.as_slice()))
-            .or_default();
-        e.0 += x;
-        e.1 = e.1.max(s.reads + s.writes);
-        e.2 |= s.lock && s.writes > 0.0;
+    #[derive(Default)]
+    struct Run {
+        /// Sum of its weights, and its most-touched stream's accesses.
+        sum: f64,
+        max: f64,
+        /// The same for its loads and plain stores only.
+        plain_sum: f64,
+        plain_max: f64,
+        /// It writes a lock on this line.
+        holds: bool,
+        /// It makes an atomic read-modify-write, here or elsewhere in the struct.
+        atomic: bool,
+        /// Its streams.
+        members: Vec<usize>,
     }
-    // The loads each stream adds to the line's: a holder's reads come after its lock write in
-    // the same touch, which is a write.
+    let mut index: BTreeMap<PathKey<'_>, usize> = BTreeMap::new();
+    let mut runs: Vec<Run> = Vec::new();
+    let mut of = Vec::with_capacity(streams.len());
+    for (i, (s, &x)) in streams.iter().zip(weight.iter()).enumerate() {
+        let r = *index
+            .entry((s.path.as_str(), s.cpus, s.cpu_list.as_slice()))
+            .or_insert_with(|| {
+                runs.push(Run::default());
+                runs.len() - 1
+            });
+        let e = &mut runs[r];
+        e.sum += x;
+        e.max = e.max.max(s.reads + s.writes);
+        e.plain_sum += (x - s.rmw).max(0.0);
+        e.plain_max = e.plain_max.max(s.reads + s.stores());
+        e.holds |= s.lock && s.writes > 0.0;
+        e.atomic |= s.run_atomic || s.rmw > 0.0;
+        e.members.push(i);
+        of.push(r);
+    }
     let mut loads = Vec::with_capacity(streams.len());
-    for (s, x) in streams.iter().zip(weight.iter_mut()) {
-        let (sum, max, holds) = per_path[&(s.path.as_str(), s.cpus, s.cpu_list.as_slice())];
-        if holds {
-            if sum > max && sum > 0.0 {
-                *x *= max / sum;
+    for ((s, x), &r) in streams.iter().zip(weight.iter_mut()).zip(&of) {
+        let run = &runs[r];
+        if run.holds {
+            if run.sum > run.max && run.sum > 0.0 {
+                *x *= run.max / run.sum;
             }
             loads.push(0.0);
+        } else if !run.atomic && run.plain_sum > run.plain_max && run.plain_sum > 0.0 {
+            let scale = run.plain_max / run.plain_sum;
+            let atomic = s.rmw.min(*x);
+            *x = atomic + (*x - atomic) * scale;
+            loads.push(s.reads * scale);
         } else {
             loads.push(s.reads);
         }
     }
-    loads
+    let runs = runs.into_iter().map(|r| (r.atomic, r.members)).collect();
+    (loads, LineRuns { of, runs })
+}
+
+/// The runs of a line's streams ([`touches_per_run`]), for [`Sharing::SameRun`]: streams of
+/// one path from one set of CPUs, and whether the run makes an atomic read-modify-write.
+struct LineRuns {
+    /// Per stream, its run.
+    of: Vec<usize>,
+    /// Per run: atomic, and its streams.
+    runs: Vec<(bool, Vec<usize>)>,
+}
+
+/// Of the misses of stream `b` (index `bi`) after a write by the write stream `a`, the share
+/// its own run takes for the written bytes ([`Sharing::SameRun`]): where `b` is a load or plain
+/// store and its run (its path from its CPUs) loads or plainly stores bytes `a` writes on this
+/// line, in the runs that do (`b` touched more often than those bytes: the rest are its own
+/// misses). Not for a run that makes an atomic read-modify-write: its accesses are spread
+/// around the atomic, and another CPU can take the line between them (see
+/// [`touches_per_run`]). `needs` memoizes, per run, its busiest access to `a`'s bytes (one
+/// writer at a time: the line's writers times its streams, not times its streams again).
+fn same_run_share(
+    streams: &[&Stream],
+    runs: &LineRuns,
+    needs: &mut [Option<f64>],
+    a: &[&Stream],
+    bi: usize,
+) -> f64 {
+    let b = streams[bi];
+    let rate = b.reads + b.writes;
+    let r = runs.of[bi];
+    let (atomic, members) = &runs.runs[r];
+    // A run of `b` alone touches the written bytes only where `b` does: the same bytes,
+    // classed before this.
+    if *atomic || rate <= 0.0 || members.len() < 2 {
+        return 0.0;
+    }
+    let n = *needs[r].get_or_insert_with(|| {
+        members
+            .iter()
+            .map(|&i| streams[i])
+            .filter(|s| a.iter().any(|w| w.overlaps(s)))
+            .map(|s| s.reads + s.stores())
+            .fold(0.0, f64::max)
+    });
+    (n / rate).min(1.0)
 }
 
 /// A line's cost, term by term.
@@ -742,13 +865,14 @@ fn touches_per_run(streams: &[&Stream], weight: &mut [f64]) -> Vec<f64> {
 /// Atomic read-modify-writes stay one stream each: each is ordered on its own, with barriers
 /// and other work between two of them, and on a contended line another CPU usually takes the
 /// line in between (seed 003: `cpupri_set`'s `cpumask_set_cpu` and `atomic_inc` on one
-/// line, which the published split measured faster). Loads stay per field too: a load
-/// before the path's write is a miss of its own, which moving the read field off the line
-/// removes.
+/// line). A run's loads and plain stores to the line are one touch of it, unless the run
+/// makes an atomic read-modify-write ([`touches_per_run`]); then a load before the path's
+/// write is a miss of its own, which moving the read field off the line removes.
 ///
 /// Each miss is classed by what would remove it ([`Sharing`]): only a miss by another code
-/// path on other bytes is false sharing. Where the evidence gives CPU counts but not the
-/// CPUs, different code paths are taken to run on different CPUs ([`LineTerms::cpus_assumed`]).
+/// path on other bytes, that its own run does not touch too ([`Sharing::SameRun`]), is false
+/// sharing. Where the evidence gives CPU counts but not the CPUs, different code paths are
+/// taken to run on different CPUs ([`LineTerms::cpus_assumed`]).
 pub fn line_breakdown(streams: &[&Stream], machine: &MachineModel) -> LineTerms {
     breakdown(streams, machine, true)
 }
@@ -784,7 +908,7 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
         }
         writers.push((max, members));
     }
-    let reads = touches_per_run(streams, &mut weight);
+    let (reads, line_runs) = touches_per_run(streams, &mut weight);
     let w: f64 = writers.iter().map(|g| g.0).sum();
     let x: f64 = weight.iter().sum();
     let listed = streams.iter().all(|s| !s.cpu_list.is_empty());
@@ -857,8 +981,16 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
             }
         }
     }
+    // Only a run of two or more streams without an atomic can touch another's bytes.
+    let same_runs = line_runs
+        .runs
+        .iter()
+        .any(|(atomic, members)| !atomic && members.len() > 1);
+    let mut needs: Vec<Option<f64>> = vec![None; if same_runs { line_runs.runs.len() } else { 0 }];
     for (wa, group) in &writers {
         let a: Vec<&Stream> = group.iter().map(|(_, s)| *s).collect();
+        // What each run needs of this writer's bytes, found when first asked.
+        needs.iter_mut().for_each(|n| *n = None);
         // Misses and cycles per victim stream.
         let mut victim: Vec<(f64, f64)> = vec![(0.0, 0.0); streams.len()];
         match &per_cpu {
@@ -965,6 +1097,18 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
                 (writes / (b.reads + b.writes).max(f64::MIN_POSITIVE)).min(1.0)
             } else {
                 1.0
+            };
+            // Another path's bytes, but the missing run touches them too: true sharing for
+            // that run, in the runs that touch them.
+            let (sharing, own) = if sharing.is_false() {
+                let share = if same_runs {
+                    same_run_share(streams, &line_runs, &mut needs, &a, bi)
+                } else {
+                    0.0
+                };
+                (Sharing::SameRun, share)
+            } else {
+                (sharing, own)
             };
             let writer: Vec<usize> = if terms {
                 group.iter().map(|(i, _)| *i).collect()
@@ -1228,6 +1372,7 @@ mod tests {
             cpus,
             cpu_list: Vec::new(),
             lock: false,
+            run_atomic: false,
         }
     }
 
@@ -1656,21 +1801,123 @@ mod tests {
         // One write stream of both fields (a miss on either is on the stream's own bytes).
         assert!(t.contributions.iter().all(|c| c.writer == vec![0, 1]));
         assert!(t.contributions.iter().all(|c| !c.sharing.is_false()));
-        // Loads of `tail` by `push` beside an atomic `head` of `push`: its own path.
-        let mut ra = a.clone();
-        ra.rmw = ra.writes;
+        // Loads of `tail` by `push` beside a plain store to `head` of `push`: its own path,
+        // one touch of the line per run.
         let rb = stream(1, 1000.0, 0.0, 8, "push");
-        let t = line_breakdown(&[&ra, &rb], &m);
+        let t = line_breakdown(&[&a, &rb], &m);
         assert_eq!(t.false_transfers, 0.0, "{t:?}");
         assert!(
             t.contributions
                 .iter()
                 .any(|c| c.sharing == Sharing::SamePath)
         );
+        // Beside an atomic `head` of `push`, they are a touch of their own: the atomic waits
+        // for its line and another CPU can take it between the two, so the load misses on its
+        // own, which moving `tail` off the line removes.
+        let mut ra = a.clone();
+        ra.rmw = ra.writes;
+        let t = line_breakdown(&[&ra, &rb], &m);
+        assert!(t.false_transfers > 0.0, "{t:?}");
+        assert!(
+            t.contributions
+                .iter()
+                .all(|c| c.sharing != Sharing::SamePath)
+        );
         // Read by another path, `b` is false sharing.
         let c = stream(1, 1000.0, 0.0, 8, "pop");
         let t = line_breakdown(&[&a, &c], &m);
         assert!(t.false_transfers > 0.0, "{t:?}");
+    }
+
+    #[test]
+    fn what_one_run_reads_together_is_one_touch_and_moving_it_apart_removes_nothing() {
+        // `lookup` reads three key fields and stores `refs`; `release` stores `refs`. The
+        // lookup's misses after a release are its own run's (it stores `refs` too): true
+        // sharing, and the line costs no more with the key fields than without them.
+        let m = preset("icelake-2s").unwrap();
+        let mut keys: Vec<Stream> = (1..4)
+            .map(|u| stream(u, 100.0, 0.0, 16, "lookup"))
+            .collect();
+        let refs_lookup = stream(0, 0.0, 100.0, 16, "lookup");
+        let refs_release = stream(0, 0.0, 100.0, 16, "release");
+        let mut together: Vec<&Stream> = vec![&refs_lookup, &refs_release];
+        together.extend(keys.iter());
+        let t = line_breakdown(&together, &m);
+        assert_eq!(t.false_transfers, 0.0, "{t:?}");
+        assert!(
+            t.contributions
+                .iter()
+                .any(|c| c.sharing == Sharing::SameRun)
+        );
+        let sum = |x: (f64, f64, f64, f64)| x.2 + x.3;
+        let apart = line_terms(&[&refs_lookup, &refs_release], &m);
+        assert!(
+            sum(line_terms(&together, &m)) <= sum(apart) * (1.0 + 1e-9),
+            "together {:?} apart {apart:?}",
+            line_terms(&together, &m)
+        );
+        // The same run with an atomic `refs`: its loads are touches of their own, which an
+        // atomic of another CPU can come between; moving them off the line now removes misses.
+        let (mut ra, mut rr) = (refs_lookup.clone(), refs_release.clone());
+        ra.rmw = ra.writes;
+        rr.rmw = rr.writes;
+        for k in &mut keys {
+            k.run_atomic = true;
+        }
+        let mut together: Vec<&Stream> = vec![&ra, &rr];
+        together.extend(keys.iter());
+        let t = line_breakdown(&together, &m);
+        assert!(t.false_transfers > 0.0, "{t:?}");
+        assert!(sum(line_terms(&together, &m)) > sum(line_terms(&[&ra, &rr], &m)) * 1.1);
+    }
+
+    #[test]
+    fn a_reader_of_every_writers_member_is_true_sharing_for_it_and_the_writers_false() {
+        // CPU 0 sums `t1` and `t2`; CPU 1 spins on and stores `t1`, CPU 2 `t2`.
+        let m = preset("icelake-2s").unwrap();
+        let on = |unit: usize, reads: f64, writes: f64, path: &str, cpu: u32| {
+            let mut s = stream(unit, reads, writes, 1, path);
+            s.cpu_list = vec![cpu];
+            s
+        };
+        let streams = [
+            on(0, 100.0, 0.0, "sum", 0),
+            on(1, 100.0, 0.0, "sum", 0),
+            on(0, 100.0, 10.0, "worker", 1),
+            on(1, 100.0, 10.0, "worker", 2),
+        ];
+        let refs: Vec<&Stream> = streams.iter().collect();
+        let t = line_breakdown(&refs, &m);
+        for c in &t.contributions {
+            if refs[c.victim].path == "sum" {
+                assert!(!c.sharing.is_false(), "{c:?}");
+            }
+        }
+        assert!(
+            t.contributions
+                .iter()
+                .any(|c| refs[c.victim].path == "worker" && c.sharing.is_false()),
+            "{t:?}"
+        );
+        // The sum is one touch of the line per run: it costs no more with both counts on the
+        // line than with one (the writers' misses aside).
+        let one = [on(0, 100.0, 0.0, "sum", 0), on(0, 100.0, 10.0, "worker", 1)];
+        let two = [
+            on(0, 100.0, 0.0, "sum", 0),
+            on(1, 100.0, 0.0, "sum", 0),
+            on(0, 100.0, 10.0, "worker", 1),
+        ];
+        let cost = |v: &[Stream]| {
+            let r: Vec<&Stream> = v.iter().collect();
+            let x = line_terms(&r, &m);
+            x.0 + x.1
+        };
+        assert!(
+            (cost(&two) - cost(&one)).abs() <= 1e-9 * cost(&one),
+            "{} {}",
+            cost(&two),
+            cost(&one)
+        );
     }
 
     #[test]

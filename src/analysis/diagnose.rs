@@ -122,6 +122,7 @@ fn line_price(
         cpus: 1,
         cpu_list: vec![cpu],
         lock: false,
+        run_atomic: false,
     };
     let mut streams = Vec::new();
     if element_writes > 0.0 {
@@ -913,7 +914,7 @@ impl<'m> Model<'m> {
                 .filter_map(|i| self.lines.get(i))
                 .map(|l| l.cycles)
                 .sum();
-            if p.cycles < contention::FALSE_SHARE * own || p.cycles < 0.01 * total {
+            if p.cycles < 0.25 * own || p.cycles < 0.01 * total {
                 continue;
             }
             out.push(Finding {
@@ -1139,6 +1140,34 @@ fn judge(
     if !significant.is_empty() && significant.iter().all(|m| m.per_cpu.is_some()) {
         return match scale {
             Scale::Struct { rare } => {
+                // The model's verdict where it prices the line, as for any other evidence:
+                // which CPUs write which bytes is what its terms already class (a member
+                // written by two CPUs beside members other CPUs write is false sharing
+                // between those writers, not true sharing of the line). Exact evidence's own
+                // rules below only where the model has nothing to price, for a line too
+                // rarely touched to count, or for elements of an array (a recording's).
+                let elements = members.iter().any(|m| {
+                    m.element_writes > 0.0
+                        || m.element_reads > 0.0
+                        || m.sim_split.0 + m.sim_split.1 > 0.0
+                });
+                if total >= rare
+                    && !elements
+                    && let Some(m) = model
+                    && let Some((verdict, explanation)) = contention::verdict_for(m, per_cpu)
+                {
+                    return LineDiagnosis {
+                        index,
+                        start: index * cls,
+                        end: (index + 1) * cls - 1,
+                        verdict,
+                        explanation,
+                        cost: price.whole.1,
+                        members,
+                        elements: None,
+                        terms: m.terms.clone(),
+                    };
+                }
                 // Who writes what names the class; the model prices it (never an access
                 // count: a cost is the model's cycles, as `predict` prices the same line).
                 let mut d = judge_exact(index, cls, &members, &significant, total, rare, 0.0);

@@ -173,16 +173,19 @@ pub fn evidence_utilization(
         .filter_map(|a| a.cpus.as_ref().and_then(|c| c.distinct()))
         .max()
         .unwrap_or(0);
+    let wide_enough = evidence_cpus.unwrap_or(seen).max(seen) <= machine.cpus;
     let measured = measured_hitm_latency(accesses)
-        .filter(|_| evidence_cpus.unwrap_or(seen).max(seen) <= machine.cpus);
+        .map(|m| (m, "measured HITM latency"))
+        .or_else(|| quoted_load_latency(accesses).map(|m| (m, "quoted cycles per load")))
+        .filter(|_| wide_enough);
     match measured {
-        Some(measured) => {
+        Some((measured, what)) => {
             let widest = streams.iter().map(|s| s.cpus).max().unwrap_or(1);
             let nominal = machine.transfer_cycles(widest);
             let u = cost::Queueing::utilization_from_latency(measured, nominal);
             (
                 u,
-                format!("measured HITM latency {measured:.0} cycles vs {nominal:.0} unloaded"),
+                format!("{what} {measured:.0} cycles vs {nominal:.0} unloaded"),
             )
         }
         None => (
@@ -190,6 +193,35 @@ pub fn evidence_utilization(
             "assumed (no latency measured on this machine in the evidence)".to_string(),
         ),
     }
+}
+
+/// Cycles per load that the evidence quotes as a range for loads of members other accesses
+/// write (a sketch's `cycles = [low, high]`, from a mail's perf c2c "cycles per load ~1.5K to
+/// 10.5K" on a contended line): the geometric mean of each range, weighted by the loads. On a
+/// line other CPUs write, such loads are HITMs, so this is the measured HITM latency where the
+/// evidence has no per-kind figures. None where no written member's loads quote one.
+pub fn quoted_load_latency(accesses: &[Access]) -> Option<f64> {
+    let written = |a: &Access| {
+        accesses.iter().any(|w| {
+            w.counts.writes() > 0.0
+                && match (&w.field, &a.field, w.offset, a.offset) {
+                    (Some(x), Some(y), _, _) => x == y,
+                    (_, _, Some(x), Some(y)) => x == y,
+                    _ => false,
+                }
+        })
+    };
+    let (mut sum, mut n) = (0.0, 0.0);
+    for a in accesses {
+        let Some((lo, hi)) = a.latency.as_ref().and_then(|l| l.range) else {
+            continue;
+        };
+        if a.counts.loads > 0.0 && lo > 0.0 && hi >= lo && written(a) {
+            sum += (lo * hi).sqrt().ln() * a.counts.loads;
+            n += a.counts.loads;
+        }
+    }
+    (n > 0.0).then(|| (sum / n).exp())
 }
 
 /// Mean cycles of HITM loads, weighted by their counts, when the evidence measured them.

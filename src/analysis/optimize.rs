@@ -1800,6 +1800,7 @@ mod tests {
             cpus: cpus.len() as u32,
             cpu_list: cpus.to_vec(),
             lock: false,
+            run_atomic: false,
         }
     }
 
