@@ -37,6 +37,18 @@ const RARE: f64 = 0.001;
 /// accesses to a member are below it neither writes nor shares the member (main reading the
 /// per-thread totals at the end).
 const RUN_ACCESS_SHARE: f64 = 1e-4;
+/// With the program's CPU time known (`cpu_seconds`, from the recorder's wait for it), a line
+/// also needs transfers worth this share of that time to matter: a program whose work is
+/// mostly in code lineup does not instrument (libbz2 under pbzip2) makes few accesses, and
+/// their share alone would call a few dozen transfers over seconds a finding.
+const RUN_TIME_SHARE: f64 = 0.01;
+/// What recording one access can add to the program's CPU time, at most (the hooks and the
+/// runtime's share of the trace; the `--sample 1` hooks measured tens of ns): the recorded
+/// CPU time less this per access is a lower bound on the program's own.
+const RECORDED_ACCESS_NS_BOUND: f64 = 100.0;
+/// What one transfer can cost, at most: the presets' dearest, a remote HITM of 325 cycles at
+/// 2 GHz, is 163 ns; a queue on the line can make it a few times that.
+const TRANSFER_NS_BOUND: f64 = 500.0;
 
 /// What the whole run did, when the evidence knows it (`lineup record` counts every
 /// access and simulates every transfer): verdicts need a rate that matters against it.
@@ -46,13 +58,18 @@ const RUN_ACCESS_SHARE: f64 = 1e-4;
 pub struct RunTotals {
     pub accesses: f64,
     pub transfers: f64,
+    /// The recorded program's CPU time (user and system, its threads and waited-for
+    /// children), when the recorder measured it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
 }
 
 impl RunTotals {
     /// The run's totals from a recording's summary and its simulated transfers (every
     /// type's and line's `lcl_hitm`); `None` for evidence without a run total.
     pub fn from_profile(profile: &Profile) -> Option<RunTotals> {
-        let accesses = *profile.summary.get("record")?.get("accesses")?;
+        let record = profile.summary.get("record")?;
+        let accesses = *record.get("accesses")?;
         if accesses <= 0.0 {
             return None;
         }
@@ -63,16 +80,47 @@ impl RunTotals {
             .chain(profile.lines.iter().flat_map(|l| l.accesses.iter()))
             .map(|a| a.counts.transfers())
             .sum();
+        let cpu_seconds = record
+            .get("cpu_seconds")
+            .copied()
+            .filter(|s| s.is_finite() && *s > 0.0);
         Some(RunTotals {
             accesses,
             transfers,
+            cpu_seconds,
         })
     }
 
     /// Accesses (or transfers) below this are negligible for the run: [`RUN_ACCESS_SHARE`]
-    /// of its accesses.
+    /// of its accesses, or, when the program's CPU time is known and larger, the transfers
+    /// that at [`TRANSFER_NS_BOUND`] each would make [`RUN_TIME_SHARE`] of its own time.
     pub fn floor(&self) -> f64 {
-        RUN_ACCESS_SHARE * self.accesses
+        (RUN_ACCESS_SHARE * self.accesses).max(self.time_floor().unwrap_or(0.0))
+    }
+
+    /// The transfers worth [`RUN_TIME_SHARE`] of the program's own CPU time: the recorded
+    /// time less what recording its accesses can have added ([`RECORDED_ACCESS_NS_BOUND`]).
+    fn time_floor(&self) -> Option<f64> {
+        let own_ns = (self.cpu_seconds? * 1e9 - self.accesses * RECORDED_ACCESS_NS_BOUND).max(0.0);
+        Some(RUN_TIME_SHARE * own_ns / TRANSFER_NS_BOUND)
+    }
+
+    /// What the floor is, in words: the share of the run it stands for.
+    pub fn floor_basis(&self) -> String {
+        match self.time_floor() {
+            Some(t) if t > RUN_ACCESS_SHARE * self.accesses => format!(
+                "{}% of the program's own CPU time: of its {:.2} s, at least {:.2} s are not recording's ({} ns an access at most), at {} ns a transfer at most",
+                RUN_TIME_SHARE * 100.0,
+                self.cpu_seconds.unwrap_or(0.0),
+                t * TRANSFER_NS_BOUND / RUN_TIME_SHARE / 1e9,
+                RECORDED_ACCESS_NS_BOUND,
+                TRANSFER_NS_BOUND,
+            ),
+            _ => format!(
+                "{}% of the run's accesses: a transfer costs about a hundred accesses, so about 1% of the run's time",
+                RUN_ACCESS_SHARE * 100.0
+            ),
+        }
     }
 
     /// Whether a line the model prices at `modeled` transfers over the run matters in it: at
@@ -1421,11 +1469,11 @@ fn priced_in_run(d: &mut LineDiagnosis, accesses: f64, run: &RunTotals, price: &
     let simulated: f64 = d.members.iter().map(|m| m.counts.transfers()).sum();
     d.cost = price.concurrent.1;
     d.explanation.push_str(&format!(
-        ". Priced by the model at the threads' rates (what they do, whichever way they interleave): {:.0} transfers over the run ({:.0} of the line's {accesses:.0} accesses made under a lock every thread there held, or while no other thread was alive, which cannot meet), at least {:.0} ({}% of the run's accesses) to matter; this run's simulation measured {simulated:.0} ({:.2}% of its {:.0}), which depends on how the threads happened to interleave",
+        ". Priced by the model at the threads' rates (what they do, whichever way they interleave): {:.0} transfers over the run ({:.0} of the line's {accesses:.0} accesses made under a lock every thread there held, or while no other thread was alive, which cannot meet), at least {:.0} ({}) to matter; this run's simulation measured {simulated:.0} ({:.2}% of its {:.0}), which depends on how the threads happened to interleave",
         price.concurrent.0,
         price.sequential,
         run.floor(),
-        RUN_ACCESS_SHARE * 100.0,
+        run.floor_basis(),
         pct(simulated, run.transfers),
         run.transfers,
     ));
@@ -1446,24 +1494,24 @@ fn not_contended_in_run(d: &mut LineDiagnosis, accesses: f64, run: &RunTotals, p
     );
     if run.matters(price.whole.0) {
         d.explanation = format!(
-            "handed from thread to thread under a lock, not contention: {:.0} of the line's {accesses:.0} accesses were made inside critical sections of a lock every thread on the line held there (or while no other thread was alive), so no two threads use it at the same time and it moves once per critical section, not per access; the model prices {:.0} transfers at the rates of the rest, under the run's floor of {:.0} ({}% of its accesses); if the threads used it at the same time it would be {} ({:.0} transfers); {measured}",
+            "handed from thread to thread under a lock, not contention: {:.0} of the line's {accesses:.0} accesses were made inside critical sections of a lock every thread on the line held there (or while no other thread was alive), so no two threads use it at the same time and it moves once per critical section, not per access; the model prices {:.0} transfers at the rates of the rest, under the run's floor of {:.0} ({}); if the threads used it at the same time it would be {} ({:.0} transfers); {measured}",
             price.sequential,
             price.concurrent.0,
             run.floor(),
-            RUN_ACCESS_SHARE * 100.0,
+            run.floor_basis(),
             d.verdict.label(),
             price.whole.0,
         );
         d.verdict = Verdict::NotShared;
     } else {
         d.explanation = format!(
-            "{accesses:.0} accesses ({:.3}% of the run's {:.0}), priced by the model at {:.0} transfers over the run: negligible; it would be {}. A line must cost at least {:.0} transfers ({}% of the run's accesses: a transfer costs about a hundred accesses, so about 1% of the run's time); {measured}",
+            "{accesses:.0} accesses ({:.3}% of the run's {:.0}), priced by the model at {:.0} transfers over the run: negligible; it would be {}. A line must cost at least {:.0} transfers ({}); {measured}",
             pct(accesses, run.accesses),
             run.accesses,
             price.concurrent.0,
             d.verdict.label(),
             run.floor(),
-            RUN_ACCESS_SHARE * 100.0,
+            run.floor_basis(),
         );
         d.verdict = Verdict::Negligible;
     }

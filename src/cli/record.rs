@@ -790,7 +790,11 @@ impl Drop for Sentinel {
 
 /// Waits for `child` to end without reaping it first, then reaps it with `CHILD` cleared
 /// under its lock (so its pid cannot be reused while the watcher may still send to it).
-fn wait_child(child: &mut std::process::Child) -> std::io::Result<(std::process::ExitStatus, u64)> {
+/// Returns its status, its peak resident memory in bytes and its CPU time (user and system,
+/// its threads and the children it waited for) in seconds.
+fn wait_child(
+    child: &mut std::process::Child,
+) -> std::io::Result<(std::process::ExitStatus, u64, f64)> {
     let pid = child.id() as libc::pid_t;
     loop {
         // SAFETY: waitid on our own child with a zeroed siginfo to fill in.
@@ -831,9 +835,11 @@ fn wait_child(child: &mut std::process::Child) -> std::io::Result<(std::process:
         return Err(std::io::Error::last_os_error());
     }
     use std::os::unix::process::ExitStatusExt;
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Ok((
         std::process::ExitStatus::from_raw(raw),
         usage.ru_maxrss as u64 * 1024,
+        seconds(usage.ru_utime) + seconds(usage.ru_stime),
     ))
 }
 
@@ -1072,6 +1078,8 @@ struct Ran {
     status: Option<std::process::ExitStatus>,
     code: i32,
     program_rss: Option<u64>,
+    /// Its CPU time in seconds (not kept by `--keep-raw`: `--from-raw` has none).
+    program_cpu: Option<f64>,
     /// The program as the messages name it.
     shown: String,
     /// The runtime's files, removed when done.
@@ -1093,6 +1101,7 @@ fn from_raw(raw: &Path) -> Result<Ran> {
         status: None,
         code: 0,
         program_rss: None,
+        program_cpu: None,
         _dir: None,
     })
 }
@@ -1227,7 +1236,7 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
         // Signals that came while it was being started are passed on now.
         STATE.store(RUNNING, Ordering::SeqCst);
     }
-    let (status, program_rss) =
+    let (status, program_rss, program_cpu) =
         wait_child(&mut child).map_err(|e| anyhow!("{shown}: lost track of the program: {e}"))?;
     drop(sentinel);
     let code = exit_code(&status);
@@ -1266,6 +1275,7 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
         status: Some(status),
         code,
         program_rss: Some(program_rss),
+        program_cpu: Some(program_cpu),
         shown,
         _dir: Some(dir),
     })
@@ -1296,6 +1306,7 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
         status,
         code,
         program_rss,
+        program_cpu,
         shown,
         mut _dir,
     } = ran;
@@ -1337,6 +1348,9 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     if let Some(sum) = built.profile.summary.get_mut("record") {
         if let Some(rss) = program_rss {
             sum.insert("peak_rss_program".into(), rss as f64);
+        }
+        if let Some(cpu) = program_cpu {
+            sum.insert("cpu_seconds".into(), cpu);
         }
         sum.insert("peak_rss_recorder".into(), recorder_rss as f64);
         sum.insert("memory_budget".into(), args.memory as f64);
