@@ -224,7 +224,7 @@ fn a_handful_of_stores_to_per_thread_slots_is_negligible_idle_or_busy() {
 /// pbzip2's shape: the work runs in code with no recorded access (a library lineup does not
 /// instrument), and the per-thread progress slots on one line take 200 stores each. Against
 /// the recorded accesses alone (a few hundred) those stores would be a finding; against the
-/// program's CPU time (`summary.record.cpu_seconds`, several tenths of a second of work) they
+/// program's user CPU time (`summary.record.user_seconds`, several tenths of a second of work) they
 /// are negligible, and the explanation says which floor decided.
 #[test]
 fn slots_beside_uninstrumented_work_are_negligible_against_cpu_time_idle_or_busy() {
@@ -238,14 +238,14 @@ fn slots_beside_uninstrumented_work_are_negligible_against_cpu_time_idle_or_busy
         let why = line["explanation"].as_str().unwrap();
         assert!(
             why.contains("it would be false sharing")
-                && why.contains("of the program's own CPU time"),
+                && why.contains("of the program's own user CPU time"),
             "{why}"
         );
     }
     let prog = scratch().join("library_work");
     let rec: Value =
         serde_json::from_slice(&std::fs::read(prog.with_extension("idle.json")).unwrap()).unwrap();
-    let cpu = rec["summary"]["record"]["cpu_seconds"].as_f64().unwrap();
+    let cpu = rec["summary"]["record"]["user_seconds"].as_f64().unwrap();
     let accesses = rec["summary"]["record"]["accesses"].as_f64().unwrap();
     // The work is the program's, not recording's: far more CPU time than its accesses explain.
     assert!(cpu > 0.1 && accesses < 1e5, "{cpu} s, {accesses} accesses");

@@ -37,14 +37,16 @@ const RARE: f64 = 0.001;
 /// accesses to a member are below it neither writes nor shares the member (main reading the
 /// per-thread totals at the end).
 const RUN_ACCESS_SHARE: f64 = 1e-4;
-/// With the program's CPU time known (`cpu_seconds`, from the recorder's wait for it), a line
-/// also needs transfers worth this share of that time to matter: a program whose work is
-/// mostly in code lineup does not instrument (libbz2 under pbzip2) makes few accesses, and
-/// their share alone would call a few dozen transfers over seconds a finding.
+/// With the program's user CPU time known (`user_seconds`, from the recorder's wait for it), a
+/// line also needs transfers worth this share of that time to matter: a program whose work
+/// is mostly in code lineup does not instrument (libbz2 under pbzip2) makes few accesses, and
+/// their share alone would call a few dozen transfers over seconds a finding. User time, not
+/// system time: transfers stall the program's own code, and its time in the kernel (a pipe
+/// hand-over, I/O) is not time a layout of its data can win back.
 const RUN_TIME_SHARE: f64 = 0.01;
-/// What recording one access can add to the program's CPU time, at most (the hooks and the
-/// runtime's share of the trace; the `--sample 1` hooks measured tens of ns): the recorded
-/// CPU time less this per access is a lower bound on the program's own.
+/// What recording one access can add to the program's user CPU time, at most (the hooks and
+/// the runtime's share of the trace; the `--sample 1` hooks measured tens of ns): the
+/// recorded time less this per access is a lower bound on the program's own.
 const RECORDED_ACCESS_NS_BOUND: f64 = 100.0;
 /// What one transfer can cost, at most: the presets' dearest, a remote HITM of 325 cycles at
 /// 2 GHz, is 163 ns; a queue on the line can make it a few times that.
@@ -58,10 +60,10 @@ const TRANSFER_NS_BOUND: f64 = 500.0;
 pub struct RunTotals {
     pub accesses: f64,
     pub transfers: f64,
-    /// The recorded program's CPU time (user and system, its threads and waited-for
-    /// children), when the recorder measured it.
+    /// The recorded program's user CPU time (its threads and waited-for children), when the
+    /// recorder measured it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_seconds: Option<f64>,
+    pub user_seconds: Option<f64>,
 }
 
 impl RunTotals {
@@ -80,28 +82,28 @@ impl RunTotals {
             .chain(profile.lines.iter().flat_map(|l| l.accesses.iter()))
             .map(|a| a.counts.transfers())
             .sum();
-        let cpu_seconds = record
-            .get("cpu_seconds")
+        let user_seconds = record
+            .get("user_seconds")
             .copied()
             .filter(|s| s.is_finite() && *s > 0.0);
         Some(RunTotals {
             accesses,
             transfers,
-            cpu_seconds,
+            user_seconds,
         })
     }
 
     /// Accesses (or transfers) below this are negligible for the run: [`RUN_ACCESS_SHARE`]
-    /// of its accesses, or, when the program's CPU time is known and larger, the transfers
+    /// of its accesses, or, when the program's user CPU time is known and larger, the transfers
     /// that at [`TRANSFER_NS_BOUND`] each would make [`RUN_TIME_SHARE`] of its own time.
     pub fn floor(&self) -> f64 {
         (RUN_ACCESS_SHARE * self.accesses).max(self.time_floor().unwrap_or(0.0))
     }
 
-    /// The transfers worth [`RUN_TIME_SHARE`] of the program's own CPU time: the recorded
+    /// The transfers worth [`RUN_TIME_SHARE`] of the program's own user CPU time: the recorded
     /// time less what recording its accesses can have added ([`RECORDED_ACCESS_NS_BOUND`]).
     fn time_floor(&self) -> Option<f64> {
-        let own_ns = (self.cpu_seconds? * 1e9 - self.accesses * RECORDED_ACCESS_NS_BOUND).max(0.0);
+        let own_ns = (self.user_seconds? * 1e9 - self.accesses * RECORDED_ACCESS_NS_BOUND).max(0.0);
         Some(RUN_TIME_SHARE * own_ns / TRANSFER_NS_BOUND)
     }
 
@@ -109,9 +111,9 @@ impl RunTotals {
     pub fn floor_basis(&self) -> String {
         match self.time_floor() {
             Some(t) if t > RUN_ACCESS_SHARE * self.accesses => format!(
-                "{}% of the program's own CPU time: of its {:.2} s, at least {:.2} s are not recording's ({} ns an access at most), at {} ns a transfer at most",
+                "{}% of the program's own user CPU time: of its {:.2} s, at least {:.2} s are not recording's ({} ns an access at most), at {} ns a transfer at most",
                 RUN_TIME_SHARE * 100.0,
-                self.cpu_seconds.unwrap_or(0.0),
+                self.user_seconds.unwrap_or(0.0),
                 t * TRANSFER_NS_BOUND / RUN_TIME_SHARE / 1e9,
                 RECORDED_ACCESS_NS_BOUND,
                 TRANSFER_NS_BOUND,

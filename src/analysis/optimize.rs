@@ -1383,6 +1383,75 @@ pub struct SplitOption {
     /// evenly over the copies).
     #[serde(skip_serializing_if = "is_zero")]
     pub own_empty: f64,
+    /// The terms that make `cycles` (finding work aside): all copies' transfers, at a mean
+    /// price, on each copy's queue.
+    pub terms: SplitTerms,
+    /// The same before: the one line.
+    pub terms_before: SplitTerms,
+}
+
+/// What a member's lines cost, as the model composes it: `transfers` (all copies together, in
+/// the profile's rate unit) times `cycles_per_transfer` (the unloaded latencies of where
+/// each goes: local or remote HITM, an LLC hit for a node's later readers) times
+/// `queue_factor` (each line's queue, `1 / (1 - utilization)` on the line's share of the
+/// busiest line's traffic). A split trades these: copies written from their own CPUs take
+/// nearer, less queued transfers, and readers that sum every copy take more of them.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct SplitTerms {
+    pub transfers: f64,
+    pub cycles_per_transfer: f64,
+    pub queue_factor: f64,
+}
+
+impl SplitTerms {
+    /// The terms of `copies` alike copies whose lines carry `streams`.
+    fn of(streams: &[&Stream], copies: u32, machine: &MachineModel, q: &Queueing) -> SplitTerms {
+        let (ft, tt, fc, tc) = cost::line_terms(streams, machine);
+        let transfers = ft + tt;
+        SplitTerms {
+            transfers: transfers * f64::from(copies),
+            cycles_per_transfer: if transfers > 0.0 {
+                (fc + tc) / transfers
+            } else {
+                0.0
+            },
+            queue_factor: q.factor(fc + tc),
+        }
+    }
+
+    /// What going from `self` to `after` trades, term by term: "8807 -> 9444 transfers (more),
+    /// 292 -> 362 cycles each (dearer), queue 3.63 -> 1.93 (shorter)".
+    pub fn trade(&self, after: &SplitTerms) -> String {
+        let way = |a: f64, b: f64, less: &'static str, more: &'static str| {
+            if (b - a).abs() <= 0.005 * a.abs().max(b.abs()) {
+                "the same"
+            } else if b < a {
+                less
+            } else {
+                more
+            }
+        };
+        if after.transfers <= 0.0 {
+            return format!("{:.0} -> 0 transfers", self.transfers);
+        }
+        format!(
+            "{:.0} -> {:.0} transfers ({}), {:.0} -> {:.0} cycles each ({}), queue {:.2} -> {:.2} ({})",
+            self.transfers,
+            after.transfers,
+            way(self.transfers, after.transfers, "fewer", "more"),
+            self.cycles_per_transfer,
+            after.cycles_per_transfer,
+            way(
+                self.cycles_per_transfer,
+                after.cycles_per_transfer,
+                "nearer",
+                "dearer"
+            ),
+            self.queue_factor,
+            after.queue_factor,
+            way(self.queue_factor, after.queue_factor, "shorter", "longer"),
+        )
+    }
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -1476,7 +1545,12 @@ pub fn split_options(
         let (_, _, f, t) = queued_line_terms(&refs, machine, q);
         f + t
     };
+    let terms_of = |set: &[Stream], k: u32| {
+        let refs: Vec<&Stream> = set.iter().collect();
+        SplitTerms::of(&refs, k, machine, q)
+    };
     let before = cost_of(&listed);
+    let terms_before = terms_of(&listed, 1);
     let mut ways: Vec<(String, u32)> = vec![
         ("per NUMA node".to_string(), machine.numa_nodes),
         ("per LLC".to_string(), machine.llcs),
@@ -1505,14 +1579,17 @@ pub fn split_options(
             }
             _ => (0.0, 0.0),
         };
+        let copy = copy_of(k);
         out.push(SplitOption {
             how,
             copies: k,
-            cycles: cost_of(&copy_of(k)) * f64::from(k) + scan_cycles,
+            cycles: cost_of(&copy) * f64::from(k) + scan_cycles,
             cycles_before: before,
             extra_bytes: u64::from(k - 1) * machine.cacheline_size,
             scan_cycles,
             own_empty,
+            terms: terms_of(&copy, k),
+            terms_before,
         });
     }
     out
@@ -1542,10 +1619,22 @@ pub fn split_verdict(options: &[SplitOption], scope: ReadScope, queued: Option<f
         }
     };
     let most = options.iter().max_by_key(|o| o.copies).unwrap_or(best);
-    match scope {
-        ReadScope::AllCopies if best.cycles >= before => "readers that sum every copy: no split pays; each sum reads every copy, a transfer for each one written since the reader last read it, and the readers read more often than a copy is written".to_string(),
+    // The terms that decide, so that two machines' different answers say why: what the
+    // chosen split trades against the one line (and the per-node split's trade beside it).
+    let node = options
+        .iter()
+        .find(|o| o.how == "per NUMA node" && o.copies != best.copies)
+        .map(|o| format!("; per NUMA node trades {}", o.terms_before.trade(&o.terms)))
+        .unwrap_or_default();
+    let trade = best.terms_before.trade(&best.terms);
+    let verdict = match scope {
+        ReadScope::AllCopies if best.cycles >= before => format!(
+            "readers that sum every copy: no split pays; the cheapest, {} ({:+.1}%), trades {trade}: each sum reads every copy, a transfer for each one written since the reader last read it",
+            best.how,
+            pct(best)
+        ),
         ReadScope::AllCopies => format!(
-            "readers that sum every copy: best {} ({:+.1}%); each copy is written from its own CPUs only (shorter queues, nearer transfers), while each more copy costs every sum one more line, a transfer whenever that copy was written since",
+            "readers that sum every copy: best {} ({:+.1}%); it trades {trade}: each copy is written from its own CPUs only, while each more copy costs every sum one more line, a transfer whenever that copy was written since",
             best.how,
             pct(best)
         ),
@@ -1571,6 +1660,10 @@ pub fn split_verdict(options: &[SplitOption], scope: ReadScope, queued: Option<f
                 pct(best)
             ),
         },
+    };
+    match scope {
+        ReadScope::AllCopies => verdict + &node,
+        ReadScope::OwnCopy => format!("{verdict}; {} trades {trade}{node}", best.how),
     }
 }
 

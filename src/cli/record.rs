@@ -790,8 +790,8 @@ impl Drop for Sentinel {
 
 /// Waits for `child` to end without reaping it first, then reaps it with `CHILD` cleared
 /// under its lock (so its pid cannot be reused while the watcher may still send to it).
-/// Returns its status, its peak resident memory in bytes and its CPU time (user and system,
-/// its threads and the children it waited for) in seconds.
+/// Returns its status, its peak resident memory in bytes and its user CPU time (its threads
+/// and the children it waited for) in seconds.
 fn wait_child(
     child: &mut std::process::Child,
 ) -> std::io::Result<(std::process::ExitStatus, u64, f64)> {
@@ -835,11 +835,11 @@ fn wait_child(
         return Err(std::io::Error::last_os_error());
     }
     use std::os::unix::process::ExitStatusExt;
-    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let user = usage.ru_utime.tv_sec as f64 + usage.ru_utime.tv_usec as f64 / 1e6;
     Ok((
         std::process::ExitStatus::from_raw(raw),
         usage.ru_maxrss as u64 * 1024,
-        seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        user,
     ))
 }
 
@@ -1078,12 +1078,31 @@ struct Ran {
     status: Option<std::process::ExitStatus>,
     code: i32,
     program_rss: Option<u64>,
-    /// Its CPU time in seconds (not kept by `--keep-raw`: `--from-raw` has none).
+    /// Its user CPU time in seconds (`--keep-raw` keeps it in [`CPU_FILE`]).
     program_cpu: Option<f64>,
     /// The program as the messages name it.
     shown: String,
     /// The runtime's files, removed when done.
     _dir: Option<TempDir>,
+}
+
+/// The file `--keep-raw` writes the program's user CPU time into, in seconds.
+const CPU_FILE: &str = "user_seconds";
+
+/// The program's CPU time kept beside the runtime's files, if it was.
+fn kept_cpu(raw: &Path) -> Result<Option<f64>> {
+    let path = raw.join(CPU_FILE);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 => Ok(Some(s)),
+        _ => bail!(
+            "{}: not a CPU time in seconds: {:?}",
+            path.display(),
+            text.chars().take(40).collect::<String>()
+        ),
+    }
 }
 
 /// `--from-raw`: the files of a recording kept with `--keep-raw`.
@@ -1101,7 +1120,7 @@ fn from_raw(raw: &Path) -> Result<Ran> {
         status: None,
         code: 0,
         program_rss: None,
-        program_cpu: None,
+        program_cpu: kept_cpu(raw)?,
         _dir: None,
     })
 }
@@ -1264,6 +1283,10 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
                 std::fs::copy(e.path(), keep.join(e.file_name()))
                     .with_context(|| format!("{}: cannot write", keep.display()))?;
             }
+            // The program's user CPU time, which the run's floor for a finding uses: kept so that
+            // `--from-raw` judges as the recording did.
+            std::fs::write(keep.join(CPU_FILE), format!("{program_cpu}\n"))
+                .with_context(|| format!("{}: cannot write", keep.display()))?;
             Ok(())
         })();
         if let Err(e) = copied {
@@ -1350,7 +1373,7 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
             sum.insert("peak_rss_program".into(), rss as f64);
         }
         if let Some(cpu) = program_cpu {
-            sum.insert("cpu_seconds".into(), cpu);
+            sum.insert("user_seconds".into(), cpu);
         }
         sum.insert("peak_rss_recorder".into(), recorder_rss as f64);
         sum.insert("memory_budget".into(), args.memory as f64);
