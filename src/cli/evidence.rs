@@ -229,6 +229,22 @@ impl EvidenceArgs {
         }
     }
 
+    /// The reports before the picked one in a c2c text holding several, in order (none for
+    /// other evidence, or for the first report): binding carries what they bound over to the
+    /// picked one (`bind::BindInput::earlier`), reports of one text sharing their objects.
+    pub fn earlier(&self, pick: &PickArgs) -> Result<Vec<Profile>> {
+        let sets = self.sets();
+        let [(Kind::C2c, path)] = sets.as_slice() else {
+            return Ok(Vec::new());
+        };
+        if pick.report <= 1 {
+            return Ok(Vec::new());
+        }
+        let mut all = load_c2c(path)?;
+        all.truncate(pick.report - 1);
+        Ok(all)
+    }
+
     /// Reads every evidence set given (one per workload), each labelled by its file name (by
     /// the path as given where two share a file name).
     pub fn load_all(&self, pick: &PickArgs) -> Result<Vec<(String, Profile)>> {
