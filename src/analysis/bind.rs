@@ -2340,9 +2340,10 @@ pub const CARRIED: f64 = 0.5;
 const MIN_CARRIED: f64 = 0.5;
 
 /// Where the reports before this one in its text (`earlier`, in order) bound each function's
-/// rows: each earlier report is ranked as the overview ranks it (carrying from the ones
-/// before it in turn), on the lines that share a function with `current`; a line's first
-/// candidate counts when it leads the second (a tie names no object).
+/// rows: each earlier report is ranked once, in order, as the overview ranks it with what the
+/// ones before it carried (so a text of n reports ranks n-1 of them, not 2^n), on the lines
+/// that share a function with `current`; a line's first candidate counts when it leads the
+/// second (a tie names no object).
 fn carry_from(
     earlier: &[Profile],
     current: &Profile,
@@ -2368,6 +2369,11 @@ fn carry_from(
         return out;
     }
     let none = Prototypes::default();
+    let sub = BindInput {
+        domain: input.domain,
+        prototypes: input.prototypes.clone(),
+        ..Default::default()
+    };
     for (j, e) in earlier.iter().enumerate() {
         let addresses: Vec<u64> = e
             .lines
@@ -2382,17 +2388,18 @@ fn carry_from(
         if addresses.is_empty() {
             continue;
         }
-        let sub = BindInput {
-            domain: input.domain,
-            prototypes: input.prototypes.clone(),
-            earlier: earlier[..j].to_vec(),
-            ..Default::default()
-        };
         let selection = Selection {
             ranks: Vec::new(),
             addresses,
         };
-        for view in overview(e, types, &sub, &selection, false) {
+        let mut ranking = Ranking::new(e, types, &sub);
+        ranking.carried = normalised(out.clone());
+        let mut found: Vec<(String, CarriedRow)> = Vec::new();
+        for (pos, line) in e.lines.iter().enumerate() {
+            if !selection.selects(pos, line, ranking.cls) {
+                continue;
+            }
+            let view = ranking.line(e, line, &sub, false, None);
             let Some(first) = view.candidates.first() else {
                 continue;
             };
@@ -2403,27 +2410,35 @@ fn carry_from(
             {
                 continue;
             }
-            let Some(line) = e.lines.iter().find(|l| l.address == view.address) else {
-                continue;
-            };
             let weights: HashMap<usize, f64> = line_accesses(line, &none)
                 .into_iter()
                 .map(|(i, a)| (i, a.weight))
                 .collect();
             for r in &first.rows {
                 let Some(f) = &r.function else { continue };
-                out.entry(f.clone()).or_default().push(CarriedRow {
-                    type_name: first.type_name.clone(),
-                    struct_offset: r.struct_offset,
-                    member: r.member.clone(),
-                    weight: weights.get(&r.row).copied().unwrap_or(0.0),
-                    from: format!("report {}, line {:#x}", j + 1, view.address),
-                });
+                found.push((
+                    f.clone(),
+                    CarriedRow {
+                        type_name: first.type_name.clone(),
+                        struct_offset: r.struct_offset,
+                        member: r.member.clone(),
+                        weight: weights.get(&r.row).copied().unwrap_or(0.0),
+                        from: format!("report {}, line {:#x}", j + 1, line.address),
+                    },
+                ));
             }
         }
+        for (f, r) in found {
+            out.entry(f).or_default().push(r);
+        }
     }
-    // Each function's weight per struct sums to one (rows without weight share alike).
-    for rows in out.values_mut() {
+    normalised(out)
+}
+
+/// Each function's carried weight per struct made to sum to one (rows without weight share
+/// alike).
+fn normalised(mut carried: HashMap<String, Vec<CarriedRow>>) -> HashMap<String, Vec<CarriedRow>> {
+    for rows in carried.values_mut() {
         let mut total: HashMap<String, (f64, usize)> = HashMap::new();
         for r in rows.iter() {
             let t = total.entry(r.type_name.clone()).or_default();
@@ -2439,7 +2454,7 @@ fn carry_from(
             };
         }
     }
-    out
+    carried
 }
 
 /// What [`carried_candidates`] reads besides the line.

@@ -63,7 +63,8 @@ impl Kind {
 #[derive(clap::Args, Clone, Debug)]
 pub struct PickArgs {
     /// Which report of a c2c text holding several ("Baseline:" then "With this change:"),
-    /// counted from 1
+    /// counted from 1; what the reports before it bound carries over to it (reports of one
+    /// text share their objects)
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub report: usize,
     /// `/proc/kallsyms` of the machine a --perf-data file was recorded on, to name kernel
