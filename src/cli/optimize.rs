@@ -187,7 +187,10 @@ pub fn run(args: Args) -> Result<()> {
         id,
         type_name,
         size,
-        args.subject.line_offset,
+        (
+            args.subject.line_offset,
+            args.subject.evidence.earlier(&args.subject.pick)?,
+        ),
     )?;
     let mut model = args.model.build(&types, id, &profile, &ev.accesses)?;
     if model.streams.is_empty() {

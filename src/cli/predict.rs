@@ -76,7 +76,10 @@ pub fn run(args: Args) -> Result<()> {
         id,
         type_name,
         size,
-        args.subject.line_offset,
+        (
+            args.subject.line_offset,
+            args.subject.evidence.earlier(&args.subject.pick)?,
+        ),
     )?;
     let model = args.model.build(&types, id, &profile, &ev.accesses)?;
     let mut predicted = prediction::predict(
@@ -163,7 +166,7 @@ fn run_workloads(args: &Args, sets: Vec<(String, Profile)>) -> Result<()> {
             id,
             type_name,
             size,
-            args.subject.line_offset,
+            (args.subject.line_offset, Vec::new()),
         )
         .with_context(|| label.clone())?;
         let model = args
