@@ -52,6 +52,10 @@ pub enum TermClass {
     UnderLock,
     /// The same bytes written from several CPUs: only splitting or writing less removes it.
     TrueSharing,
+    /// Critical sections of one lock that is not a member of the struct (the evidence's
+    /// `under_lock`): the line moves to each new holder with the lock. True sharing of what
+    /// the lock guards: only taking the lock less often, or sharding what it guards, removes it.
+    HandOff,
 }
 
 /// One term of a line, summed over the streams of the same members and paths.
@@ -67,6 +71,11 @@ pub struct Term {
     pub writer_atomic: bool,
     /// The write stream writes a lock.
     pub writer_lock: bool,
+    /// The lock outside the struct whose critical sections are the write stream (each
+    /// section takes the line with the lock, whatever it loads or stores there); the lock of
+    /// every [`TermClass::HandOff`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
     /// The missing stream only loads.
     pub victim_loads_only: bool,
     /// The member whose access misses, and its path.
@@ -93,6 +102,10 @@ pub struct LineModel {
     pub cpus_assumed: bool,
     /// Whether any stream on the line writes.
     pub written: bool,
+    /// The lock outside the struct that every access to the line is made under
+    /// ([`cost::serialized_by`]): the line does not queue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub under_lock: Option<String>,
 }
 
 impl LineModel {
@@ -135,7 +148,14 @@ fn line_model(
             s.field.clone()
         }
     };
-    type Key = (TermClass, Vec<String>, Vec<String>, String, String);
+    type Key = (
+        TermClass,
+        Vec<String>,
+        Vec<String>,
+        String,
+        String,
+        Option<String>,
+    );
     let mut merged: BTreeMap<Key, Term> = BTreeMap::new();
     for c in &b.contributions {
         let mut writers: Vec<String> = c.writer.iter().map(|&i| field(i)).collect();
@@ -148,8 +168,18 @@ fn line_model(
             Sharing::SamePath => TermClass::CoWritten,
             Sharing::SameBytes if writer_units.len() > 1 => TermClass::CoWritten,
             Sharing::SameBytes => TermClass::TrueSharing,
+            Sharing::HandOff => TermClass::HandOff,
         };
         let victim = on_line[c.victim];
+        let lock = c
+            .writer
+            .first()
+            .and_then(|&i| on_line[i].under_lock.clone())
+            .filter(|l| {
+                c.writer
+                    .iter()
+                    .all(|&i| on_line[i].under_lock.as_deref() == Some(l.as_str()))
+            });
         let mut paths: Vec<String> = c.writer.iter().map(|&i| on_line[i].path.clone()).collect();
         paths.sort();
         paths.dedup();
@@ -159,6 +189,7 @@ fn line_model(
             paths.clone(),
             field(c.victim),
             victim.path.clone(),
+            lock.clone(),
         );
         let e = merged.entry(key).or_insert_with(|| Term {
             class,
@@ -170,6 +201,7 @@ fn line_model(
                 .iter()
                 .all(|&i| on_line[i].rmw > on_line[i].stores()),
             writer_lock: c.writer.iter().any(|&i| on_line[i].lock),
+            lock,
             victim_loads_only: victim.writes <= 0.0,
             victim: field(c.victim),
             victim_path: victim.path.clone(),
@@ -190,6 +222,7 @@ fn line_model(
         cpus: b.cpus,
         cpus_assumed: b.cpus_assumed,
         written: on_line.iter().any(|s| s.writes > 0.0),
+        under_lock: cost::serialized_by(on_line).map(str::to_string),
     }
 }
 
@@ -226,11 +259,12 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
         TermClass::CoWritten,
         TermClass::UnderLock,
         TermClass::TrueSharing,
+        TermClass::HandOff,
     ];
     let largest = classes
         .into_iter()
         .max_by(|a, b| by_class(*a).total_cmp(&by_class(*b)))
-        .expect("four classes");
+        .expect("five classes");
     let class = if false_c >= FALSE_SHARE * total {
         TermClass::FalseSharing
     } else {
@@ -271,7 +305,7 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
     let (v, text) = match class {
         TermClass::FalseSharing => {
             // Every writer and every member that misses falsely, most costly first.
-            let mut writers: Vec<(String, Vec<String>, u32, bool)> = Vec::new();
+            let mut writers: Vec<(String, Vec<String>, u32, (bool, Option<String>))> = Vec::new();
             let mut victims: Vec<String> = Vec::new();
             let mut readers: Vec<String> = Vec::new();
             let mut loads_only = true;
@@ -294,7 +328,7 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
                             w.clone(),
                             x.writer_paths.clone(),
                             x.writer_cpus,
-                            x.writer_atomic,
+                            (x.writer_atomic, x.lock.clone()),
                         )),
                     }
                 }
@@ -307,13 +341,15 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
             }
             let written: Vec<String> = writers
                 .iter()
-                .map(|(w, paths, cpus, atomic)| {
+                .map(|(w, paths, cpus, (atomic, lock))| {
                     format!(
                         "`{w}` is {} by {}{}",
-                        if *atomic {
-                            "atomically updated"
-                        } else {
-                            "stored"
+                        match lock {
+                            Some(l) => format!(
+                                "touched inside critical sections of `{l}` (each takes the line with the lock)"
+                            ),
+                            None if *atomic => "atomically updated".to_string(),
+                            None => "stored".to_string(),
                         },
                         paths.join(" and "),
                         cpus_words(*cpus)
@@ -375,6 +411,45 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
                 rest(class)
             ),
         ),
+        TermClass::HandOff => {
+            // Every member and path of the lock's sections on the line.
+            let lock = t.lock.clone().unwrap_or_default();
+            let mut members: Vec<String> = Vec::new();
+            let mut paths: Vec<String> = Vec::new();
+            for x in line
+                .terms
+                .iter()
+                .filter(|x| x.class == class && x.lock.as_deref() == Some(lock.as_str()))
+            {
+                for m in x.writers.iter().chain(std::iter::once(&x.victim)) {
+                    if !members.contains(m) {
+                        members.push(m.clone());
+                    }
+                }
+                for p in x.writer_paths.iter().chain(std::iter::once(&x.victim_path)) {
+                    if !paths.contains(p) {
+                        paths.push(p.clone());
+                    }
+                }
+            }
+            members.sort();
+            paths.sort();
+            (
+                Verdict::TrueSharing,
+                format!(
+                    "true sharing under `{lock}`: no layout helps; {}. {} {} touched only inside critical sections of `{lock}`, a lock outside the struct, by {}{assumption}: the sections run one after another, so there is no false sharing between them; the line moves to each new holder with the lock ({share:.0}% of the line's modeled cycles are these hand-offs), and spreading the members over more lines would make each hand-off move more lines{}",
+                    if per_cpu {
+                        "take the lock less often from other CPUs (the struct is per CPU already)"
+                    } else {
+                        "take the lock less often, or shard what it guards"
+                    },
+                    quoted(&members),
+                    if members.len() == 1 { "is" } else { "are" },
+                    paths.join(" and "),
+                    rest(class)
+                ),
+            )
+        }
         TermClass::TrueSharing => (
             Verdict::TrueSharing,
             format!(
@@ -409,6 +484,7 @@ fn class_words(c: TermClass) -> &'static str {
         TermClass::CoWritten => "co-written",
         TermClass::UnderLock => "under one lock",
         TermClass::TrueSharing => "true sharing",
+        TermClass::HandOff => "hand-offs under a lock",
     }
 }
 
@@ -572,6 +648,7 @@ mod tests {
             cpus: cpus.len() as u32,
             cpu_list: cpus.to_vec(),
             lock: false,
+            under_lock: None,
         }
     }
 

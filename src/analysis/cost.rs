@@ -18,7 +18,12 @@
 //! - a miss costs a modified-line transfer, local or remote by how far the CPUs spread
 //!   ([`MachineModel::transfer_cycles`]);
 //! - *locality*: each hot code path pays, per extra cache line it touches, an L2 hit per run
-//!   ([`locality_price`]).
+//!   ([`locality_price`]);
+//! - accesses the evidence makes under one lock that is not a member of the struct
+//!   ([`Stream::under_lock`]) are critical sections, run one after another: each section
+//!   takes the lines it touches from the previous holder (a *hand-off*, [`Sharing::HandOff`]:
+//!   true sharing, one transfer per section per line it touches, whichever bytes), never a
+//!   false sharing between them, and such a line does not queue (the queue is at the lock).
 //!
 //! All rates are in the profile's unit (samples or events per second), so costs are
 //! comparable between layouts of one profile, not across profiles.
@@ -128,6 +133,11 @@ pub struct Stream {
     /// its holders write next to it is written in one critical section with it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub lock: bool,
+    /// The lock, not a member of the struct, that every access of the stream is made
+    /// holding (a sketch's `under_lock`), where something under that lock writes the struct:
+    /// the stream is part of that lock's critical sections.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub under_lock: Option<String>,
 }
 
 impl Stream {
@@ -520,7 +530,8 @@ pub fn streams(
     accesses: &[Access],
     machine_cpus: u32,
 ) -> Vec<Stream> {
-    let mut by_key: BTreeMap<(usize, u64, u64, String), Stream> = BTreeMap::new();
+    type Key = (usize, u64, u64, String, Option<String>);
+    let mut by_key: BTreeMap<Key, Stream> = BTreeMap::new();
     for a in accesses {
         let Some(off) = a.offset else { continue };
         let Some(u) = unit_at(units, off) else {
@@ -552,7 +563,13 @@ pub fn streams(
         .clamp(1, machine_cpus.max(1));
         let list = a.cpus.as_ref().map(|c| c.list.clone()).unwrap_or_default();
         let s = by_key
-            .entry((u, off - unit.offset, size, path.clone()))
+            .entry((
+                u,
+                off - unit.offset,
+                size,
+                path.clone(),
+                a.under_lock.clone(),
+            ))
             .or_insert_with(|| Stream {
                 unit: u,
                 inner: off - unit.offset,
@@ -565,6 +582,7 @@ pub fn streams(
                 cpus: 1,
                 cpu_list: Vec::new(),
                 lock,
+                under_lock: a.under_lock.clone(),
             });
         s.reads += a.counts.loads;
         // A read-modify-write both reads and writes; it counts once, as a write.
@@ -583,10 +601,34 @@ pub fn streams(
                 .clamp(1, machine_cpus.max(1));
         }
     }
-    by_key
+    let mut out: Vec<Stream> = by_key
         .into_values()
         .filter(|s| s.reads + s.writes > 0.0)
-        .collect()
+        .collect();
+    // A lock under which nothing writes the struct orders no transfer of it: its sections
+    // only read, and read lines stay shared in every cache.
+    let written: BTreeSet<String> = out
+        .iter()
+        .filter(|s| s.writes > 0.0)
+        .filter_map(|s| s.under_lock.clone())
+        .collect();
+    for s in &mut out {
+        if s.under_lock.as_ref().is_some_and(|l| !written.contains(l)) {
+            s.under_lock = None;
+        }
+    }
+    out
+}
+
+/// The lock outside the struct that every stream of a line is accessed under, if there is
+/// one: the line is touched only inside that lock's critical sections, by one holder at a
+/// time, so it moves with the lock's hand-offs and never queues (its queue is the lock's).
+pub fn serialized_by<'s>(streams: &[&'s Stream]) -> Option<&'s str> {
+    let first = streams.first()?.under_lock.as_deref()?;
+    streams
+        .iter()
+        .all(|s| s.under_lock.as_deref() == Some(first))
+        .then_some(first)
 }
 
 /// Why a modeled miss happens, which says what removes it.
@@ -603,6 +645,11 @@ pub enum Sharing {
     /// A lock and what its holders write beside it: one critical section, the same CPUs
     /// one after another. Apart, each holder would fetch two lines where it fetched one.
     UnderLock,
+    /// Critical sections of one lock that is not a member of the struct
+    /// ([`Stream::under_lock`]): they run one after another, and each takes the line from the
+    /// previous holder with the lock, whichever bytes the two touch. Moving bytes apart
+    /// removes none of it; spread over more lines, each hand-off moves more lines.
+    HandOff,
     /// Another code path touching other bytes: moving them apart removes the miss.
     False,
 }
@@ -663,6 +710,12 @@ pub fn line_terms(streams: &[&Stream], machine: &MachineModel) -> (f64, f64, f64
 /// Whether a miss by `b` after a write by the write stream `a` is removable by moving `b`'s
 /// bytes away, and if not, why.
 fn sharing_of(a: &[&Stream], b: &Stream) -> Sharing {
+    // Both inside critical sections of one lock: the sections never run at the same time.
+    if let Some(l) = b.under_lock.as_deref()
+        && a.iter().all(|s| s.under_lock.as_deref() == Some(l))
+    {
+        return Sharing::HandOff;
+    }
     if a.iter().any(|s| s.overlaps(b)) {
         return Sharing::SameBytes;
     }
@@ -708,7 +761,12 @@ fn touches_per_run(streams: &[&Stream], weight: &mut [f64]) -> Vec<f64> {
     type PathKey<'s> = (&'s str, u32, &'s [u32]);
     // Per path: (sum of its weights, its most-touched stream, whether it writes a lock here).
     let mut per_path: BTreeMap<PathKey<'_>, (f64, f64, bool)> = BTreeMap::new();
+    // (A critical section of a lock outside the struct is counted in `breakdown`: one touch
+    // per section, a hand-off.)
     for (s, &x) in streams.iter().zip(weight.iter()) {
+        if s.under_lock.is_some() {
+            continue;
+        }
         let e = per_path
             .entry((s.path.as_str(), s.cpus, s.cpu_list.as_slice()))
             .or_default();
@@ -720,6 +778,10 @@ fn touches_per_run(streams: &[&Stream], weight: &mut [f64]) -> Vec<f64> {
     // the same touch, which is a write.
     let mut loads = Vec::with_capacity(streams.len());
     for (s, x) in streams.iter().zip(weight.iter_mut()) {
+        if s.under_lock.is_some() {
+            loads.push(0.0);
+            continue;
+        }
         let (sum, max, holds) = per_path[&(s.path.as_str(), s.cpus, s.cpu_list.as_slice())];
         if holds {
             if sum > max && sum > 0.0 {
@@ -763,6 +825,9 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
     let mut plain: BTreeMap<WriteStream<'_>, Vec<(usize, &Stream)>> = BTreeMap::new();
     let mut writers: Vec<(f64, Vec<(usize, &Stream)>)> = Vec::new();
     for (i, s) in streams.iter().enumerate() {
+        if s.under_lock.is_some() {
+            continue;
+        }
         if s.stores() > 0.0 {
             plain
                 .entry((s.path.as_str(), s.cpus, s.cpu_list.as_slice()))
@@ -781,6 +846,34 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
         let sum: f64 = members.iter().map(|(_, s)| s.stores()).sum();
         for &(i, m) in &members {
             weight[i] += m.stores() * max / sum;
+        }
+        writers.push((max, members));
+    }
+    // Critical sections of a lock outside the struct: each section of a path (on one set of
+    // CPUs) touches the line once, at its most-touched stream's rate, and takes it from the
+    // previous holder: a write stream at that rate, whatever it loads or stores here (what a
+    // section writes under its lock, there or beside the struct in the lock's parent, moves
+    // with the lock; a lock under which nothing writes the struct is dropped in `streams`).
+    type Section<'s> = (&'s str, &'s str, u32, &'s [u32]);
+    let mut sections: BTreeMap<Section<'_>, Vec<(usize, &Stream)>> = BTreeMap::new();
+    for (i, s) in streams.iter().enumerate() {
+        if let Some(l) = s.under_lock.as_deref() {
+            sections
+                .entry((l, s.path.as_str(), s.cpus, s.cpu_list.as_slice()))
+                .or_default()
+                .push((i, s));
+        }
+    }
+    for members in sections.into_values() {
+        let touches = |s: &Stream| s.reads + s.writes;
+        let max = members.iter().map(|(_, s)| touches(s)).fold(0.0, f64::max);
+        let sum: f64 = members.iter().map(|(_, s)| touches(s)).sum();
+        for &(i, m) in &members {
+            weight[i] = if sum > 0.0 {
+                touches(m) * max / sum
+            } else {
+                0.0
+            };
         }
         writers.push((max, members));
     }
@@ -1006,7 +1099,12 @@ pub fn queued_line_terms(
     q: &Queueing,
 ) -> (f64, f64, f64, f64) {
     let (ft, tt, fc, tc) = line_terms(streams, machine);
-    let f = q.factor(fc + tc);
+    // A line only one lock's holders touch waits at the lock, not at the line.
+    let f = if serialized_by(streams).is_some() {
+        1.0
+    } else {
+        q.factor(fc + tc)
+    };
     (ft, tt, fc * f, tc * f)
 }
 
@@ -1036,6 +1134,8 @@ pub fn busiest_line(
 ) -> f64 {
     streams_by_line(streams, placement, cacheline_size)
         .values()
+        // A line touched only under one lock does not queue, and sets no scale.
+        .filter(|v| serialized_by(v).is_none())
         .map(|v| {
             let (_, _, f, t) = line_terms(v, machine);
             f + t
@@ -1228,6 +1328,7 @@ mod tests {
             cpus,
             cpu_list: Vec::new(),
             lock: false,
+            under_lock: None,
         }
     }
 

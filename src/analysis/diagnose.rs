@@ -172,6 +172,7 @@ fn line_price(
         cpus: 1,
         cpu_list: vec![cpu],
         lock: false,
+        under_lock: None,
     };
     let mut streams = Vec::new();
     if element_writes > 0.0 {
@@ -831,7 +832,15 @@ pub fn diagnose_on(
         .collect();
     // Each line queued at its share of the busiest line's cycles, as `predict` and
     // `optimize` price the same layout (docs/cost-model.md, queueing).
+    // A line only one lock's holders touch waits at the lock, not at the line.
     for l in &mut lines {
+        if model
+            .lines
+            .get(&l.index)
+            .is_some_and(|m| m.under_lock.is_some())
+        {
+            continue;
+        }
         l.cost *= model.queueing.factor(l.cost);
     }
     let findings = model.findings(&lines);

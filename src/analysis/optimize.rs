@@ -703,7 +703,14 @@ fn optimize_lines(
     for (i, s) in streams.iter().enumerate() {
         let it = &mut items[item_of[s.unit]];
         it.streams.push(i);
-        it.writes += s.writes;
+        // A critical section of a lock outside the struct takes what it touches from the
+        // previous holder (`cost::Sharing::HandOff`): written, for the search, whether it
+        // loads or stores there, so it is priced on its line, never left free in the read area.
+        it.writes += if s.under_lock.is_some() {
+            s.reads + s.writes
+        } else {
+            s.writes
+        };
     }
     let pinned: BTreeSet<usize> = constraints
         .pinned
@@ -1893,6 +1900,7 @@ mod tests {
             cpus: cpus.len() as u32,
             cpu_list: cpus.to_vec(),
             lock: false,
+            under_lock: None,
         }
     }
 

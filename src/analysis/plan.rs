@@ -471,6 +471,11 @@ fn split_advice(model: &Model, plan: &Plan, queued: Option<f64>) -> Vec<Split> {
         if !on_unit.iter().any(|s| s.writes > 0.0 && s.cpus > 1) {
             continue;
         }
+        // Data only a lock outside the struct's holders touch: copies of it would still be
+        // handed over with the one lock; `diagnose` says to shard what the lock guards.
+        if cost::serialized_by(&on_unit).is_some() {
+            continue;
+        }
         let (_, t, _, tc) = cost::line_terms(&on_unit, &model.machine);
         if t <= 0.0 || tc < 0.05 * plan.cost.total_cycles().max(1e-9) {
             continue;

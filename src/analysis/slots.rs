@@ -246,6 +246,7 @@ mod tests {
             cpus: 1,
             cpu_list: vec![cpu],
             lock: false,
+            under_lock: None,
         }
     }
 

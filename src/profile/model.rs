@@ -459,6 +459,14 @@ pub struct Access {
     /// Names of co-access groups this access belongs to (see [`AccessGroup`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// The lock every one of these accesses was made holding, where the evidence names one
+    /// that is not a member of the struct (a shard's or a bucket's mutex, a lock in the
+    /// parent object): a sketch's `under_lock`. Critical sections of one lock run one after
+    /// another, so what they touch moves from holder to holder with the lock, and never
+    /// falsely shares a line between them (`docs/cost-model.md`, "Data under a lock outside
+    /// the struct").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_lock: Option<String>,
     /// Tool-specific extras by name (c2c's `pa_count`, `records`).
     #[serde(default, skip_serializing_if = "Details::is_empty")]
     pub details: Details,

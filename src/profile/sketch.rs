@@ -20,6 +20,8 @@
 //! weight = 100             # relative; or rate = 2.0e6 (per second)
 //! cpus = "all"             # or a number, or the CPUs: [0, 1]
 //! groups = ["enqueue"]     # code paths that touch fields together (optional)
+//! under_lock = "rq->lock"  # made holding this lock, not a member of the struct (optional;
+//!                          # also on [[type]], for every access of the type)
 //! ```
 //!
 //! The full format is in `docs/profile.md`.
@@ -106,6 +108,9 @@ struct RawMachine {
 struct RawType {
     name: String,
     note: Option<String>,
+    /// Every access of the type is made holding this lock (one not in the struct), unless
+    /// the access names its own.
+    under_lock: Option<String>,
     #[serde(default, rename = "access")]
     accesses: Vec<Spanned<RawAccess>>,
 }
@@ -127,7 +132,12 @@ struct RawAccess {
     #[serde(default)]
     groups: Vec<String>,
     note: Option<String>,
+    /// The lock the access is made holding, one that is not a member of the struct.
+    under_lock: Option<String>,
 }
+
+/// Longest lock name `under_lock` takes (a name, not a text).
+const MAX_LOCK_NAME: usize = 256;
 
 #[derive(Clone, Copy, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -256,6 +266,19 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
         for acc in &ty.accesses {
             let span = acc.span();
             let a = acc.get_ref();
+            let under_lock = match a.under_lock.as_ref().or(ty.under_lock.as_ref()) {
+                None => None,
+                Some(l) if l.trim().is_empty() || l.len() > MAX_LOCK_NAME => {
+                    return Err(err(
+                        span,
+                        format!(
+                            "{}: under_lock = {l:?}: name the lock (at most {MAX_LOCK_NAME} bytes)",
+                            ty.name
+                        ),
+                    ));
+                }
+                Some(l) => Some(l.trim().to_string()),
+            };
             let what = a
                 .field
                 .clone()
@@ -407,6 +430,7 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
                 }),
                 groups: a.groups.clone(),
                 note: a.note.clone(),
+                under_lock,
                 ..Default::default()
             };
             for g in &a.groups {
@@ -542,6 +566,34 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("an empty CPU list"), "{e}");
+    }
+
+    #[test]
+    fn a_lock_outside_the_struct_is_named_per_type_or_per_access() {
+        let p = import_sketch(
+            r#"
+            [[type]]
+            name = "t"
+            under_lock = "shard.mutex"
+            access = [
+              { field = "a", kind = "load", by = "lookup", weight = 1 },
+              { field = "b", kind = "store", by = "insert", weight = 1, under_lock = "other" },
+            ]
+            [[type]]
+            name = "u"
+            access = [ { field = "c", kind = "load", weight = 1 } ]
+            "#,
+        )
+        .unwrap();
+        let t = p.type_profile("t").unwrap();
+        assert_eq!(t.accesses[0].under_lock.as_deref(), Some("shard.mutex"));
+        assert_eq!(t.accesses[1].under_lock.as_deref(), Some("other"));
+        assert_eq!(p.type_profile("u").unwrap().accesses[0].under_lock, None);
+        let e = import_sketch(
+            "[[type]]\nname = \"s\"\n[[type.access]]\nfield = \"a\"\nkind = \"load\"\nweight = 1\nunder_lock = \" \"\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("name the lock"), "{e}");
     }
 
     #[test]
