@@ -564,6 +564,10 @@ pub struct PairModel {
     pub paths: Vec<String>,
     /// Modeled cycles the pairing adds (queued like the lines).
     pub cycles: f64,
+    /// The share of instances in which these lines are one pair, and the offset into a pair
+    /// those instances start at (`instances::Instances::pairs`; 1 and 0 for one placement).
+    pub share: f64,
+    pub start: u64,
 }
 
 /// What the adjacent-line prefetcher adds, per aligned pair with streams on both lines, on a
@@ -613,6 +617,8 @@ pub fn pairs(
             members,
             paths,
             cycles: extra,
+            share: 1.0,
+            start: 0,
         });
     }
     out
@@ -663,6 +669,7 @@ mod tests {
         let p = Placement {
             offsets: vec![0, 64],
             size: 128,
+            align: 8,
         };
         let q = cost::Queueing::NONE;
         let intel = preset("icelake-2s").unwrap();
@@ -674,6 +681,7 @@ mod tests {
         let apart = Placement {
             offsets: vec![0, 128],
             size: 192,
+            align: 8,
         };
         assert!(pairs(&streams, &apart, 64, &intel, &q).is_empty());
         // A measured share scales the term: three times the guessed half, three times the cycles.
@@ -701,6 +709,7 @@ mod tests {
         let p = Placement {
             offsets: (0..8).map(|i| i * 32).collect(),
             size: 256,
+            align: 8,
         };
         let m = preset("icelake-2s").unwrap();
         let found = locality(&units, &streams, &p, 64, &m);
@@ -714,6 +723,7 @@ mod tests {
         let packed = Placement {
             offsets: (0..8).map(|i| i * 8).collect(),
             size: 64,
+            align: 8,
         };
         assert!(locality(&units, &streams, &packed, 64, &m).is_empty());
     }
@@ -731,6 +741,7 @@ mod tests {
         let p = Placement {
             offsets: vec![0, 8],
             size: 16,
+            align: 8,
         };
         let line = &lines(&units, &streams, &p, 64, &m)[&0];
         let (v, why) = verdict(line).unwrap();

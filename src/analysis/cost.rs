@@ -153,11 +153,14 @@ impl Stream {
     }
 }
 
-/// An offset for every unit, and the struct's size.
+/// An offset for every unit, the struct's size, and its alignment (what the layout declares:
+/// where the allocation honours it, instances start at a multiple of it,
+/// `instances::Instances::phases`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Placement {
     pub offsets: Vec<u64>,
     pub size: u64,
+    pub align: u64,
 }
 
 /// Modeled cost of one cache line.
@@ -477,7 +480,20 @@ pub fn current_placement(layout: &Layout, units: &[Unit]) -> Placement {
     Placement {
         offsets: units.iter().map(|u| u.offset).collect(),
         size: layout.size,
+        align: layout_align(layout, units),
     }
+}
+
+/// The alignment of the struct `layout` over `units`: its own forced alignment or its
+/// members' (with the types' natural alignments in `units`, [`units`]).
+pub fn layout_align(layout: &Layout, units: &[Unit]) -> u64 {
+    units
+        .iter()
+        .map(|u| u.align)
+        .chain(layout.forced_align)
+        .max()
+        .unwrap_or(1)
+        .max(1)
 }
 
 /// The unit holding byte `off`. Zero-size members (`__cacheline_group_begin(x)` markers,
@@ -1413,6 +1429,7 @@ mod tests {
         let at = |a: u64, b: u64, size: u64| Placement {
             offsets: vec![a, b],
             size,
+            align: 8,
         };
         // Both on line 0 now: one hot line of 184 bytes.
         let now = at(0, 8, 184);

@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use super::instances::Instances;
 use super::machine::MachineModel;
 use super::{contention, cost};
 use crate::layout::{Field, Layout};
@@ -214,6 +215,9 @@ pub enum Verdict {
     Locality,
     /// Two hot lines of one aligned 128-byte pair, coupled by the adjacent-line prefetcher.
     AdjacentPair,
+    /// Instances that do not start a line: members the line-aligned layout keeps apart share
+    /// a line in them.
+    Misaligned,
     ReadMostlyNextToWriteHot,
     ReadShared,
     /// Exact evidence: written, but by one thread (CPU) only, and touched by no other.
@@ -231,6 +235,7 @@ impl Verdict {
             Verdict::CoWritten => "co-written",
             Verdict::Locality => "locality",
             Verdict::AdjacentPair => "adjacent pair",
+            Verdict::Misaligned => "misaligned instances",
             Verdict::ReadMostlyNextToWriteHot => "read-mostly next to write-hot",
             Verdict::ReadShared => "read-shared",
             Verdict::NotShared => "not shared",
@@ -340,6 +345,24 @@ pub struct Diagnosis {
     pub machine: String,
     /// The busiest line's queueing the lines' cycles include, as `predict` says it.
     pub queueing: String,
+    /// Where instances do not all start a line: where they start, and what the lines cost
+    /// as they are beside what they cost on line-aligned instances (the lines above).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instances: Option<InstancesPriced>,
+}
+
+/// The diagnosed layout's lines priced where the instances start (`instances::Instances`).
+#[derive(Clone, Debug, Serialize)]
+pub struct InstancesPriced {
+    /// Offsets into a line where instances start, and the share at each.
+    pub offsets_in_line: Vec<u64>,
+    pub shares: Vec<f64>,
+    /// Where that came from, in words.
+    pub source: String,
+    /// Modeled false- and true-sharing cycles of the lines on line-aligned instances (the
+    /// sum of the lines' costs), and as the instances are (what `predict` prices).
+    pub cycles_aligned: f64,
+    pub cycles_as_allocated: f64,
 }
 
 /// A verdict of the model that is not about one line alone.
@@ -555,7 +578,7 @@ fn widest_evidence(accesses: &[Access]) -> Option<u32> {
 
 /// [`diagnose_in_run`] with each line's verdict priced by the cost model on `machine`
 /// ([`evidence_machine`] when `None`): the verdict is the model's largest term on the line
-/// (`contention::verdict`).
+/// (`contention::verdict`). Instances are taken to be line-aligned ([`diagnose_with`]).
 pub fn diagnose_on(
     layout: &Layout,
     accesses: &[Access],
@@ -563,6 +586,30 @@ pub fn diagnose_on(
     run: Option<RunTotals>,
     machine: Option<&MachineModel>,
     per_cpu: bool,
+) -> Diagnosis {
+    diagnose_with(
+        layout,
+        accesses,
+        machine_cpus,
+        run,
+        machine,
+        per_cpu,
+        &Instances::aligned(),
+    )
+}
+
+/// [`diagnose_on`] with the instances where the evidence shows them: the lines are the
+/// type's (line-aligned instances), the queueing and the adjacent pairs are priced as the
+/// instances are, as `predict` prices them, and where the instances' offset makes members
+/// share lines the line-aligned layout keeps apart, a `misaligned` finding says so.
+pub fn diagnose_with(
+    layout: &Layout,
+    accesses: &[Access],
+    machine_cpus: Option<u32>,
+    run: Option<RunTotals>,
+    machine: Option<&MachineModel>,
+    per_cpu: bool,
+    instances: &Instances,
 ) -> Diagnosis {
     let cls = layout.cacheline_size;
     let own;
@@ -581,10 +628,11 @@ pub fn diagnose_on(
         concurrent.as_deref().unwrap_or(accesses),
         machine_cpus,
         machine,
+        instances,
     );
     let whole_model = concurrent
         .as_ref()
-        .map(|_| Model::new(layout, accesses, machine_cpus, machine));
+        .map(|_| Model::new(layout, accesses, machine_cpus, machine, instances));
     // Per line: (element writes, element reads) at their concurrent share, and the
     // sequential accesses.
     let mut overlap_by_line: BTreeMap<u64, (f64, f64, f64)> = BTreeMap::new();
@@ -907,6 +955,7 @@ pub fn diagnose_on(
         unresolved_fields: Vec::new(),
         misfits,
         findings,
+        instances: model.as_allocated.as_ref().map(|m| m.priced.clone()),
         machine: format!("{} ({})", machine.name, machine.description),
         queueing: format!(
             "the busiest line of the current layout runs at utilization {:.2} ({})",
@@ -920,6 +969,9 @@ struct Model<'m> {
     lines: BTreeMap<u64, contention::LineModel>,
     locality: Vec<contention::PathLocality>,
     pairs: Vec<contention::PairModel>,
+    /// Where instances do not all start a line: the lines as they are.
+    as_allocated: Option<Misaligned>,
+    cls: u64,
     machine: &'m MachineModel,
     /// The busiest line's queueing, chosen as `predict` chooses it
     /// ([`super::model::evidence_utilization`]), and where its utilization came from.
@@ -933,6 +985,7 @@ impl<'m> Model<'m> {
         accesses: &[Access],
         machine_cpus: Option<u32>,
         machine: &'m MachineModel,
+        instances: &Instances,
     ) -> Self {
         let cls = layout.cacheline_size;
         let units = cost::units_in_place(layout);
@@ -941,17 +994,29 @@ impl<'m> Model<'m> {
             .min(machine.cpus)
             .max(1);
         let streams = cost::streams(&units, layout, accesses, cpus);
-        let placement = cost::current_placement(layout, &units);
+        let mut placement = cost::current_placement(layout, &units);
+        // The struct's alignment as the command's model knows it (natural alignments need
+        // the types, which `units_in_place` does without).
+        if instances.layout_align > 0 {
+            placement.align = instances.layout_align;
+        }
         let (utilization, utilization_source) =
             super::model::evidence_utilization(accesses, machine_cpus, machine, &streams);
         let queueing = cost::Queueing {
-            reference: cost::busiest_line(&streams, &placement, cls, machine),
+            reference: instances.busiest_line(&streams, &placement, cls, machine),
             utilization,
         };
+        let as_allocated = instances.misaligned().then(|| {
+            misaligned(
+                &units, &streams, &placement, cls, machine, &queueing, instances,
+            )
+        });
         Model {
             lines: contention::lines(&units, &streams, &placement, cls, machine),
             locality: contention::locality(&units, &streams, &placement, cls, machine),
-            pairs: contention::pairs(&streams, &placement, cls, machine, &queueing),
+            pairs: instances.pairs(&streams, &placement, cls, machine, &queueing),
+            as_allocated,
+            cls,
             machine,
             queueing,
             utilization_source,
@@ -998,8 +1063,52 @@ impl<'m> Model<'m> {
                         "assuming"
                     },
                     self.machine.pair_share() * 100.0
-                ),
+                ) + &if p.share < 1.0 - 1e-9 {
+                    format!(
+                        "; in {:.0}% of the instances: those that start {} bytes into a 128-byte pair (a {}-byte aligned instance starts either half of one)",
+                        100.0 * p.share,
+                        p.start,
+                        self.cls
+                    )
+                } else {
+                    String::new()
+                },
             });
+        }
+        if let Some(m) = &self.as_allocated {
+            let extra = m.priced.cycles_as_allocated - m.priced.cycles_aligned;
+            if extra > 0.0 && extra >= 0.01 * total && !m.members.is_empty() {
+                let site = m
+                    .site
+                    .as_ref()
+                    .map(|s| format!(" at {s}"))
+                    .unwrap_or_default();
+                out.push(Finding {
+                    verdict: Verdict::Misaligned,
+                    lines: m.lines.clone(),
+                    members: m.members.clone(),
+                    paths: m.paths.clone(),
+                    cycles: extra,
+                    explanation: format!(
+                        "instances start {} ({}): {} share a line in {} though the line-aligned layout keeps them apart: the lines cost {:.0} modeled cycles as the instances are, {:.0} on line-aligned instances ({extra:.0} more, from the offset). Align the instances{site} to {} bytes, or lay the struct out so that they stay apart at every start (`lineup optimize` prices the instances as they are)",
+                        m.starts,
+                        m.priced.source,
+                        m.members
+                            .iter()
+                            .map(|x| format!("`{x}`"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        if m.share >= 1.0 - 1e-9 {
+                            "every instance".to_string()
+                        } else {
+                            format!("{:.0}% of the instances", 100.0 * m.share)
+                        },
+                        m.priced.cycles_as_allocated,
+                        m.priced.cycles_aligned,
+                        self.cls
+                    ),
+                });
+            }
         }
         for p in &self.locality {
             if total > 0.0 && p.cycles < contention::LOCALITY_SHARE * total {
@@ -1029,6 +1138,93 @@ impl<'m> Model<'m> {
             });
         }
         out
+    }
+}
+
+/// The diagnosed layout as its instances are: the lines' cost there against line-aligned
+/// instances, and the members that share a line there which line-aligned instances keep
+/// apart (a writer and another path's member: what the offset costs).
+struct Misaligned {
+    priced: InstancesPriced,
+    starts: String,
+    site: Option<String>,
+    members: Vec<String>,
+    paths: Vec<String>,
+    /// The type's lines (on line-aligned instances) those members are on.
+    lines: Vec<u64>,
+    /// The share of instances in which some of them share a line.
+    share: f64,
+}
+
+fn misaligned(
+    units: &[cost::Unit],
+    streams: &[cost::Stream],
+    placement: &cost::Placement,
+    cls: u64,
+    machine: &MachineModel,
+    q: &cost::Queueing,
+    instances: &Instances,
+) -> Misaligned {
+    let sharing = |c: &cost::Cost| c.false_cycles + c.true_cycles;
+    let aligned = sharing(&cost::evaluate(units, streams, placement, cls, machine, q));
+    let as_allocated = sharing(&instances.evaluate(units, streams, placement, cls, machine, q));
+    let cls = cls.max(1);
+    let line_at = |s: &cost::Stream, by: u64| (placement.offsets[s.unit] + s.inner + by) / cls;
+    let mut members: Vec<(u64, String)> = Vec::new();
+    let mut paths: Vec<String> = Vec::new();
+    let mut lines: Vec<u64> = Vec::new();
+    let mut share = 0.0;
+    for (start, w) in instances.phases(placement.align, cls, false) {
+        let mut met = false;
+        for (i, a) in streams.iter().enumerate() {
+            for b in &streams[i + 1..] {
+                let costs = (a.writes > 0.0 || b.writes > 0.0) && a.path != b.path;
+                if !costs
+                    || line_at(a, 0) == line_at(b, 0)
+                    || line_at(a, start) != line_at(b, start)
+                {
+                    continue;
+                }
+                met = true;
+                for s in [a, b] {
+                    let name = if s.field.is_empty() {
+                        units[s.unit].name.clone()
+                    } else {
+                        s.field.clone()
+                    };
+                    let at = placement.offsets[s.unit] + s.inner;
+                    if !members.iter().any(|(_, n)| *n == name) {
+                        members.push((at, name));
+                    }
+                    if !paths.contains(&s.path) {
+                        paths.push(s.path.clone());
+                    }
+                    if !lines.contains(&line_at(s, 0)) {
+                        lines.push(line_at(s, 0));
+                    }
+                }
+            }
+        }
+        if met {
+            share += w;
+        }
+    }
+    members.sort();
+    lines.sort_unstable();
+    Misaligned {
+        priced: InstancesPriced {
+            offsets_in_line: instances.starts.iter().map(|s| s.offset).collect(),
+            shares: instances.starts.iter().map(|s| s.share).collect(),
+            source: instances.describe_source(),
+            cycles_aligned: aligned,
+            cycles_as_allocated: as_allocated,
+        },
+        starts: instances.describe_starts(cls),
+        site: instances.site.clone(),
+        members: members.into_iter().map(|(_, n)| n).collect(),
+        paths,
+        lines,
+        share,
     }
 }
 

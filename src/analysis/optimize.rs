@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::cost::{self, Cost, Placement, Queueing, Stream, Unit, queued_line_terms};
+use super::instances::Instances;
 use super::machine::MachineModel;
 use crate::types::{Composite, Kind, Member, Type, TypeId, Types};
 
@@ -33,6 +34,9 @@ pub struct Constraints {
     pub max_size: Option<u64>,
     /// How instances are allocated: what growth costs ([`cost::size_term`]).
     pub allocator: cost::Allocator,
+    /// Where instances start in their cache line: every candidate is priced, and ranked,
+    /// over those starts ([`Instances::evaluate`]).
+    pub instances: Instances,
 }
 
 /// The optimizer's answer.
@@ -65,6 +69,9 @@ pub struct Plan {
     /// With `pair_align`: what the best layout with one-line spacing costs in the model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_spaced_cycles: Option<f64>,
+    /// With `pair_align`: why the hot lines are a pair apart ([`spacing_reason`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spacing_reason: Option<String>,
 }
 
 impl Plan {
@@ -76,6 +83,25 @@ impl Plan {
 
 /// Why a plan spaces hot lines a pair apart, for the reports.
 pub const PAIR_REASON: &str = "the L2 fetches 128-byte pairs of lines on this machine";
+
+/// Why hot groups a pair of lines apart can pay: the L2 fetches pairs ([`PAIR_REASON`]), and
+/// or instances that do not start a line, on which only a line of other bytes between two
+/// groups keeps them apart at every start.
+pub fn spacing_reason(machine: &MachineModel, cls: u64, instances: &Instances) -> String {
+    let pairs = machine.adjacent_line_pairs && cls == 64;
+    let misaligned = instances.misaligned().then(|| {
+        format!(
+            "instances start {} ({}), where only a line between hot groups keeps them apart at every start",
+            instances.describe_starts(cls),
+            instances.describe_source()
+        )
+    });
+    match (pairs, misaligned) {
+        (true, Some(m)) => format!("{PAIR_REASON}, and {m}"),
+        (false, Some(m)) => m,
+        _ => PAIR_REASON.to_string(),
+    }
+}
 
 #[derive(Clone, Debug)]
 struct Item {
@@ -113,6 +139,7 @@ pub fn derive(
     Placement {
         offsets,
         size: cursor.div_ceil(struct_align) * struct_align,
+        align: struct_align,
     }
 }
 
@@ -304,13 +331,18 @@ pub fn optimize(
         )
     };
     let lines = search(cls);
-    if !(machine.adjacent_line_pairs && cls == 64) {
+    // Hot lines a line apart hold only on instances that start a line: where the instances
+    // start elsewhere, a layout whose hot groups are a pair of lines apart (a line of other
+    // bytes between two groups) keeps them apart at every start, and is a candidate too.
+    let pairs = machine.adjacent_line_pairs && cls == 64;
+    if !pairs && !constraints.instances.misaligned() {
         return lines;
     }
-    let pairs = match search(2 * cls) {
+    let mut pairs = match search(2 * cls) {
         Ok(p) if !p.line_aligned.is_empty() => p,
         _ => return lines,
     };
+    pairs.spacing_reason = Some(spacing_reason(machine, cls, &constraints.instances));
     let Ok(lines) = lines else {
         return Ok(pairs);
     };
@@ -514,7 +546,9 @@ fn optimize_spaced(
     let some = last.expect("a first plan, or its error was returned");
     if current.size <= max {
         let cost = price(
-            cost::evaluate(units, streams, current, cls, machine, q),
+            constraints
+                .instances
+                .evaluate(units, streams, current, cls, machine, q),
             current,
         );
         return Ok(as_current(some, units, current, cost));
@@ -522,7 +556,9 @@ fn optimize_spaced(
     let (order, packed) = packed(units, current, min_align);
     if packed.size <= max && keeps_structure(units, current, &order, &packed, constraints) {
         let cost = price(
-            cost::evaluate(units, streams, &packed, cls, machine, q),
+            constraints
+                .instances
+                .evaluate(units, streams, &packed, cls, machine, q),
             &packed,
         );
         let mut plan = as_current(some, units, current, cost);
@@ -993,7 +1029,9 @@ fn optimize_lines(
     // Priced with the size term, so an alignment whose only effect is growth is dropped.
     let from = cost::Footprint::of(&unit_streams, current, cls);
     let priced = |p: &Placement| {
-        cost::evaluate(units, &unit_streams, p, cls, machine, q)
+        constraints
+            .instances
+            .evaluate(units, &unit_streams, p, cls, machine, q)
             .with_size_term(&unit_streams, p, from, cls, machine, constraints.allocator)
             .total_cycles()
     };
@@ -1156,7 +1194,9 @@ fn optimize_lines(
             }
         }
     }
-    let cost = cost::evaluate(units, &unit_streams, &placement, cls, machine, q);
+    let cost = constraints
+        .instances
+        .evaluate(units, &unit_streams, &placement, cls, machine, q);
     let moved = reordered(&unit_order, current)
         .into_iter()
         .map(|u| units[u].name.clone())
@@ -1186,6 +1226,7 @@ fn optimize_lines(
         cost,
         pair_align: None,
         line_spaced_cycles: None,
+        spacing_reason: None,
     })
 }
 
@@ -1759,6 +1800,7 @@ pub fn as_current(mut plan: Plan, units: &[Unit], current: &Placement, cost: Cos
     plan.line_aligned.clear();
     plan.pair_align = None;
     plan.line_spaced_cycles = None;
+    plan.spacing_reason = None;
     plan.placement = current.clone();
     plan.cost = cost;
     plan.moved.clear();
@@ -1923,6 +1965,7 @@ mod tests {
         let current = Placement {
             offsets: units.iter().map(|u| u.offset).collect(),
             size: 96,
+            align: 8,
         };
         let q = Queueing {
             reference: cost::busiest_line(&streams, &current, 64, &m),
@@ -1962,6 +2005,7 @@ mod tests {
         let current = Placement {
             offsets: units.iter().map(|u| u.offset).collect(),
             size,
+            align: 8,
         };
         let q = Queueing {
             reference: cost::busiest_line(streams, &current, 64, &m),
@@ -1991,6 +2035,7 @@ mod tests {
         let current = Placement {
             offsets: vec![0, 8],
             size: 16,
+            align: 8,
         };
         let run = |m: &MachineModel| {
             let q = Queueing {
@@ -2048,13 +2093,17 @@ mod tests {
         assert_eq!(plain.pair_align, None);
         assert_eq!(plain.line_spaced_cycles, None);
         assert!(plain.placement.size < by_pair.placement.size);
-        // The same one-line layout on the machine with pairs costs what the pair plan beat.
+        // The same one-line layout on the machine with pairs costs what the pair plan beat:
+        // as its 64-byte aligned instances are, at either half of a pair, so half the pair
+        // term of the instances that start one (`instances::Instances::phases`).
         let q = Queueing {
             reference: cost::busiest_line(&streams, &current, 64, &pairs),
             utilization: 0.5,
         };
         let from = cost::Footprint::of(&streams, &current, 64);
-        let line_on_pairs = cost::evaluate(&units, &streams, &plain.placement, 64, &pairs, &q)
+        let one_phase = cost::evaluate(&units, &streams, &plain.placement, 64, &pairs, &q);
+        let line_on_pairs = Instances::aligned()
+            .evaluate(&units, &streams, &plain.placement, 64, &pairs, &q)
             .with_size_term(
                 &streams,
                 &plain.placement,
@@ -2064,6 +2113,10 @@ mod tests {
                 cost::Allocator::Lines,
             );
         assert!(line_on_pairs.pair_cycles > 0.0, "{line_on_pairs:?}");
+        assert!(
+            (line_on_pairs.pair_cycles - one_phase.pair_cycles / 2.0).abs()
+                < 1e-9 * one_phase.pair_cycles
+        );
         assert!((line_on_pairs.total_cycles() - by_line).abs() < 1e-6 * by_line);
     }
 
@@ -2341,6 +2394,7 @@ mod tests {
         let placement = Placement {
             offsets: vec![0, 16, 24, 64],
             size: 128,
+            align: 8,
         };
         let is_lock = [false, true, false, false];
         let mut streams = vec![

@@ -81,7 +81,11 @@ pub fn run(args: Args) -> Result<()> {
             args.subject.evidence.earlier(&args.subject.pick)?,
         ),
     )?;
-    let model = args.model.build(&types, id, &profile, &ev.accesses)?;
+    let model = args
+        .model
+        .build(&types, id, &profile, &ev.accesses)?
+        .with_evidence_instances(&profile, type_name, &ev.bindings, None)
+        .map_err(anyhow::Error::msg)?;
     let mut predicted = prediction::predict(
         &model,
         &types,
@@ -172,6 +176,10 @@ fn run_workloads(args: &Args, sets: Vec<(String, Profile)>) -> Result<()> {
         let model = args
             .model
             .build(&types, id, &profile, &ev.accesses)
+            .and_then(|m| {
+                m.with_evidence_instances(&profile, type_name, &ev.bindings, None)
+                    .map_err(anyhow::Error::msg)
+            })
             .with_context(|| label.clone())?;
         let evidence = profile.provenance.loaded_from.clone();
         workloads.push(Workload {

@@ -34,7 +34,7 @@ use toml::Spanned;
 use super::error::ProfileError;
 use super::model::{
     Access, AccessGroup, CodeLocation, Counts, CpuUse, DEFAULT_CACHELINE_SIZE, GroupMember,
-    Latency, Place, Profile, ThreadUse, Unit,
+    InstanceFacts, Latency, Place, Profile, ThreadUse, Unit,
 };
 
 /// Largest weight or rate (per second) an access may have: far above any real rate (a
@@ -111,8 +111,50 @@ struct RawType {
     /// Every access of the type is made holding this lock (one not in the struct), unless
     /// the access names its own.
     under_lock: Option<String>,
+    /// Where instances start in their cache line (`analysis::instances`).
+    instances: Option<RawInstances>,
     #[serde(default, rename = "access")]
     accesses: Vec<Spanned<RawAccess>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInstances {
+    offsets: Option<Vec<u64>>,
+    align: Option<u64>,
+    honours_alignment: Option<bool>,
+    at: Option<String>,
+    #[allow(dead_code)]
+    note: Option<String>,
+}
+
+/// `[type.instances]` checked: offsets below the line, an alignment that is a power of two,
+/// one of the two.
+fn instance_facts(i: &RawInstances, ty: &str, cls: u64) -> Result<InstanceFacts, ProfileError> {
+    let bad = |what: String| {
+        Err(ProfileError::Sketch(format!(
+            "type {ty:?}: [type.instances] {what}"
+        )))
+    };
+    match (&i.offsets, i.align) {
+        (Some(_), Some(_)) => return bad("gives offsets and align: one of them".into()),
+        (None, None) => return bad("needs offsets = [...] or align = N".into()),
+        (Some(o), None) if o.is_empty() || o.iter().any(|&x| x >= cls) => {
+            return bad(format!(
+                "offsets = {o:?}: each must be below the {cls}-byte line, at least one"
+            ));
+        }
+        (None, Some(a)) if a == 0 || !a.is_power_of_two() => {
+            return bad(format!("align = {a}: not a power of two"));
+        }
+        _ => {}
+    }
+    Ok(InstanceFacts {
+        offsets: i.offsets.clone(),
+        align: i.align,
+        honours_alignment: i.honours_alignment,
+        at: i.at.clone(),
+    })
 }
 
 #[derive(Deserialize)]
@@ -451,9 +493,14 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
             accesses.push(access);
         }
         total_accesses += accesses.len();
+        let instances = match &ty.instances {
+            Some(i) => Some(instance_facts(i, &ty.name, profile.cacheline_size)?),
+            None => None,
+        };
         let t = profile.type_profile_mut(&ty.name);
         t.note = ty.note.clone();
         t.accesses = accesses;
+        t.instances = instances;
     }
     if total_accesses == 0 {
         return Err(ProfileError::Sketch(
