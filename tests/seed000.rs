@@ -425,24 +425,7 @@ fn lineups_layout_and_the_current_one_run_under_bench() {
 #[test]
 fn a_per_node_load_avg_summed_by_its_readers_comes_out_as_a_gain() {
     let _serial = common::serial();
-    let o = lineup_json(&[
-        "optimize",
-        "--type",
-        "task_group",
-        "--btf",
-        BTF,
-        "--c2c",
-        C2C,
-        "--machine",
-        "icelake-2s",
-        "--json",
-    ]);
-    let sp = o["splits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["member"] == "load_avg")
-        .unwrap_or_else(|| panic!("no split advice for load_avg: {o}"));
+    let sp = load_avg_split("icelake-2s");
     let by = |how: &str| -> (f64, f64) {
         let x = sp["readers_sum_copies"]
             .as_array()
@@ -462,33 +445,39 @@ fn a_per_node_load_avg_summed_by_its_readers_comes_out_as_a_gain() {
     assert!(sp["why"][0].as_str().unwrap().contains("best "), "{sp}");
 }
 
+/// `optimize`'s split advice for `task_group.load_avg` from the seed's paste on `machine`.
+fn load_avg_split(machine: &str) -> Value {
+    let o = lineup_json(&[
+        "optimize",
+        "--type",
+        "task_group",
+        "--btf",
+        BTF,
+        "--c2c",
+        C2C,
+        "--machine",
+        machine,
+        "--json",
+    ]);
+    o["splits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["member"] == "load_avg")
+        .unwrap_or_else(|| panic!("no split advice for load_avg on {machine}: {o}"))
+        .clone()
+}
+
 /// Issue 24 item 6: the same evidence is "best per NUMA node" for readers that sum the copies
-/// on icelake-2s (the seed's machine) and "no split pays" on xeon-2s-480. The advice says why with the model's own terms (transfers,
-/// cycles each, queue), and those terms are what make each option's cycles.
+/// on icelake-2s (the seed's machine) and "no split pays" on xeon-2s-480. The advice says why
+/// with the model's own terms (transfers, cycles each, queue), and those terms are what make
+/// each option's cycles.
 #[test]
 fn split_advice_that_differs_between_machines_shows_the_terms_that_decide() {
     let _serial = common::serial();
     let mut seen = Vec::new();
     for machine in ["icelake-2s", "xeon-2s-480"] {
-        let o = lineup_json(&[
-            "optimize",
-            "--type",
-            "task_group",
-            "--btf",
-            BTF,
-            "--c2c",
-            C2C,
-            "--machine",
-            machine,
-            "--json",
-        ]);
-        let sp = o["splits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["member"] == "load_avg")
-            .unwrap_or_else(|| panic!("no split advice for load_avg on {machine}: {o}"))
-            .clone();
+        let sp = load_avg_split(machine);
         let product = |t: &Value| {
             t["transfers"].as_f64().unwrap()
                 * t["cycles_per_transfer"].as_f64().unwrap()

@@ -84,9 +84,9 @@ impl Plan {
 /// Why a plan spaces hot lines a pair apart, for the reports.
 pub const PAIR_REASON: &str = "the L2 fetches 128-byte pairs of lines on this machine";
 
-/// Why hot groups a pair of lines apart can pay: the L2 fetches pairs ([`PAIR_REASON`]), and
-/// or instances that do not start a line, on which only a line of other bytes between two
-/// groups keeps them apart at every start.
+/// Why hot groups a pair of lines apart can pay: the L2 fetches pairs ([`PAIR_REASON`]), or
+/// instances do not start a line, and only a line of other bytes between two groups keeps
+/// them apart at every start (or both).
 pub fn spacing_reason(machine: &MachineModel, cls: u64, instances: &Instances) -> String {
     let pairs = machine.adjacent_line_pairs && cls == 64;
     let misaligned = instances.misaligned().then(|| {
@@ -1452,19 +1452,27 @@ pub struct SplitTerms {
 }
 
 impl SplitTerms {
-    /// The terms of `copies` alike copies whose lines carry `streams`.
-    fn of(streams: &[&Stream], copies: u32, machine: &MachineModel, q: &Queueing) -> SplitTerms {
+    /// The terms of `copies` alike copies whose lines carry `streams`, and one copy's queued
+    /// cycles (what [`queued_line_terms`] prices it at), from one pricing of the line.
+    fn of(
+        streams: &[&Stream],
+        copies: u32,
+        machine: &MachineModel,
+        q: &Queueing,
+    ) -> (SplitTerms, f64) {
         let (ft, tt, fc, tc) = cost::line_terms(streams, machine);
         let transfers = ft + tt;
-        SplitTerms {
+        let factor = q.factor(fc + tc);
+        let terms = SplitTerms {
             transfers: transfers * f64::from(copies),
             cycles_per_transfer: if transfers > 0.0 {
                 (fc + tc) / transfers
             } else {
                 0.0
             },
-            queue_factor: q.factor(fc + tc),
-        }
+            queue_factor: factor,
+        };
+        (terms, fc * factor + tc * factor)
     }
 
     /// What going from `self` to `after` trades, term by term: "8807 -> 9444 transfers (more),
@@ -1588,17 +1596,12 @@ pub fn split_options(
             })
             .collect()
     };
-    let cost_of = |set: &[Stream]| {
-        let refs: Vec<&Stream> = set.iter().collect();
-        let (_, _, f, t) = queued_line_terms(&refs, machine, q);
-        f + t
-    };
-    let terms_of = |set: &[Stream], k: u32| {
+    // (the terms of `k` copies, one copy's queued cycles)
+    let priced = |set: &[Stream], k: u32| {
         let refs: Vec<&Stream> = set.iter().collect();
         SplitTerms::of(&refs, k, machine, q)
     };
-    let before = cost_of(&listed);
-    let terms_before = terms_of(&listed, 1);
+    let (terms_before, before) = priced(&listed, 1);
     let mut ways: Vec<(String, u32)> = vec![
         ("per NUMA node".to_string(), machine.numa_nodes),
         ("per LLC".to_string(), machine.llcs),
@@ -1627,16 +1630,16 @@ pub fn split_options(
             }
             _ => (0.0, 0.0),
         };
-        let copy = copy_of(k);
+        let (terms, per_copy) = priced(&copy_of(k), k);
         out.push(SplitOption {
             how,
             copies: k,
-            cycles: cost_of(&copy) * f64::from(k) + scan_cycles,
+            cycles: per_copy * f64::from(k) + scan_cycles,
             cycles_before: before,
             extra_bytes: u64::from(k - 1) * machine.cacheline_size,
             scan_cycles,
             own_empty,
-            terms: terms_of(&copy, k),
+            terms,
             terms_before,
         });
     }

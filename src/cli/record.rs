@@ -1078,8 +1078,8 @@ struct Ran {
     status: Option<std::process::ExitStatus>,
     code: i32,
     program_rss: Option<u64>,
-    /// Its user CPU time in seconds (`--keep-raw` keeps it in [`CPU_FILE`]).
-    program_cpu: Option<f64>,
+    /// Its user CPU time in seconds (`--keep-raw` keeps it in [`USER_TIME_FILE`]).
+    program_user: Option<f64>,
     /// The program as the messages name it.
     shown: String,
     /// The runtime's files, removed when done.
@@ -1087,14 +1087,16 @@ struct Ran {
 }
 
 /// The file `--keep-raw` writes the program's user CPU time into, in seconds.
-const CPU_FILE: &str = "user_seconds";
+const USER_TIME_FILE: &str = "user_seconds";
 
-/// The program's CPU time kept beside the runtime's files, if it was.
-fn kept_cpu(raw: &Path) -> Result<Option<f64>> {
-    let path = raw.join(CPU_FILE);
-    let Ok(text) = std::fs::read_to_string(&path) else {
+/// The program's user CPU time kept beside the runtime's files, if it was (read as every
+/// text input is, within `input`'s bounds).
+fn kept_user_time(raw: &Path) -> Result<Option<f64>> {
+    let path = raw.join(USER_TIME_FILE);
+    if !path.exists() {
         return Ok(None);
-    };
+    }
+    let text = lineup::input::read_text_lossy(&path)?;
     match text.trim().parse::<f64>() {
         Ok(s) if s.is_finite() && s >= 0.0 => Ok(Some(s)),
         _ => bail!(
@@ -1120,7 +1122,7 @@ fn from_raw(raw: &Path) -> Result<Ran> {
         status: None,
         code: 0,
         program_rss: None,
-        program_cpu: kept_cpu(raw)?,
+        program_user: kept_user_time(raw)?,
         _dir: None,
     })
 }
@@ -1255,7 +1257,7 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
         // Signals that came while it was being started are passed on now.
         STATE.store(RUNNING, Ordering::SeqCst);
     }
-    let (status, program_rss, program_cpu) =
+    let (status, program_rss, program_user) =
         wait_child(&mut child).map_err(|e| anyhow!("{shown}: lost track of the program: {e}"))?;
     drop(sentinel);
     let code = exit_code(&status);
@@ -1285,7 +1287,7 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
             }
             // The program's user CPU time, which the run's floor for a finding uses: kept so that
             // `--from-raw` judges as the recording did.
-            std::fs::write(keep.join(CPU_FILE), format!("{program_cpu}\n"))
+            std::fs::write(keep.join(USER_TIME_FILE), format!("{program_user}\n"))
                 .with_context(|| format!("{}: cannot write", keep.display()))?;
             Ok(())
         })();
@@ -1298,7 +1300,7 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
         status: Some(status),
         code,
         program_rss: Some(program_rss),
-        program_cpu: Some(program_cpu),
+        program_user: Some(program_user),
         shown,
         _dir: Some(dir),
     })
@@ -1329,7 +1331,7 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
         status,
         code,
         program_rss,
-        program_cpu,
+        program_user,
         shown,
         mut _dir,
     } = ran;
@@ -1372,8 +1374,8 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
         if let Some(rss) = program_rss {
             sum.insert("peak_rss_program".into(), rss as f64);
         }
-        if let Some(cpu) = program_cpu {
-            sum.insert("user_seconds".into(), cpu);
+        if let Some(user) = program_user {
+            sum.insert("user_seconds".into(), user);
         }
         sum.insert("peak_rss_recorder".into(), recorder_rss as f64);
         sum.insert("memory_budget".into(), args.memory as f64);
