@@ -62,6 +62,7 @@ fn main() {
                 cpus: [1u32, 8, 40, 160][(next() % 4) as usize],
                 cpu_list: Vec::new(),
                 lock: false,
+                under_lock: None,
             });
         }
         let current = cost::current_placement(&l, &units);

@@ -176,8 +176,13 @@ fn plan_one(
     if streams.is_empty() {
         return run;
     }
-    run.current_cycles =
-        Some(cost::evaluate(&units, &streams, &current, cls, machine, &q).total_cycles());
+    // Priced as the optimizer prices its plan: line-aligned instances, at either half of a
+    // pair where the machine fetches pairs.
+    run.current_cycles = Some(
+        crate::analysis::instances::Instances::aligned()
+            .evaluate(&units, &streams, &current, cls, machine, &q)
+            .total_cycles(),
+    );
     if let Ok(plan) = optimize::optimize(
         &units,
         &streams,

@@ -113,6 +113,15 @@ fn check(dir: &Path) -> Outcome {
             .unwrap_or_else(|| panic!("{name}: no member {m}"))
     };
     let line = |m: &str| offsets[unit_of(m)] / cls;
+    // Where the evidence puts instances elsewhere than at a line's start, and the allocation
+    // ignores the layout's alignment, members kept apart must be apart at every start.
+    let ia = &o["instance_alignment"];
+    let starts: Vec<u64> = match ia["offsets_in_line"].as_array() {
+        Some(a) if ia["honours_alignment"] == false => {
+            a.iter().map(|x| x.as_u64().unwrap()).collect()
+        }
+        _ => vec![0],
+    };
     let names = |v: &toml::Value| -> Vec<String> {
         v.as_array()
             .unwrap()
@@ -135,6 +144,15 @@ fn check(dir: &Path) -> Outcome {
             let distinct: std::collections::BTreeSet<u64> = lines.iter().copied().collect();
             if distinct.len() != lines.len() {
                 failures.push(format!("apart {ms:?}: lines {lines:?}"));
+            }
+            for &s in starts.iter().filter(|&&s| s != 0) {
+                let at: Vec<u64> = ms.iter().map(|m| (offsets[unit_of(m)] + s) / cls).collect();
+                let distinct: std::collections::BTreeSet<u64> = at.iter().copied().collect();
+                if distinct.len() != at.len() {
+                    failures.push(format!(
+                        "apart {ms:?}: on instances {s} bytes into a line, lines {at:?}"
+                    ));
+                }
             }
         }
         if let Some(ms) = c.get("within") {
@@ -267,7 +285,10 @@ fn check(dir: &Path) -> Outcome {
 
 /// One model, every answer derived from it: `diagnose`'s line costs are the cycles `predict`
 /// prices the current layout's lines at (false and true sharing, queueing included), and its
-/// adjacent-pair finding is `predict`'s pair term, on the same evidence and machine.
+/// adjacent-pair finding is `predict`'s pair term, on the same evidence and machine. Where the
+/// evidence puts instances elsewhere than at a line's start, `diagnose`'s lines are the type's
+/// (line-aligned instances) and its `instances` say what they cost as the instances are:
+/// that is `predict`'s figure, and the lines sum to its line-aligned one.
 fn check_one_model(common_args: &[String], failures: &mut Vec<String>) {
     let run = |command: &str| {
         let mut args: Vec<String> = vec![command.into()];
@@ -300,6 +321,18 @@ fn check_one_model(common_args: &[String], failures: &mut Vec<String>) {
     let cost = |k: &str| current["cost"][k].as_f64().unwrap_or(0.0);
     let priced = cost("false_cycles") + cost("true_cycles");
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0);
+    let lines = match d.get("instances") {
+        Some(i) => {
+            let aligned = i["cycles_aligned"].as_f64().unwrap();
+            if !close(lines, aligned) {
+                failures.push(format!(
+                    "one model: diagnose's lines cost {lines:.1} cycles, its line-aligned instances {aligned:.1}"
+                ));
+            }
+            i["cycles_as_allocated"].as_f64().unwrap()
+        }
+        None => lines,
+    };
     if !close(lines, priced) {
         failures.push(format!(
             "one model: diagnose's lines cost {lines:.1} cycles, predict prices them at {priced:.1}"

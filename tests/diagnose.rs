@@ -176,6 +176,7 @@ mod run_rate {
         let big = RunTotals {
             accesses: 1e6,
             transfers: 1e5,
+            user_seconds: None,
         };
         let (v, why, cost) = verdict(&four, Some(big));
         assert_eq!(v, Verdict::Negligible, "{why}");
@@ -196,8 +197,26 @@ mod run_rate {
         let small = RunTotals {
             accesses: 400.0,
             transfers: 1.0,
+            user_seconds: None,
         };
         let (v, why, _) = verdict(&four, Some(small));
+        assert_eq!(v, Verdict::TrueSharing, "{why}");
+        // The same run with a second of the program's own user time (work in code that
+        // records no access): the four accesses are far under 1% of it.
+        let busy = RunTotals {
+            user_seconds: Some(1.0),
+            ..small
+        };
+        let (v, why, cost) = verdict(&four, Some(busy));
+        assert_eq!(v, Verdict::Negligible, "{why}");
+        assert_eq!(cost, 0.0);
+        assert!(why.contains("of the program's own user CPU time"), "{why}");
+        // A user time that recording its accesses could explain leaves the accesses' floor.
+        let recording = RunTotals {
+            user_seconds: Some(400.0 * 100e-9),
+            ..small
+        };
+        let (v, why, _) = verdict(&four, Some(recording));
         assert_eq!(v, Verdict::TrueSharing, "{why}");
     }
 
@@ -215,6 +234,7 @@ mod run_rate {
         let run = RunTotals {
             accesses: 1e6,
             transfers: 2e5,
+            user_seconds: None,
         };
         let (v, why, cost) = verdict(&with(1000.0), Some(run));
         assert_eq!(v, Verdict::TrueSharing, "{why}");
@@ -229,6 +249,7 @@ mod run_rate {
         let run = RunTotals {
             accesses: 1e8,
             transfers: 2e5,
+            user_seconds: None,
         };
         for t in [0.0, 1000.0] {
             let (v, why, _) = verdict(&with(t), Some(run));
@@ -257,6 +278,7 @@ mod run_rate {
         let run = RunTotals {
             accesses: 1e6,
             transfers: 10.0,
+            user_seconds: None,
         };
         let (v, why, cost) = verdict(&handed(200_000.0), Some(run));
         assert_eq!(v, Verdict::NotShared, "{why}");
@@ -286,6 +308,7 @@ mod run_rate {
         let run = RunTotals {
             accesses: 200_001.0,
             transfers: 1.0,
+            user_seconds: None,
         };
         let (v, why, cost) = verdict(&once, Some(run));
         assert_eq!(v, Verdict::NotShared, "{why}");

@@ -2,7 +2,8 @@
 //! input is made here, in a temporary directory, and lineup must either refuse it with one
 //! line naming the file and what is wrong (exit status 2, nothing on stdout, no panic) or
 //! finish. Every run is bounded: lineup runs with a 4 GiB address-space limit and is killed
-//! after [`GUARD`] (30 s), so a hang or a runaway allocation fails the test instead of stalling it.
+//! after [`GUARD`] (30 s) of CPU time or [`WALL_GUARD`] of wall time, so a hang or a runaway
+//! allocation fails the test instead of stalling it.
 //! The limits themselves are listed in docs/inputs.md.
 //!
 //! No test opens a device file: an endless input is a FIFO fed by a thread, or a sparse file.
@@ -15,9 +16,32 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// How long one lineup run may take before the test kills it and fails: far above what
-/// any of these inputs needs once bounded (seconds at most), far below a hang.
+/// How much CPU time one lineup run may take before the test kills it and fails: far above
+/// what any of these inputs needs once bounded (seconds at most; the largest sketch allowed
+/// takes about 20 s to optimize), far below a hang. CPU time, not wall time: on a loaded
+/// machine the same run took 27-30 s of wall time for 18-20 s of CPU.
 const GUARD: Duration = Duration::from_secs(30);
+
+/// How long one run may wait without using the CPU (an input that blocks it): a hang that
+/// sleeps shows no CPU time.
+const WALL_GUARD: Duration = Duration::from_secs(180);
+
+/// CPU time (user and system) process `pid` has used so far, from /proc/PID/stat.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command's closing parenthesis: state is the 3rd field of the line,
+    // utime and stime its 14th and 15th.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_millis(f.iter().sum::<u64>() * 1000 / ticks)
+}
 
 /// Address space one lineup run may use: the unbounded inputs took 5.6 and 7.9 GB.
 const MEMORY: u64 = 4 << 30;
@@ -82,10 +106,14 @@ fn run_with(args: &[&str], stdin: Option<Vec<u8>>) -> Run {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        if started.elapsed() > GUARD {
+        let cpu = cpu_time(child.id());
+        if cpu > GUARD || started.elapsed() > WALL_GUARD {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("lineup {args:?} ran past {GUARD:?}: killed (a hang)");
+            panic!(
+                "lineup {args:?} ran {cpu:?} of CPU, {:?} in all: killed (a hang)",
+                started.elapsed()
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     };

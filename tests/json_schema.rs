@@ -635,3 +635,58 @@ fn the_size_term_matches_its_schema() {
     );
     assert_valid("predict", &p);
 }
+
+/// Instances that do not start a line (issue 24 item 5): the sketch's `[type.instances]` in the
+/// profile, `optimize`'s `instance_alignment`, `diagnose`'s `instances` and `misaligned`
+/// finding, `predict`'s `instances`, as documented.
+#[test]
+fn misaligned_instances_match_their_schemas() {
+    let dir = scratch().join("instances");
+    std::fs::create_dir_all(&dir).unwrap();
+    let obj = dir.join("ring.o");
+    let st = std::process::Command::new("cc")
+        .args(["-g", "-c"])
+        .arg(common::repo().join("tests/data/instances/ring.c"))
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .expect("cc");
+    assert!(st.success());
+    let obj = obj.display().to_string();
+    let sketch = "tests/data/instances/ring.toml";
+    let subject = |cmd: &'static str| {
+        vec![
+            cmd,
+            "--type",
+            "ring",
+            "--dwarf",
+            obj.as_str(),
+            "--sketch",
+            sketch,
+            "--machine",
+            "icelake-2s",
+            "--json",
+        ]
+    };
+    let o = run_json(&subject("optimize"), 0);
+    assert!(o["instance_alignment"].is_object(), "{o}");
+    assert_valid("optimize", &o);
+    let mut wrong = o.clone();
+    wrong["instance_alignment"]["allocation_must_change"] = "no".into();
+    assert!(!errors("optimize", &wrong).is_empty());
+    let d = run_json(&subject("diagnose"), 0);
+    assert!(d["instances"].is_object(), "{d}");
+    assert_valid("diagnose", &d);
+    let p = run_json(&subject("predict"), 0);
+    assert_eq!(p["instances"]["source"], "sketch", "{p}");
+    assert_valid("predict", &p);
+    let out = dir.join("ring.json");
+    let r = common::lineup(&["import", "--sketch", sketch, "-o", out.to_str().unwrap()]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let profile = read_json(&out);
+    assert_eq!(
+        profile["types"][0]["instances"]["offsets"],
+        serde_json::json!([16])
+    );
+    assert_valid("profile", &profile);
+}

@@ -687,6 +687,27 @@ fn a_kept_recording_is_processed_again_into_the_same_profile() {
         "{a:#}"
     );
     assert_eq!(a, b, "the profile from the kept files differs");
+    // The program's CPU time is kept with them (the run's floor for a finding uses it).
+    assert!(
+        a["summary"]["record"]["user_seconds"]
+            .as_f64()
+            .is_some_and(|s| s > 0.0),
+        "{a:#}"
+    );
+    // A kept CPU time that is not one: one line naming the file, no profile.
+    std::fs::write(raw.join("user_seconds"), "soon\n").unwrap();
+    let bad = scratch().join("counters-bad-cpu.json");
+    let o = lineup()
+        .args(["record", "--from-raw"])
+        .arg(&raw)
+        .arg("-o")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("user_seconds: not a CPU time"), "{err}");
+    assert!(!bad.exists());
     // A directory without a recording: one line naming it, no profile.
     let empty = scratch().join("no-recording-here");
     std::fs::create_dir_all(&empty).unwrap();

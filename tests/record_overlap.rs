@@ -9,6 +9,9 @@
 //!   handed from thread to thread under a lock, not contention, cost 0;
 //! - `few_stores.c` (Phoenix word_count's per-thread results: 6 stores per thread in the
 //!   run, neighbouring slots on one line): negligible;
+//! - `library_work.c` (pbzip2: the work in a library lineup does not instrument, 200
+//!   stores per thread to neighbouring progress slots): negligible against the program's CPU
+//!   time;
 //! - `adjacent_blocks.c` (PARSEC streamcluster's work_mem: a 32-byte block per thread on one
 //!   line, written all the time but a small share of the run's accesses): false sharing.
 //!
@@ -216,6 +219,36 @@ fn a_handful_of_stores_to_per_thread_slots_is_negligible_idle_or_busy() {
         assert_eq!(v, [(0, "negligible".to_string())], "{d:#}");
         assert_eq!(d["lines"][0]["cost"].as_f64(), Some(0.0));
     }
+}
+
+/// pbzip2's shape: the work runs in code with no recorded access (a library lineup does not
+/// instrument), and the per-thread progress slots on one line take 200 stores each. Against
+/// the recorded accesses alone (a few hundred) those stores would be a finding; against the
+/// program's user CPU time (`summary.record.user_seconds`, several tenths of a second of work) they
+/// are negligible, and the explanation says which floor decided.
+#[test]
+fn slots_beside_uninstrumented_work_are_negligible_against_cpu_time_idle_or_busy() {
+    let src = "tests/data/record/overlap/library_work.c";
+    let at = common::source_site(src, "done = aligned_alloc");
+    let (idle, busy) = same_both_ways(src, &["--alloc", &at]);
+    for d in [&idle, &busy] {
+        assert_eq!(verdicts(d), [(0, "negligible".to_string())], "{d:#}");
+        let line = &d["lines"][0];
+        assert_eq!(line["cost"].as_f64(), Some(0.0), "{line:#}");
+        let why = line["explanation"].as_str().unwrap();
+        assert!(
+            why.contains("it would be false sharing")
+                && why.contains("of the program's own user CPU time"),
+            "{why}"
+        );
+    }
+    let prog = scratch().join("library_work");
+    let rec: Value =
+        serde_json::from_slice(&std::fs::read(prog.with_extension("idle.json")).unwrap()).unwrap();
+    let cpu = rec["summary"]["record"]["user_seconds"].as_f64().unwrap();
+    let accesses = rec["summary"]["record"]["accesses"].as_f64().unwrap();
+    // The work is the program's, not recording's: far more CPU time than its accesses explain.
+    assert!(cpu > 0.1 && accesses < 1e5, "{cpu} s, {accesses} accesses");
 }
 
 #[test]

@@ -425,24 +425,7 @@ fn lineups_layout_and_the_current_one_run_under_bench() {
 #[test]
 fn a_per_node_load_avg_summed_by_its_readers_comes_out_as_a_gain() {
     let _serial = common::serial();
-    let o = lineup_json(&[
-        "optimize",
-        "--type",
-        "task_group",
-        "--btf",
-        BTF,
-        "--c2c",
-        C2C,
-        "--machine",
-        "icelake-2s",
-        "--json",
-    ]);
-    let sp = o["splits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["member"] == "load_avg")
-        .unwrap_or_else(|| panic!("no split advice for load_avg: {o}"));
+    let sp = load_avg_split("icelake-2s");
     let by = |how: &str| -> (f64, f64) {
         let x = sp["readers_sum_copies"]
             .as_array()
@@ -460,4 +443,81 @@ fn a_per_node_load_avg_summed_by_its_readers_comes_out_as_a_gain() {
     let (per_cpu, _) = by("per CPU");
     assert!(per_cpu > 2.0 * node, "per CPU {per_cpu} vs per node {node}");
     assert!(sp["why"][0].as_str().unwrap().contains("best "), "{sp}");
+}
+
+/// `optimize`'s split advice for `task_group.load_avg` from the seed's paste on `machine`.
+fn load_avg_split(machine: &str) -> Value {
+    let o = lineup_json(&[
+        "optimize",
+        "--type",
+        "task_group",
+        "--btf",
+        BTF,
+        "--c2c",
+        C2C,
+        "--machine",
+        machine,
+        "--json",
+    ]);
+    o["splits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["member"] == "load_avg")
+        .unwrap_or_else(|| panic!("no split advice for load_avg on {machine}: {o}"))
+        .clone()
+}
+
+/// Issue 24 item 6: the same evidence is "best per NUMA node" for readers that sum the copies
+/// on icelake-2s (the seed's machine) and "no split pays" on xeon-2s-480. The advice says why
+/// with the model's own terms (transfers, cycles each, queue), and those terms are what make
+/// each option's cycles.
+#[test]
+fn split_advice_that_differs_between_machines_shows_the_terms_that_decide() {
+    let _serial = common::serial();
+    let mut seen = Vec::new();
+    for machine in ["icelake-2s", "xeon-2s-480"] {
+        let sp = load_avg_split(machine);
+        let product = |t: &Value| {
+            t["transfers"].as_f64().unwrap()
+                * t["cycles_per_transfer"].as_f64().unwrap()
+                * t["queue_factor"].as_f64().unwrap()
+        };
+        for column in ["readers_sum_copies", "readers_own_copy"] {
+            for x in sp[column].as_array().unwrap() {
+                let cycles =
+                    x["cycles"].as_f64().unwrap() - x["scan_cycles"].as_f64().unwrap_or(0.0);
+                let before = x["cycles_before"].as_f64().unwrap();
+                for (terms, want) in [(&x["terms"], cycles), (&x["terms_before"], before)] {
+                    let got = product(terms);
+                    assert!(
+                        (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+                        "{machine} {column} {}: terms {terms} make {got}, not {want}",
+                        x["how"]
+                    );
+                }
+            }
+        }
+        let why = sp["why"][0].as_str().unwrap().to_string();
+        assert!(why.contains(" trades ") && why.contains(" -> "), "{why}");
+        let node = sp["readers_sum_copies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["how"] == "per NUMA node")
+            .unwrap()
+            .clone();
+        seen.push((machine, node, why));
+    }
+    let (ice, xeon) = (&seen[0], &seen[1]);
+    let pays = |n: &Value| n["cycles"].as_f64().unwrap() < n["cycles_before"].as_f64().unwrap();
+    // The flip the advice must explain.
+    assert!(pays(&ice.1) && !pays(&xeon.1), "{ice:?}\n{xeon:?}");
+    assert!(ice.2.contains("best per NUMA node"), "{}", ice.2);
+    assert!(xeon.2.contains("no split pays"), "{}", xeon.2);
+    // What decides it: the one line's queue, dearer on the seed's machine, which the split
+    // shortens.
+    let queue = |n: &Value| n["terms_before"]["queue_factor"].as_f64().unwrap();
+    assert!(queue(&ice.1) > 1.5 * queue(&xeon.1), "{ice:?}\n{xeon:?}");
+    assert!(ice.2.contains("(shorter)"), "{}", ice.2);
 }

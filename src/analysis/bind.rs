@@ -634,6 +634,9 @@ pub enum PlacedBy {
     OffsetOnly,
     /// The engineer's `--line-offset`.
     Given,
+    /// Where an earlier report of the same text put its function's rows in this struct
+    /// ([`BindInput::earlier`]): the same code on the same object.
+    EarlierReport,
 }
 
 impl PlacedBy {
@@ -643,6 +646,7 @@ impl PlacedBy {
             PlacedBy::Prototype => "placed by prototype",
             PlacedBy::OffsetOnly => "placed by offset only",
             PlacedBy::Given => "placed as given",
+            PlacedBy::EarlierReport => "placed as an earlier report of the text placed it",
         }
     }
 }
@@ -744,6 +748,7 @@ pub fn rows_summary(b: &LineBinding) -> Option<String> {
         (PlacedBy::Prototype, "by prototype"),
         (PlacedBy::OffsetOnly, "by offset only"),
         (PlacedBy::Given, "as given"),
+        (PlacedBy::EarlierReport, "as an earlier report placed them"),
     ] {
         let n = count(p);
         if n > 0 {
@@ -1077,6 +1082,11 @@ pub struct BindInput {
     pub typing: Option<crate::readers::typing::Coverage>,
     /// Function prototypes by struct name, besides the types' own (DWARF subprograms).
     pub prototypes: Vec<(String, Vec<String>)>,
+    /// The reports that come before this one in its text, in order (a mail's "Baseline:"
+    /// before its "With this change:", one attachment before the next): reports of one text
+    /// share their objects, so where those bound a function's rows (struct and member) is
+    /// evidence for this report's rows of the same function ([`CARRIED`]).
+    pub earlier: Vec<Profile>,
 }
 
 /// How a line was bound.
@@ -2003,6 +2013,8 @@ struct Ranking<'t, 'a> {
     /// The report's lines by address (address, index), for neighbours.
     by_address: Vec<(u64, usize)>,
     cls: u64,
+    /// Where the earlier reports of the text bound each function's rows, by function name.
+    carried: HashMap<String, Vec<CarriedRow>>,
 }
 
 impl<'t, 'a> Ranking<'t, 'a> {
@@ -2024,6 +2036,7 @@ impl<'t, 'a> Ranking<'t, 'a> {
             embedders: None,
             by_address,
             cls: profile.cacheline_size.max(1),
+            carried: carry_from(&input.earlier, profile, types, input),
         }
     }
 
@@ -2047,6 +2060,7 @@ impl<'t, 'a> Ranking<'t, 'a> {
             embedders,
             by_address,
             cls,
+            carried,
         } = self;
         let (types, cls, by_address) = (*types, *cls, &by_address[..]);
         let mut accesses = line_accesses(line, protos);
@@ -2199,7 +2213,7 @@ impl<'t, 'a> Ranking<'t, 'a> {
                 input,
                 cls,
                 by_address,
-                fixed,
+                (fixed, 0.0),
             ) {
                 if let Some((v, o)) = embedded_in {
                     let parent = v.path.split('.').next().unwrap_or("?");
@@ -2246,6 +2260,24 @@ impl<'t, 'a> Ranking<'t, 'a> {
                 }
             }
         }
+        if !carried.is_empty() {
+            let ctx = CarryContext {
+                profile,
+                types,
+                carried,
+                input,
+                cls,
+                by_address,
+                focus,
+            };
+            for c in carried_candidates(&ctx, rel, protos, scorers, line, &accesses) {
+                match cands.iter_mut().find(|x| x.type_name == c.type_name) {
+                    Some(x) if x.score >= c.score => {}
+                    Some(x) => *x = c,
+                    None => cands.push(c),
+                }
+            }
+        }
         if ids.is_empty() {
             if structural {
                 for c in attribute::rank_types(types, &only, cls, SHOWN) {
@@ -2282,6 +2314,271 @@ impl<'t, 'a> Ranking<'t, 'a> {
     }
 }
 
+/// One row of a line of an earlier report of the text, as that report's binding placed it.
+#[derive(Clone, Debug)]
+struct CarriedRow {
+    type_name: String,
+    struct_offset: i64,
+    member: String,
+    /// The row's share of its function's weight in that struct (a function whose rows lay on
+    /// two members there splits its vote between them).
+    weight: f64,
+    /// `report 1, line 0x…`.
+    from: String,
+}
+
+/// What a line's placement gains per share of its known weight that lands where an earlier
+/// report of the same text put the same functions' rows in the struct (same struct byte):
+/// the step from "embedded in what the function takes" to "the struct itself" (¼: the
+/// earlier report showed these functions working on this struct, not on any other that
+/// embeds the member's type), and an agreeing neighbour's ¼ (evidence of the same object
+/// from elsewhere in the text).
+pub const CARRIED: f64 = 0.5;
+
+/// The least share of a line's known weight an earlier report's placement must explain to
+/// be weighed at all.
+const MIN_CARRIED: f64 = 0.5;
+
+/// Where the reports before this one in its text (`earlier`, in order) bound each function's
+/// rows: each earlier report is ranked once, in order, as the overview ranks it with what the
+/// ones before it carried (so a text of n reports ranks n-1 of them, not 2^n), on the lines
+/// that share a function with `current`; a line's first candidate counts when it leads the
+/// second (a tie names no object).
+fn carry_from(
+    earlier: &[Profile],
+    current: &Profile,
+    types: &Types<'_>,
+    input: &BindInput,
+) -> HashMap<String, Vec<CarriedRow>> {
+    let mut out: HashMap<String, Vec<CarriedRow>> = HashMap::new();
+    if earlier.is_empty() {
+        return out;
+    }
+    let fn_of = |a: &crate::profile::Access| {
+        a.code
+            .as_ref()
+            .and_then(|c| c.symbol.as_deref())
+            .map(|s| function_name(s).to_string())
+    };
+    let wanted: BTreeSet<String> = current
+        .lines
+        .iter()
+        .flat_map(|l| l.accesses.iter().filter_map(fn_of))
+        .collect();
+    if wanted.is_empty() {
+        return out;
+    }
+    let none = Prototypes::default();
+    let sub = BindInput {
+        domain: input.domain,
+        prototypes: input.prototypes.clone(),
+        ..Default::default()
+    };
+    for (j, e) in earlier.iter().enumerate() {
+        let addresses: Vec<u64> = e
+            .lines
+            .iter()
+            .filter(|l| {
+                l.accesses
+                    .iter()
+                    .any(|a| fn_of(a).is_some_and(|f| wanted.contains(&f)))
+            })
+            .map(|l| l.address)
+            .collect();
+        if addresses.is_empty() {
+            continue;
+        }
+        let selection = Selection {
+            ranks: Vec::new(),
+            addresses,
+        };
+        let mut ranking = Ranking::new(e, types, &sub);
+        ranking.carried = normalised(out.clone());
+        let mut found: Vec<(String, CarriedRow)> = Vec::new();
+        for (pos, line) in e.lines.iter().enumerate() {
+            if !selection.selects(pos, line, ranking.cls) {
+                continue;
+            }
+            let view = ranking.line(e, line, &sub, false, None);
+            let Some(first) = view.candidates.first() else {
+                continue;
+            };
+            if view
+                .candidates
+                .get(1)
+                .is_some_and(|second| second.score >= first.score - 1e-9)
+            {
+                continue;
+            }
+            let weights: HashMap<usize, f64> = line_accesses(line, &none)
+                .into_iter()
+                .map(|(i, a)| (i, a.weight))
+                .collect();
+            for r in &first.rows {
+                let Some(f) = &r.function else { continue };
+                found.push((
+                    f.clone(),
+                    CarriedRow {
+                        type_name: first.type_name.clone(),
+                        struct_offset: r.struct_offset,
+                        member: r.member.clone(),
+                        weight: weights.get(&r.row).copied().unwrap_or(0.0),
+                        from: format!("report {}, line {:#x}", j + 1, line.address),
+                    },
+                ));
+            }
+        }
+        for (f, r) in found {
+            out.entry(f).or_default().push(r);
+        }
+    }
+    normalised(out)
+}
+
+/// Each function's carried weight per struct made to sum to one (rows without weight share
+/// alike).
+fn normalised(mut carried: HashMap<String, Vec<CarriedRow>>) -> HashMap<String, Vec<CarriedRow>> {
+    for rows in carried.values_mut() {
+        let mut total: HashMap<String, (f64, usize)> = HashMap::new();
+        for r in rows.iter() {
+            let t = total.entry(r.type_name.clone()).or_default();
+            t.0 += r.weight;
+            t.1 += 1;
+        }
+        for r in rows.iter_mut() {
+            let (w, n) = total.get(&r.type_name).copied().unwrap_or((0.0, 1));
+            r.weight = if w > 0.0 {
+                r.weight / w
+            } else {
+                1.0 / n as f64
+            };
+        }
+    }
+    carried
+}
+
+/// What [`carried_candidates`] reads besides the line.
+struct CarryContext<'c, 't, 'a> {
+    profile: &'c Profile,
+    types: &'t Types<'a>,
+    carried: &'c HashMap<String, Vec<CarriedRow>>,
+    input: &'c BindInput,
+    cls: u64,
+    by_address: &'c [(u64, usize)],
+    focus: Option<&'c [String]>,
+}
+
+/// The structs an earlier report of the text bound this line's functions in, each placed
+/// where the most of the line's weight lands on the struct bytes that report put the same
+/// functions' rows on (a mail's "With this change:" line of `rw_semaphore` functions, where
+/// its "Baseline:" placed them in `address_space.i_mmap_rwsem`), ranked as any placement is
+/// ([`rank_one`] at that base) and credited [`CARRIED`] per share of the weight so placed.
+fn carried_candidates(
+    ctx: &CarryContext<'_, '_, '_>,
+    rel: &mut Relations<'_, '_>,
+    protos: &Prototypes,
+    scorers: &mut HashMap<TypeId, Scorer>,
+    line: &LineProfile,
+    accesses: &[(usize, LineAccess)],
+) -> Vec<TypeCandidate> {
+    let types = ctx.types;
+    let known: f64 = accesses.iter().map(|(_, a)| a.weight).sum();
+    if known <= 0.0 {
+        return Vec::new();
+    }
+    // Votes for (struct, struct byte of the line's start).
+    let mut votes: BTreeMap<(String, i64), f64> = BTreeMap::new();
+    for (_, a) in accesses {
+        let Some(f) = a.symbols.first().map(|s| function_name(s)) else {
+            continue;
+        };
+        for r in ctx.carried.get(f).into_iter().flatten() {
+            let at = r.struct_offset - a.offset as i64;
+            *votes.entry((r.type_name.clone(), at)).or_default() += a.weight * r.weight;
+        }
+    }
+    let mut best: BTreeMap<String, (i64, f64)> = BTreeMap::new();
+    for ((name, at), v) in votes {
+        if best.get(&name).is_none_or(|b| v > b.1 + 1e-12) {
+            best.insert(name, (at, v));
+        }
+    }
+    let mut out = Vec::new();
+    for (type_name, (at, v)) in best {
+        let share = v / known;
+        if share < MIN_CARRIED {
+            continue;
+        }
+        let Some(&id) = types.find_composites(&type_name).first() else {
+            continue;
+        };
+        let names = type_names(types, id);
+        if ctx
+            .focus
+            .is_some_and(|f| !names.iter().any(|n| f.contains(n)))
+        {
+            continue;
+        }
+        let name = names.last().cloned().unwrap_or_default();
+        let proto = prototype_evidence(rel, protos, line, accesses, id, &names, ctx.input.domain);
+        let reach: Vec<Reachable> = accesses
+            .iter()
+            .map(|(_, a)| match a.symbols.first() {
+                Some(sym) => reachable(rel, protos, id, &names, sym, ctx.input.domain),
+                None => Reachable::Unknown,
+            })
+            .collect();
+        let scorer = scorers.entry(id).or_insert_with(|| Scorer::new(types, id));
+        let Some(mut c) = rank_one(
+            ctx.profile,
+            types,
+            id,
+            &name,
+            scorer,
+            line,
+            (accesses, &reach),
+            proto,
+            ctx.input,
+            ctx.cls,
+            ctx.by_address,
+            (Some(at), share),
+        ) else {
+            continue;
+        };
+        // Which rows land where the earlier report put their function, and what it said.
+        let mut said: Vec<String> = Vec::new();
+        for (row, (_, a)) in c.rows.iter_mut().zip(accesses) {
+            let Some(f) = a.symbols.first().map(|s| function_name(s)) else {
+                continue;
+            };
+            if let Some(r) = ctx
+                .carried
+                .get(f)
+                .into_iter()
+                .flatten()
+                .find(|r| r.type_name == type_name && r.struct_offset == at + a.offset as i64)
+            {
+                row.placed_by = PlacedBy::EarlierReport;
+                row.why = format!("{}: {f} on {type_name}.{}", r.from, r.member);
+                let words = format!("{f} on {} ({})", r.member, r.from);
+                if !said.contains(&words) {
+                    said.push(words);
+                }
+            }
+        }
+        c.reasons.insert(
+            0,
+            format!(
+                "earlier report of this text: {:.0}% of the known weight lands where it placed the same functions' rows in struct {type_name} ({}); reports of one text share their objects",
+                share * 100.0,
+                said.iter().take(4).cloned().collect::<Vec<_>>().join("; ")
+            ),
+        );
+        out.push(c);
+    }
+    out
+}
+
 /// The alignment kmalloc gives an object of `size` bytes: its power-of-two size class.
 fn kmalloc_class(size: u64) -> u64 {
     size.max(1).next_power_of_two()
@@ -2314,7 +2611,7 @@ fn rank_one(
     input: &BindInput,
     cls: u64,
     by_address: &[(u64, usize)],
-    fixed: Option<i64>,
+    (fixed, carried): (Option<i64>, f64),
 ) -> Option<TypeCandidate> {
     let only: Vec<LineAccess> = accesses.iter().map(|(_, a)| a.clone()).collect();
     let exact = decoded_start(scorer, types, id, &input.decoded, line.address, accesses);
@@ -2524,7 +2821,9 @@ fn rank_one(
     // A struct whose rows all lie inside one member whose type the functions take says no
     // more than that type does (task_struct for functions taking a sched_entity, on bytes
     // of `se`): its rows count as one step further away than the member's own type.
-    let embedding_only = rows.inside_one_member.as_ref();
+    // An earlier report of the text that put these functions' rows in this struct says more
+    // than the member's type: there the rows were this struct's.
+    let embedding_only = rows.inside_one_member.as_ref().filter(|_| carried <= 0.0);
     if let Some(member) = embedding_only {
         reasons.push(format!(
             "every row lies inside {member}, whose type its functions take: the fit is the member's, not this struct's"
@@ -2541,7 +2840,8 @@ fn rank_one(
             writes * 100.0
         ));
     }
-    let score = strength + best.fit + WRITES_IN_PLACE * writes + 0.25 * neighbour_share;
+    let score =
+        strength + best.fit + WRITES_IN_PLACE * writes + 0.25 * neighbour_share + CARRIED * carried;
     let decoded_rows: Vec<(usize, String)> = exact
         .iter()
         .filter(|e| how == How::Exact && e.0 == best.line_start)

@@ -266,6 +266,7 @@ pub fn from_c(units: &[Unit], cs: &CStruct, types: &Types<'_>, cls: u64) -> Resu
         placement: Placement {
             offsets: p.offsets[..units.len()].to_vec(),
             size: p.size,
+            align: p.align,
         },
         extra: extra_units
             .iter()
@@ -361,5 +362,11 @@ pub fn from_pahole(units: &[Unit], facts: &TypeFacts) -> Result<Placement, Strin
             .max()
             .unwrap_or(0)
     });
-    Ok(Placement { offsets, size })
+    // pahole prints no alignment: the members' own.
+    let align = units.iter().map(|u| u.align).max().unwrap_or(1);
+    Ok(Placement {
+        offsets,
+        size,
+        align,
+    })
 }

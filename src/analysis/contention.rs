@@ -56,6 +56,10 @@ pub enum TermClass {
     UnderLock,
     /// The same bytes written from several CPUs: only splitting or writing less removes it.
     TrueSharing,
+    /// Critical sections of one lock that is not a member of the struct (the evidence's
+    /// `under_lock`): the line moves to each new holder with the lock. True sharing of what
+    /// the lock guards: only taking the lock less often, or sharding what it guards, removes it.
+    HandOff,
 }
 
 /// One term of a line, summed over the streams of the same members and paths.
@@ -71,6 +75,11 @@ pub struct Term {
     pub writer_atomic: bool,
     /// The write stream writes a lock.
     pub writer_lock: bool,
+    /// The lock outside the struct whose critical sections are the write stream (each
+    /// section takes the line with the lock, whatever it loads or stores there); the lock of
+    /// every [`TermClass::HandOff`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
     /// The missing stream only loads.
     pub victim_loads_only: bool,
     /// The member whose access misses, and its path.
@@ -97,6 +106,10 @@ pub struct LineModel {
     pub cpus_assumed: bool,
     /// Whether any stream on the line writes.
     pub written: bool,
+    /// The lock outside the struct that every access to the line is made under
+    /// ([`cost::serialized_by`]): the line does not queue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub under_lock: Option<String>,
 }
 
 impl LineModel {
@@ -139,7 +152,14 @@ fn line_model(
             s.field.clone()
         }
     };
-    type Key = (TermClass, Vec<String>, Vec<String>, String, String);
+    type Key = (
+        TermClass,
+        Vec<String>,
+        Vec<String>,
+        String,
+        String,
+        Option<String>,
+    );
     let mut merged: BTreeMap<Key, Term> = BTreeMap::new();
     for c in &b.contributions {
         let mut writers: Vec<String> = c.writer.iter().map(|&i| field(i)).collect();
@@ -152,8 +172,18 @@ fn line_model(
             Sharing::SamePath => TermClass::CoWritten,
             Sharing::SameBytes if writer_units.len() > 1 => TermClass::CoWritten,
             Sharing::SameBytes | Sharing::SameRun => TermClass::TrueSharing,
+            Sharing::HandOff => TermClass::HandOff,
         };
         let victim = on_line[c.victim];
+        let lock = c
+            .writer
+            .first()
+            .and_then(|&i| on_line[i].under_lock.clone())
+            .filter(|l| {
+                c.writer
+                    .iter()
+                    .all(|&i| on_line[i].under_lock.as_deref() == Some(l.as_str()))
+            });
         let mut paths: Vec<String> = c.writer.iter().map(|&i| on_line[i].path.clone()).collect();
         paths.sort();
         paths.dedup();
@@ -163,6 +193,7 @@ fn line_model(
             paths.clone(),
             field(c.victim),
             victim.path.clone(),
+            lock.clone(),
         );
         let e = merged.entry(key).or_insert_with(|| Term {
             class,
@@ -174,6 +205,7 @@ fn line_model(
                 .iter()
                 .all(|&i| on_line[i].rmw > on_line[i].stores()),
             writer_lock: c.writer.iter().any(|&i| on_line[i].lock),
+            lock,
             victim_loads_only: victim.writes <= 0.0,
             victim: field(c.victim),
             victim_path: victim.path.clone(),
@@ -194,6 +226,7 @@ fn line_model(
         cpus: b.cpus,
         cpus_assumed: b.cpus_assumed,
         written: on_line.iter().any(|s| s.writes > 0.0),
+        under_lock: cost::serialized_by(on_line).map(str::to_string),
     }
 }
 
@@ -230,11 +263,12 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
         TermClass::CoWritten,
         TermClass::UnderLock,
         TermClass::TrueSharing,
+        TermClass::HandOff,
     ];
     let largest = classes
         .into_iter()
         .max_by(|a, b| by_class(*a).total_cmp(&by_class(*b)))
-        .expect("four classes");
+        .expect("five classes");
     let class = if false_c >= FALSE_SHARE * total {
         TermClass::FalseSharing
     } else {
@@ -275,7 +309,7 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
     let (v, text) = match class {
         TermClass::FalseSharing => {
             // Every writer and every member that misses falsely, most costly first.
-            let mut writers: Vec<(String, Vec<String>, u32, bool)> = Vec::new();
+            let mut writers: Vec<(String, Vec<String>, u32, (bool, Option<String>))> = Vec::new();
             let mut victims: Vec<String> = Vec::new();
             let mut readers: Vec<String> = Vec::new();
             let mut loads_only = true;
@@ -298,7 +332,7 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
                             w.clone(),
                             x.writer_paths.clone(),
                             x.writer_cpus,
-                            x.writer_atomic,
+                            (x.writer_atomic, x.lock.clone()),
                         )),
                     }
                 }
@@ -311,13 +345,15 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
             }
             let written: Vec<String> = writers
                 .iter()
-                .map(|(w, paths, cpus, atomic)| {
+                .map(|(w, paths, cpus, (atomic, lock))| {
                     format!(
                         "`{w}` is {} by {}{}",
-                        if *atomic {
-                            "atomically updated"
-                        } else {
-                            "stored"
+                        match lock {
+                            Some(l) => format!(
+                                "touched inside critical sections of `{l}` (each takes the line with the lock)"
+                            ),
+                            None if *atomic => "atomically updated".to_string(),
+                            None => "stored".to_string(),
                         },
                         paths.join(" and "),
                         cpus_words(*cpus)
@@ -394,6 +430,45 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
                 rest(class)
             ),
         ),
+        TermClass::HandOff => {
+            // Every member and path of the lock's sections on the line.
+            let lock = t.lock.clone().unwrap_or_default();
+            let mut members: Vec<String> = Vec::new();
+            let mut paths: Vec<String> = Vec::new();
+            for x in line
+                .terms
+                .iter()
+                .filter(|x| x.class == class && x.lock.as_deref() == Some(lock.as_str()))
+            {
+                for m in x.writers.iter().chain(std::iter::once(&x.victim)) {
+                    if !members.contains(m) {
+                        members.push(m.clone());
+                    }
+                }
+                for p in x.writer_paths.iter().chain(std::iter::once(&x.victim_path)) {
+                    if !paths.contains(p) {
+                        paths.push(p.clone());
+                    }
+                }
+            }
+            members.sort();
+            paths.sort();
+            (
+                Verdict::TrueSharing,
+                format!(
+                    "true sharing under `{lock}`: no layout helps; {}. {} {} touched only inside critical sections of `{lock}`, a lock outside the struct, by {}{assumption}: the sections run one after another, so there is no false sharing between them; the line moves to each new holder with the lock ({share:.0}% of the line's modeled cycles are these hand-offs), and spreading the members over more lines would make each hand-off move more lines{}",
+                    if per_cpu {
+                        "take the lock less often from other CPUs (the struct is per CPU already)"
+                    } else {
+                        "take the lock less often, or shard what it guards"
+                    },
+                    quoted(&members),
+                    if members.len() == 1 { "is" } else { "are" },
+                    paths.join(" and "),
+                    rest(class)
+                ),
+            )
+        }
         TermClass::TrueSharing => (
             Verdict::TrueSharing,
             format!(
@@ -428,6 +503,7 @@ fn class_words(c: TermClass) -> &'static str {
         TermClass::CoWritten => "co-written",
         TermClass::UnderLock => "under one lock",
         TermClass::TrueSharing => "true sharing",
+        TermClass::HandOff => "hand-offs under a lock",
     }
 }
 
@@ -507,6 +583,10 @@ pub struct PairModel {
     pub paths: Vec<String>,
     /// Modeled cycles the pairing adds (queued like the lines).
     pub cycles: f64,
+    /// The share of instances in which these lines are one pair, and the offset into a pair
+    /// those instances start at (`instances::Instances::pairs`; 1 and 0 for one placement).
+    pub share: f64,
+    pub start: u64,
 }
 
 /// What the adjacent-line prefetcher adds, per aligned pair with streams on both lines, on a
@@ -556,6 +636,8 @@ pub fn pairs(
             members,
             paths,
             cycles: extra,
+            share: 1.0,
+            start: 0,
         });
     }
     out
@@ -592,6 +674,7 @@ mod tests {
             cpu_list: cpus.to_vec(),
             lock: false,
             run_atomic: false,
+            under_lock: None,
         }
     }
 
@@ -606,6 +689,7 @@ mod tests {
         let p = Placement {
             offsets: vec![0, 64],
             size: 128,
+            align: 8,
         };
         let q = cost::Queueing::NONE;
         let intel = preset("icelake-2s").unwrap();
@@ -617,6 +701,7 @@ mod tests {
         let apart = Placement {
             offsets: vec![0, 128],
             size: 192,
+            align: 8,
         };
         assert!(pairs(&streams, &apart, 64, &intel, &q).is_empty());
         // A measured share scales the term: three times the guessed half, three times the cycles.
@@ -644,6 +729,7 @@ mod tests {
         let p = Placement {
             offsets: (0..8).map(|i| i * 32).collect(),
             size: 256,
+            align: 8,
         };
         let m = preset("icelake-2s").unwrap();
         let found = locality(&units, &streams, &p, 64, &m);
@@ -657,6 +743,7 @@ mod tests {
         let packed = Placement {
             offsets: (0..8).map(|i| i * 8).collect(),
             size: 64,
+            align: 8,
         };
         assert!(locality(&units, &streams, &packed, 64, &m).is_empty());
     }
@@ -674,6 +761,7 @@ mod tests {
         let p = Placement {
             offsets: vec![0, 8],
             size: 16,
+            align: 8,
         };
         let line = &lines(&units, &streams, &p, 64, &m)[&0];
         let (v, why) = verdict(line).unwrap();

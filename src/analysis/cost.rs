@@ -18,7 +18,12 @@
 //! - a miss costs a modified-line transfer, local or remote by how far the CPUs spread
 //!   ([`MachineModel::transfer_cycles`]);
 //! - *locality*: each hot code path pays, per extra cache line it touches, an L2 hit per run
-//!   ([`locality_price`]).
+//!   ([`locality_price`]);
+//! - accesses the evidence makes under one lock that is not a member of the struct
+//!   ([`Stream::under_lock`]) are critical sections, run one after another: each section
+//!   takes the lines it touches from the previous holder (a *hand-off*, [`Sharing::HandOff`]:
+//!   true sharing, one transfer per section per line it touches, whichever bytes), never a
+//!   false sharing between them, and such a line does not queue (the queue is at the lock).
 //!
 //! All rates are in the profile's unit (samples or events per second), so costs are
 //! comparable between layouts of one profile, not across profiles.
@@ -137,6 +142,11 @@ pub struct Stream {
     /// together: one touch of the line ([`touches_per_run`]).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub run_atomic: bool,
+    /// The lock, not a member of the struct, that every access of the stream is made
+    /// holding (a sketch's `under_lock`), where something under that lock writes the struct:
+    /// the stream is part of that lock's critical sections.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub under_lock: Option<String>,
 }
 
 impl Stream {
@@ -152,11 +162,14 @@ impl Stream {
     }
 }
 
-/// An offset for every unit, and the struct's size.
+/// An offset for every unit, the struct's size, and its alignment (what the layout declares:
+/// where the allocation honours it, instances start at a multiple of it,
+/// `instances::Instances::phases`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Placement {
     pub offsets: Vec<u64>,
     pub size: u64,
+    pub align: u64,
 }
 
 /// Modeled cost of one cache line.
@@ -476,7 +489,20 @@ pub fn current_placement(layout: &Layout, units: &[Unit]) -> Placement {
     Placement {
         offsets: units.iter().map(|u| u.offset).collect(),
         size: layout.size,
+        align: layout_align(layout, units),
     }
+}
+
+/// The alignment of the struct `layout` over `units`: its own forced alignment or its
+/// members' (with the types' natural alignments in `units`, [`units`]).
+pub fn layout_align(layout: &Layout, units: &[Unit]) -> u64 {
+    units
+        .iter()
+        .map(|u| u.align)
+        .chain(layout.forced_align)
+        .max()
+        .unwrap_or(1)
+        .max(1)
 }
 
 /// The unit holding byte `off`. Zero-size members (`__cacheline_group_begin(x)` markers,
@@ -529,7 +555,8 @@ pub fn streams(
     accesses: &[Access],
     machine_cpus: u32,
 ) -> Vec<Stream> {
-    let mut by_key: BTreeMap<(usize, u64, u64, String), Stream> = BTreeMap::new();
+    type Key = (usize, u64, u64, String, Option<String>);
+    let mut by_key: BTreeMap<Key, Stream> = BTreeMap::new();
     for a in accesses {
         let Some(off) = a.offset else { continue };
         let Some(u) = unit_at(units, off) else {
@@ -561,7 +588,13 @@ pub fn streams(
         .clamp(1, machine_cpus.max(1));
         let list = a.cpus.as_ref().map(|c| c.list.clone()).unwrap_or_default();
         let s = by_key
-            .entry((u, off - unit.offset, size, path.clone()))
+            .entry((
+                u,
+                off - unit.offset,
+                size,
+                path.clone(),
+                a.under_lock.clone(),
+            ))
             .or_insert_with(|| Stream {
                 unit: u,
                 inner: off - unit.offset,
@@ -575,6 +608,7 @@ pub fn streams(
                 cpu_list: Vec::new(),
                 lock,
                 run_atomic: false,
+                under_lock: a.under_lock.clone(),
             });
         s.reads += a.counts.loads;
         // A read-modify-write both reads and writes; it counts once, as a write.
@@ -597,6 +631,18 @@ pub fn streams(
         .into_values()
         .filter(|s| s.reads + s.writes > 0.0)
         .collect();
+    // A lock under which nothing writes the struct orders no transfer of it: its sections
+    // only read, and read lines stay shared in every cache.
+    let written: BTreeSet<String> = out
+        .iter()
+        .filter(|s| s.writes > 0.0)
+        .filter_map(|s| s.under_lock.clone())
+        .collect();
+    for s in &mut out {
+        if s.under_lock.as_ref().is_some_and(|l| !written.contains(l)) {
+            s.under_lock = None;
+        }
+    }
     mark_atomic_runs(&mut out);
     out
 }
@@ -610,6 +656,17 @@ pub fn mark_atomic_runs(streams: &mut [Stream]) {
             streams[i].run_atomic = atomic;
         }
     }
+}
+
+/// The lock outside the struct that every stream of a line is accessed under, if there is
+/// one: the line is touched only inside that lock's critical sections, by one holder at a
+/// time, so it moves with the lock's hand-offs and never queues (its queue is the lock's).
+pub fn serialized_by<'s>(streams: &[&'s Stream]) -> Option<&'s str> {
+    let first = streams.first()?.under_lock.as_deref()?;
+    streams
+        .iter()
+        .all(|s| s.under_lock.as_deref() == Some(first))
+        .then_some(first)
 }
 
 /// Why a modeled miss happens, which says what removes it.
@@ -635,6 +692,11 @@ pub enum Sharing {
     /// A lock and what its holders write beside it: one critical section, the same CPUs
     /// one after another. Apart, each holder would fetch two lines where it fetched one.
     UnderLock,
+    /// Critical sections of one lock that is not a member of the struct
+    /// ([`Stream::under_lock`]): they run one after another, and each takes the line from the
+    /// previous holder with the lock, whichever bytes the two touch. Moving bytes apart
+    /// removes none of it; spread over more lines, each hand-off moves more lines.
+    HandOff,
     /// Another code path touching other bytes: moving them apart removes the miss.
     False,
 }
@@ -695,6 +757,12 @@ pub fn line_terms(streams: &[&Stream], machine: &MachineModel) -> (f64, f64, f64
 /// Whether a miss by `b` after a write by the write stream `a` is removable by moving `b`'s
 /// bytes away, and if not, why.
 fn sharing_of(a: &[&Stream], b: &Stream) -> Sharing {
+    // Both inside critical sections of one lock: the sections never run at the same time.
+    if let Some(l) = b.under_lock.as_deref()
+        && a.iter().all(|s| s.under_lock.as_deref() == Some(l))
+    {
+        return Sharing::HandOff;
+    }
     if a.iter().any(|s| s.overlaps(b)) {
         return Sharing::SameBytes;
     }
@@ -781,6 +849,13 @@ fn touches_per_run(streams: &[&Stream], weight: &mut [f64]) -> (Vec<f64>, LineRu
                 runs.push(Run::default());
                 runs.len() - 1
             });
+        of.push(r);
+        runs[r].members.push(i);
+        // (A critical section of a lock outside the struct is counted in `breakdown`: one
+        // touch per section, a hand-off.)
+        if s.under_lock.is_some() {
+            continue;
+        }
         let e = &mut runs[r];
         e.sum += x;
         e.max = e.max.max(s.reads + s.writes);
@@ -788,11 +863,13 @@ fn touches_per_run(streams: &[&Stream], weight: &mut [f64]) -> (Vec<f64>, LineRu
         e.plain_max = e.plain_max.max(s.reads + s.stores());
         e.holds |= s.lock && s.writes > 0.0;
         e.atomic |= s.run_atomic || s.rmw > 0.0;
-        e.members.push(i);
-        of.push(r);
     }
     let mut loads = Vec::with_capacity(streams.len());
     for ((s, x), &r) in streams.iter().zip(weight.iter_mut()).zip(&of) {
+        if s.under_lock.is_some() {
+            loads.push(0.0);
+            continue;
+        }
         let run = &runs[r];
         if run.holds {
             if run.sum > run.max && run.sum > 0.0 {
@@ -887,6 +964,9 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
     let mut plain: BTreeMap<WriteStream<'_>, Vec<(usize, &Stream)>> = BTreeMap::new();
     let mut writers: Vec<(f64, Vec<(usize, &Stream)>)> = Vec::new();
     for (i, s) in streams.iter().enumerate() {
+        if s.under_lock.is_some() {
+            continue;
+        }
         if s.stores() > 0.0 {
             plain
                 .entry((s.path.as_str(), s.cpus, s.cpu_list.as_slice()))
@@ -905,6 +985,34 @@ fn breakdown(streams: &[&Stream], machine: &MachineModel, terms: bool) -> LineTe
         let sum: f64 = members.iter().map(|(_, s)| s.stores()).sum();
         for &(i, m) in &members {
             weight[i] += m.stores() * max / sum;
+        }
+        writers.push((max, members));
+    }
+    // Critical sections of a lock outside the struct: each section of a path (on one set of
+    // CPUs) touches the line once, at its most-touched stream's rate, and takes it from the
+    // previous holder: a write stream at that rate, whatever it loads or stores here (what a
+    // section writes under its lock, there or beside the struct in the lock's parent, moves
+    // with the lock; a lock under which nothing writes the struct is dropped in `streams`).
+    type Section<'s> = (&'s str, &'s str, u32, &'s [u32]);
+    let mut sections: BTreeMap<Section<'_>, Vec<(usize, &Stream)>> = BTreeMap::new();
+    for (i, s) in streams.iter().enumerate() {
+        if let Some(l) = s.under_lock.as_deref() {
+            sections
+                .entry((l, s.path.as_str(), s.cpus, s.cpu_list.as_slice()))
+                .or_default()
+                .push((i, s));
+        }
+    }
+    for members in sections.into_values() {
+        let touches = |s: &Stream| s.reads + s.writes;
+        let max = members.iter().map(|(_, s)| touches(s)).fold(0.0, f64::max);
+        let sum: f64 = members.iter().map(|(_, s)| touches(s)).sum();
+        for &(i, m) in &members {
+            weight[i] = if sum > 0.0 {
+                touches(m) * max / sum
+            } else {
+                0.0
+            };
         }
         writers.push((max, members));
     }
@@ -1150,7 +1258,12 @@ pub fn queued_line_terms(
     q: &Queueing,
 ) -> (f64, f64, f64, f64) {
     let (ft, tt, fc, tc) = line_terms(streams, machine);
-    let f = q.factor(fc + tc);
+    // A line only one lock's holders touch waits at the lock, not at the line.
+    let f = if serialized_by(streams).is_some() {
+        1.0
+    } else {
+        q.factor(fc + tc)
+    };
     (ft, tt, fc * f, tc * f)
 }
 
@@ -1180,6 +1293,8 @@ pub fn busiest_line(
 ) -> f64 {
     streams_by_line(streams, placement, cacheline_size)
         .values()
+        // A line touched only under one lock does not queue, and sets no scale.
+        .filter(|v| serialized_by(v).is_none())
         .map(|v| {
             let (_, _, f, t) = line_terms(v, machine);
             f + t
@@ -1373,6 +1488,7 @@ mod tests {
             cpu_list: Vec::new(),
             lock: false,
             run_atomic: false,
+            under_lock: None,
         }
     }
 
@@ -1457,6 +1573,7 @@ mod tests {
         let at = |a: u64, b: u64, size: u64| Placement {
             offsets: vec![a, b],
             size,
+            align: 8,
         };
         // Both on line 0 now: one hot line of 184 bytes.
         let now = at(0, 8, 184);

@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use super::instances::Instances;
 use super::machine::MachineModel;
 use super::{contention, cost};
 use crate::layout::{Field, Layout};
@@ -37,6 +38,22 @@ const RARE: f64 = 0.001;
 /// accesses to a member are below it neither writes nor shares the member (main reading the
 /// per-thread totals at the end).
 const RUN_ACCESS_SHARE: f64 = 1e-4;
+/// With the program's user CPU time known (`user_seconds`, from the recorder's wait for it), a
+/// line also needs transfers worth this share of that time to matter: a program whose work
+/// is mostly in code lineup does not instrument (libbz2 under pbzip2) makes few accesses, and
+/// their share alone would call a few dozen transfers over seconds a finding. User time, not
+/// system time: transfers stall the program's own code, and its time in the kernel (a pipe
+/// hand-over, I/O) is not time a layout of its data can win back.
+const RUN_TIME_SHARE: f64 = 0.01;
+/// What recording one access can add to the program's user CPU time, at most, the runtime's
+/// start-up, its thread and its trace included: seed 003's replica taking turns under
+/// `--sample 1` used 0.09-0.10 s of user time more than its plain run for 117K accesses, about
+/// 800 ns each, on a loaded 2-core guest; this is that with a margin. The recorded time less
+/// this per access is a lower bound on the program's own.
+const RECORDED_ACCESS_NS_BOUND: f64 = 2000.0;
+/// What one transfer can cost, at most: the presets' dearest, a remote HITM of 325 cycles at
+/// 2 GHz, is 163 ns; a queue on the line can make it a few times that.
+const TRANSFER_NS_BOUND: f64 = 500.0;
 
 /// What the whole run did, when the evidence knows it (`lineup record` counts every
 /// access and simulates every transfer): verdicts need a rate that matters against it.
@@ -46,13 +63,18 @@ const RUN_ACCESS_SHARE: f64 = 1e-4;
 pub struct RunTotals {
     pub accesses: f64,
     pub transfers: f64,
+    /// The recorded program's user CPU time (its threads and waited-for children), when the
+    /// recorder measured it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_seconds: Option<f64>,
 }
 
 impl RunTotals {
     /// The run's totals from a recording's summary and its simulated transfers (every
     /// type's and line's `lcl_hitm`); `None` for evidence without a run total.
     pub fn from_profile(profile: &Profile) -> Option<RunTotals> {
-        let accesses = *profile.summary.get("record")?.get("accesses")?;
+        let record = profile.summary.get("record")?;
+        let accesses = *record.get("accesses")?;
         if accesses <= 0.0 {
             return None;
         }
@@ -63,16 +85,47 @@ impl RunTotals {
             .chain(profile.lines.iter().flat_map(|l| l.accesses.iter()))
             .map(|a| a.counts.transfers())
             .sum();
+        let user_seconds = record
+            .get("user_seconds")
+            .copied()
+            .filter(|s| s.is_finite() && *s > 0.0);
         Some(RunTotals {
             accesses,
             transfers,
+            user_seconds,
         })
     }
 
     /// Accesses (or transfers) below this are negligible for the run: [`RUN_ACCESS_SHARE`]
-    /// of its accesses.
+    /// of its accesses, or, when the program's user CPU time is known and larger, the transfers
+    /// that at [`TRANSFER_NS_BOUND`] each would make [`RUN_TIME_SHARE`] of its own time.
     pub fn floor(&self) -> f64 {
-        RUN_ACCESS_SHARE * self.accesses
+        (RUN_ACCESS_SHARE * self.accesses).max(self.time_floor().unwrap_or(0.0))
+    }
+
+    /// The transfers worth [`RUN_TIME_SHARE`] of the program's own user CPU time: the recorded
+    /// time less what recording its accesses can have added ([`RECORDED_ACCESS_NS_BOUND`]).
+    fn time_floor(&self) -> Option<f64> {
+        let own_ns = (self.user_seconds? * 1e9 - self.accesses * RECORDED_ACCESS_NS_BOUND).max(0.0);
+        Some(RUN_TIME_SHARE * own_ns / TRANSFER_NS_BOUND)
+    }
+
+    /// What the floor is, in words: the share of the run it stands for.
+    pub fn floor_basis(&self) -> String {
+        match self.time_floor() {
+            Some(t) if t > RUN_ACCESS_SHARE * self.accesses => format!(
+                "{}% of the program's own user CPU time: of its {:.2} s, at least {:.2} s are not recording's ({} ns an access at most), at {} ns a transfer at most",
+                RUN_TIME_SHARE * 100.0,
+                self.user_seconds.unwrap_or(0.0),
+                t * TRANSFER_NS_BOUND / RUN_TIME_SHARE / 1e9,
+                RECORDED_ACCESS_NS_BOUND,
+                TRANSFER_NS_BOUND,
+            ),
+            _ => format!(
+                "{}% of the run's accesses: a transfer costs about a hundred accesses, so about 1% of the run's time",
+                RUN_ACCESS_SHARE * 100.0
+            ),
+        }
     }
 
     /// Whether a line the model prices at `modeled` transfers over the run matters in it: at
@@ -123,6 +176,7 @@ fn line_price(
         cpu_list: vec![cpu],
         lock: false,
         run_atomic: false,
+        under_lock: None,
     };
     let mut streams = Vec::new();
     if element_writes > 0.0 {
@@ -164,6 +218,9 @@ pub enum Verdict {
     Locality,
     /// Two hot lines of one aligned 128-byte pair, coupled by the adjacent-line prefetcher.
     AdjacentPair,
+    /// Instances that do not start a line: members the line-aligned layout keeps apart share
+    /// a line in them.
+    Misaligned,
     ReadMostlyNextToWriteHot,
     ReadShared,
     /// Exact evidence: written, but by one thread (CPU) only, and touched by no other.
@@ -181,6 +238,7 @@ impl Verdict {
             Verdict::CoWritten => "co-written",
             Verdict::Locality => "locality",
             Verdict::AdjacentPair => "adjacent pair",
+            Verdict::Misaligned => "misaligned instances",
             Verdict::ReadMostlyNextToWriteHot => "read-mostly next to write-hot",
             Verdict::ReadShared => "read-shared",
             Verdict::NotShared => "not shared",
@@ -290,6 +348,24 @@ pub struct Diagnosis {
     pub machine: String,
     /// The busiest line's queueing the lines' cycles include, as `predict` says it.
     pub queueing: String,
+    /// Where instances do not all start a line: where they start, and what the lines cost
+    /// as they are beside what they cost on line-aligned instances (the lines above).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instances: Option<InstancesPriced>,
+}
+
+/// The diagnosed layout's lines priced where the instances start (`instances::Instances`).
+#[derive(Clone, Debug, Serialize)]
+pub struct InstancesPriced {
+    /// Offsets into a line where instances start, and the share at each.
+    pub offsets_in_line: Vec<u64>,
+    pub shares: Vec<f64>,
+    /// Where that came from, in words.
+    pub source: String,
+    /// Modeled false- and true-sharing cycles of the lines on line-aligned instances (the
+    /// sum of the lines' costs), and as the instances are (what `predict` prices).
+    pub cycles_aligned: f64,
+    pub cycles_as_allocated: f64,
 }
 
 /// A verdict of the model that is not about one line alone.
@@ -505,7 +581,7 @@ fn widest_evidence(accesses: &[Access]) -> Option<u32> {
 
 /// [`diagnose_in_run`] with each line's verdict priced by the cost model on `machine`
 /// ([`evidence_machine`] when `None`): the verdict is the model's largest term on the line
-/// (`contention::verdict`).
+/// (`contention::verdict`). Instances are taken to be line-aligned ([`diagnose_with`]).
 pub fn diagnose_on(
     layout: &Layout,
     accesses: &[Access],
@@ -513,6 +589,30 @@ pub fn diagnose_on(
     run: Option<RunTotals>,
     machine: Option<&MachineModel>,
     per_cpu: bool,
+) -> Diagnosis {
+    diagnose_with(
+        layout,
+        accesses,
+        machine_cpus,
+        run,
+        machine,
+        per_cpu,
+        &Instances::aligned(),
+    )
+}
+
+/// [`diagnose_on`] with the instances where the evidence shows them: the lines are the
+/// type's (line-aligned instances), the queueing and the adjacent pairs are priced as the
+/// instances are, as `predict` prices them, and where the instances' offset makes members
+/// share lines the line-aligned layout keeps apart, a `misaligned` finding says so.
+pub fn diagnose_with(
+    layout: &Layout,
+    accesses: &[Access],
+    machine_cpus: Option<u32>,
+    run: Option<RunTotals>,
+    machine: Option<&MachineModel>,
+    per_cpu: bool,
+    instances: &Instances,
 ) -> Diagnosis {
     let cls = layout.cacheline_size;
     let own;
@@ -531,10 +631,11 @@ pub fn diagnose_on(
         concurrent.as_deref().unwrap_or(accesses),
         machine_cpus,
         machine,
+        instances,
     );
     let whole_model = concurrent
         .as_ref()
-        .map(|_| Model::new(layout, accesses, machine_cpus, machine));
+        .map(|_| Model::new(layout, accesses, machine_cpus, machine, instances));
     // Per line: (element writes, element reads) at their concurrent share, and the
     // sequential accesses.
     let mut overlap_by_line: BTreeMap<u64, (f64, f64, f64)> = BTreeMap::new();
@@ -782,7 +883,15 @@ pub fn diagnose_on(
         .collect();
     // Each line queued at its share of the busiest line's cycles, as `predict` and
     // `optimize` price the same layout (docs/cost-model.md, queueing).
+    // A line only one lock's holders touch waits at the lock, not at the line.
     for l in &mut lines {
+        if model
+            .lines
+            .get(&l.index)
+            .is_some_and(|m| m.under_lock.is_some())
+        {
+            continue;
+        }
         l.cost *= model.queueing.factor(l.cost);
     }
     let findings = model.findings(&lines);
@@ -849,6 +958,7 @@ pub fn diagnose_on(
         unresolved_fields: Vec::new(),
         misfits,
         findings,
+        instances: model.as_allocated.as_ref().map(|m| m.priced.clone()),
         machine: format!("{} ({})", machine.name, machine.description),
         queueing: format!(
             "the busiest line of the current layout runs at utilization {:.2} ({})",
@@ -862,6 +972,9 @@ struct Model<'m> {
     lines: BTreeMap<u64, contention::LineModel>,
     locality: Vec<contention::PathLocality>,
     pairs: Vec<contention::PairModel>,
+    /// Where instances do not all start a line: the lines as they are.
+    as_allocated: Option<Misaligned>,
+    cls: u64,
     machine: &'m MachineModel,
     /// The busiest line's queueing, chosen as `predict` chooses it
     /// ([`super::model::evidence_utilization`]), and where its utilization came from.
@@ -875,6 +988,7 @@ impl<'m> Model<'m> {
         accesses: &[Access],
         machine_cpus: Option<u32>,
         machine: &'m MachineModel,
+        instances: &Instances,
     ) -> Self {
         let cls = layout.cacheline_size;
         let units = cost::units_in_place(layout);
@@ -883,17 +997,29 @@ impl<'m> Model<'m> {
             .min(machine.cpus)
             .max(1);
         let streams = cost::streams(&units, layout, accesses, cpus);
-        let placement = cost::current_placement(layout, &units);
+        let mut placement = cost::current_placement(layout, &units);
+        // The struct's alignment as the command's model knows it (natural alignments need
+        // the types, which `units_in_place` does without).
+        if instances.layout_align > 0 {
+            placement.align = instances.layout_align;
+        }
         let (utilization, utilization_source) =
             super::model::evidence_utilization(accesses, machine_cpus, machine, &streams);
         let queueing = cost::Queueing {
-            reference: cost::busiest_line(&streams, &placement, cls, machine),
+            reference: instances.busiest_line(&streams, &placement, cls, machine),
             utilization,
         };
+        let as_allocated = instances.misaligned().then(|| {
+            misaligned(
+                &units, &streams, &placement, cls, machine, &queueing, instances,
+            )
+        });
         Model {
             lines: contention::lines(&units, &streams, &placement, cls, machine),
             locality: contention::locality(&units, &streams, &placement, cls, machine),
-            pairs: contention::pairs(&streams, &placement, cls, machine, &queueing),
+            pairs: instances.pairs(&streams, &placement, cls, machine, &queueing),
+            as_allocated,
+            cls,
             machine,
             queueing,
             utilization_source,
@@ -940,8 +1066,52 @@ impl<'m> Model<'m> {
                         "assuming"
                     },
                     self.machine.pair_share() * 100.0
-                ),
+                ) + &if p.share < 1.0 - 1e-9 {
+                    format!(
+                        "; in {:.0}% of the instances: those that start {} bytes into a 128-byte pair (a {}-byte aligned instance starts either half of one)",
+                        100.0 * p.share,
+                        p.start,
+                        self.cls
+                    )
+                } else {
+                    String::new()
+                },
             });
+        }
+        if let Some(m) = &self.as_allocated {
+            let extra = m.priced.cycles_as_allocated - m.priced.cycles_aligned;
+            if extra > 0.0 && extra >= 0.01 * total && !m.members.is_empty() {
+                let site = m
+                    .site
+                    .as_ref()
+                    .map(|s| format!(" at {s}"))
+                    .unwrap_or_default();
+                out.push(Finding {
+                    verdict: Verdict::Misaligned,
+                    lines: m.lines.clone(),
+                    members: m.members.clone(),
+                    paths: m.paths.clone(),
+                    cycles: extra,
+                    explanation: format!(
+                        "instances start {} ({}): {} share a line in {} though the line-aligned layout keeps them apart: the lines cost {:.0} modeled cycles as the instances are, {:.0} on line-aligned instances ({extra:.0} more, from the offset). Align the instances{site} to {} bytes, or lay the struct out so that they stay apart at every start (`lineup optimize` prices the instances as they are)",
+                        m.starts,
+                        m.priced.source,
+                        m.members
+                            .iter()
+                            .map(|x| format!("`{x}`"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        if m.share >= 1.0 - 1e-9 {
+                            "every instance".to_string()
+                        } else {
+                            format!("{:.0}% of the instances", 100.0 * m.share)
+                        },
+                        m.priced.cycles_as_allocated,
+                        m.priced.cycles_aligned,
+                        self.cls
+                    ),
+                });
+            }
         }
         for p in &self.locality {
             if total > 0.0 && p.cycles < contention::LOCALITY_SHARE * total {
@@ -971,6 +1141,93 @@ impl<'m> Model<'m> {
             });
         }
         out
+    }
+}
+
+/// The diagnosed layout as its instances are: the lines' cost there against line-aligned
+/// instances, and the members that share a line there which line-aligned instances keep
+/// apart (a writer and another path's member: what the offset costs).
+struct Misaligned {
+    priced: InstancesPriced,
+    starts: String,
+    site: Option<String>,
+    members: Vec<String>,
+    paths: Vec<String>,
+    /// The type's lines (on line-aligned instances) those members are on.
+    lines: Vec<u64>,
+    /// The share of instances in which some of them share a line.
+    share: f64,
+}
+
+fn misaligned(
+    units: &[cost::Unit],
+    streams: &[cost::Stream],
+    placement: &cost::Placement,
+    cls: u64,
+    machine: &MachineModel,
+    q: &cost::Queueing,
+    instances: &Instances,
+) -> Misaligned {
+    let sharing = |c: &cost::Cost| c.false_cycles + c.true_cycles;
+    let aligned = sharing(&cost::evaluate(units, streams, placement, cls, machine, q));
+    let as_allocated = sharing(&instances.evaluate(units, streams, placement, cls, machine, q));
+    let cls = cls.max(1);
+    let line_at = |s: &cost::Stream, by: u64| (placement.offsets[s.unit] + s.inner + by) / cls;
+    let mut members: Vec<(u64, String)> = Vec::new();
+    let mut paths: Vec<String> = Vec::new();
+    let mut lines: Vec<u64> = Vec::new();
+    let mut share = 0.0;
+    for (start, w) in instances.phases(placement.align, cls, false) {
+        let mut met = false;
+        for (i, a) in streams.iter().enumerate() {
+            for b in &streams[i + 1..] {
+                let costs = (a.writes > 0.0 || b.writes > 0.0) && a.path != b.path;
+                if !costs
+                    || line_at(a, 0) == line_at(b, 0)
+                    || line_at(a, start) != line_at(b, start)
+                {
+                    continue;
+                }
+                met = true;
+                for s in [a, b] {
+                    let name = if s.field.is_empty() {
+                        units[s.unit].name.clone()
+                    } else {
+                        s.field.clone()
+                    };
+                    let at = placement.offsets[s.unit] + s.inner;
+                    if !members.iter().any(|(_, n)| *n == name) {
+                        members.push((at, name));
+                    }
+                    if !paths.contains(&s.path) {
+                        paths.push(s.path.clone());
+                    }
+                    if !lines.contains(&line_at(s, 0)) {
+                        lines.push(line_at(s, 0));
+                    }
+                }
+            }
+        }
+        if met {
+            share += w;
+        }
+    }
+    members.sort();
+    lines.sort_unstable();
+    Misaligned {
+        priced: InstancesPriced {
+            offsets_in_line: instances.starts.iter().map(|s| s.offset).collect(),
+            shares: instances.starts.iter().map(|s| s.share).collect(),
+            source: instances.describe_source(),
+            cycles_aligned: aligned,
+            cycles_as_allocated: as_allocated,
+        },
+        starts: instances.describe_starts(cls),
+        site: instances.site.clone(),
+        members: members.into_iter().map(|(_, n)| n).collect(),
+        paths,
+        lines,
+        share,
     }
 }
 
@@ -1450,11 +1707,11 @@ fn priced_in_run(d: &mut LineDiagnosis, accesses: f64, run: &RunTotals, price: &
     let simulated: f64 = d.members.iter().map(|m| m.counts.transfers()).sum();
     d.cost = price.concurrent.1;
     d.explanation.push_str(&format!(
-        ". Priced by the model at the threads' rates (what they do, whichever way they interleave): {:.0} transfers over the run ({:.0} of the line's {accesses:.0} accesses made under a lock every thread there held, or while no other thread was alive, which cannot meet), at least {:.0} ({}% of the run's accesses) to matter; this run's simulation measured {simulated:.0} ({:.2}% of its {:.0}), which depends on how the threads happened to interleave",
+        ". Priced by the model at the threads' rates (what they do, whichever way they interleave): {:.0} transfers over the run ({:.0} of the line's {accesses:.0} accesses made under a lock every thread there held, or while no other thread was alive, which cannot meet), at least {:.0} ({}) to matter; this run's simulation measured {simulated:.0} ({:.2}% of its {:.0}), which depends on how the threads happened to interleave",
         price.concurrent.0,
         price.sequential,
         run.floor(),
-        RUN_ACCESS_SHARE * 100.0,
+        run.floor_basis(),
         pct(simulated, run.transfers),
         run.transfers,
     ));
@@ -1475,24 +1732,24 @@ fn not_contended_in_run(d: &mut LineDiagnosis, accesses: f64, run: &RunTotals, p
     );
     if run.matters(price.whole.0) {
         d.explanation = format!(
-            "handed from thread to thread under a lock, not contention: {:.0} of the line's {accesses:.0} accesses were made inside critical sections of a lock every thread on the line held there (or while no other thread was alive), so no two threads use it at the same time and it moves once per critical section, not per access; the model prices {:.0} transfers at the rates of the rest, under the run's floor of {:.0} ({}% of its accesses); if the threads used it at the same time it would be {} ({:.0} transfers); {measured}",
+            "handed from thread to thread under a lock, not contention: {:.0} of the line's {accesses:.0} accesses were made inside critical sections of a lock every thread on the line held there (or while no other thread was alive), so no two threads use it at the same time and it moves once per critical section, not per access; the model prices {:.0} transfers at the rates of the rest, under the run's floor of {:.0} ({}); if the threads used it at the same time it would be {} ({:.0} transfers); {measured}",
             price.sequential,
             price.concurrent.0,
             run.floor(),
-            RUN_ACCESS_SHARE * 100.0,
+            run.floor_basis(),
             d.verdict.label(),
             price.whole.0,
         );
         d.verdict = Verdict::NotShared;
     } else {
         d.explanation = format!(
-            "{accesses:.0} accesses ({:.3}% of the run's {:.0}), priced by the model at {:.0} transfers over the run: negligible; it would be {}. A line must cost at least {:.0} transfers ({}% of the run's accesses: a transfer costs about a hundred accesses, so about 1% of the run's time); {measured}",
+            "{accesses:.0} accesses ({:.3}% of the run's {:.0}), priced by the model at {:.0} transfers over the run: negligible; it would be {}. A line must cost at least {:.0} transfers ({}); {measured}",
             pct(accesses, run.accesses),
             run.accesses,
             price.concurrent.0,
             d.verdict.label(),
             run.floor(),
-            RUN_ACCESS_SHARE * 100.0,
+            run.floor_basis(),
         );
         d.verdict = Verdict::Negligible;
     }

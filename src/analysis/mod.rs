@@ -9,6 +9,7 @@ pub mod contract;
 pub mod cost;
 pub mod diagnose;
 pub mod fields;
+pub mod instances;
 pub mod layout_diff;
 pub mod machine;
 pub mod model;

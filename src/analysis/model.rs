@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use crate::analysis::cost;
+use crate::analysis::instances::Instances;
 use crate::analysis::machine::{self, MachineModel};
 use crate::profile::{Access, Profile};
 use crate::types::{TypeId, Types};
@@ -23,6 +24,9 @@ pub struct Model {
     pub utilization_source: String,
     /// How instances are allocated: prices a layout's growth ([`cost::size_term`]).
     pub allocator: cost::Allocator,
+    /// Where instances start in their cache line: every layout is priced over those starts
+    /// ([`Instances::evaluate`]).
+    pub instances: Instances,
 }
 
 impl Model {
@@ -61,7 +65,11 @@ impl Model {
         let accesses = concurrent.as_deref().unwrap_or(accesses);
         let streams = cost::streams(&units, &layout, accesses, cpus);
         let current = cost::current_placement(&layout, &units);
-        let reference = cost::busiest_line(&streams, &current, cls, &machine);
+        let instances = Instances {
+            layout_align: current.align,
+            ..Instances::aligned()
+        };
+        let reference = instances.busiest_line(&streams, &current, cls, &machine);
         let (utilization, utilization_source) = match utilization {
             Some(u) if (0.0..=cost::MAX_UTILIZATION).contains(&u) => (u, "given".to_string()),
             Some(u) => {
@@ -90,7 +98,46 @@ impl Model {
             },
             utilization_source,
             allocator: cost::Allocator::default(),
+            instances,
         })
+    }
+
+    /// This model with its instances where `instances` says (the current layout's alignment
+    /// set on them), the busiest line's queueing measured on them.
+    pub fn with_instances(mut self, instances: Instances) -> Model {
+        self.instances = Instances {
+            layout_align: self.current.align,
+            ..instances
+        };
+        self.queueing.reference =
+            self.instances
+                .busiest_line(&self.streams, &self.current, self.cls, &self.machine);
+        self
+    }
+
+    /// This model with its instances where the evidence shows them
+    /// ([`crate::analysis::instances::of_evidence`]): `--instance-align` (`flag`), else what
+    /// the profile states for `type_name` (a sketch's `[type.instances]`), else the data
+    /// addresses of the lines `bindings` bound; line-aligned where none says. Errors name the
+    /// flag or the sketch.
+    pub fn with_evidence_instances(
+        self,
+        profile: &Profile,
+        type_name: &str,
+        bindings: &[crate::analysis::bind::LineBinding],
+        flag: Option<u64>,
+    ) -> Result<Model, String> {
+        let facts = profile
+            .type_profile(type_name)
+            .and_then(|t| t.instances.as_ref());
+        let i = crate::analysis::instances::of_evidence(
+            flag,
+            facts,
+            bindings,
+            (self.cls, profile.cacheline_size),
+            self.current.align,
+        )?;
+        Ok(self.with_instances(i))
     }
 
     /// The current layout's size and hot lines: what the size term measures growth from.
@@ -98,25 +145,26 @@ impl Model {
         cost::Footprint::of(&self.streams, &self.current, self.cls)
     }
 
-    /// The model's cost of `p`, its growth beyond the current size priced
-    /// ([`cost::size_term`]).
+    /// The model's cost of `p` as the instances are ([`Instances::evaluate`]), its growth
+    /// beyond the current size priced ([`cost::size_term`]).
     pub fn evaluate(&self, p: &cost::Placement) -> cost::Cost {
-        cost::evaluate(
-            &self.units,
-            &self.streams,
-            p,
-            self.cls,
-            &self.machine,
-            &self.queueing,
-        )
-        .with_size_term(
-            &self.streams,
-            p,
-            self.footprint(),
-            self.cls,
-            &self.machine,
-            self.allocator,
-        )
+        self.instances
+            .evaluate(
+                &self.units,
+                &self.streams,
+                p,
+                self.cls,
+                &self.machine,
+                &self.queueing,
+            )
+            .with_size_term(
+                &self.streams,
+                p,
+                self.footprint(),
+                self.cls,
+                &self.machine,
+                self.allocator,
+            )
     }
 }
 

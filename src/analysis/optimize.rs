@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::cost::{self, Cost, Placement, Queueing, Stream, Unit, queued_line_terms};
+use super::instances::Instances;
 use super::machine::MachineModel;
 use crate::types::{Composite, Kind, Member, Type, TypeId, Types};
 
@@ -33,6 +34,9 @@ pub struct Constraints {
     pub max_size: Option<u64>,
     /// How instances are allocated: what growth costs ([`cost::size_term`]).
     pub allocator: cost::Allocator,
+    /// Where instances start in their cache line: every candidate is priced, and ranked,
+    /// over those starts ([`Instances::evaluate`]).
+    pub instances: Instances,
 }
 
 /// The optimizer's answer.
@@ -65,6 +69,9 @@ pub struct Plan {
     /// With `pair_align`: what the best layout with one-line spacing costs in the model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_spaced_cycles: Option<f64>,
+    /// With `pair_align`: why the hot lines are a pair apart ([`spacing_reason`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spacing_reason: Option<String>,
 }
 
 impl Plan {
@@ -76,6 +83,25 @@ impl Plan {
 
 /// Why a plan spaces hot lines a pair apart, for the reports.
 pub const PAIR_REASON: &str = "the L2 fetches 128-byte pairs of lines on this machine";
+
+/// Why hot groups a pair of lines apart can pay: the L2 fetches pairs ([`PAIR_REASON`]), or
+/// instances do not start a line, and only a line of other bytes between two groups keeps
+/// them apart at every start (or both).
+pub fn spacing_reason(machine: &MachineModel, cls: u64, instances: &Instances) -> String {
+    let pairs = machine.adjacent_line_pairs && cls == 64;
+    let misaligned = instances.misaligned().then(|| {
+        format!(
+            "instances start {} ({}), where only a line between hot groups keeps them apart at every start",
+            instances.describe_starts(cls),
+            instances.describe_source()
+        )
+    });
+    match (pairs, misaligned) {
+        (true, Some(m)) => format!("{PAIR_REASON}, and {m}"),
+        (false, Some(m)) => m,
+        _ => PAIR_REASON.to_string(),
+    }
+}
 
 #[derive(Clone, Debug)]
 struct Item {
@@ -113,6 +139,7 @@ pub fn derive(
     Placement {
         offsets,
         size: cursor.div_ceil(struct_align) * struct_align,
+        align: struct_align,
     }
 }
 
@@ -304,13 +331,18 @@ pub fn optimize(
         )
     };
     let lines = search(cls);
-    if !(machine.adjacent_line_pairs && cls == 64) {
+    // Hot lines a line apart hold only on instances that start a line: where the instances
+    // start elsewhere, a layout whose hot groups are a pair of lines apart (a line of other
+    // bytes between two groups) keeps them apart at every start, and is a candidate too.
+    let pairs = machine.adjacent_line_pairs && cls == 64;
+    if !pairs && !constraints.instances.misaligned() {
         return lines;
     }
-    let pairs = match search(2 * cls) {
+    let mut pairs = match search(2 * cls) {
         Ok(p) if !p.line_aligned.is_empty() => p,
         _ => return lines,
     };
+    pairs.spacing_reason = Some(spacing_reason(machine, cls, &constraints.instances));
     let Ok(lines) = lines else {
         return Ok(pairs);
     };
@@ -514,7 +546,9 @@ fn optimize_spaced(
     let some = last.expect("a first plan, or its error was returned");
     if current.size <= max {
         let cost = price(
-            cost::evaluate(units, streams, current, cls, machine, q),
+            constraints
+                .instances
+                .evaluate(units, streams, current, cls, machine, q),
             current,
         );
         return Ok(as_current(some, units, current, cost));
@@ -522,7 +556,9 @@ fn optimize_spaced(
     let (order, packed) = packed(units, current, min_align);
     if packed.size <= max && keeps_structure(units, current, &order, &packed, constraints) {
         let cost = price(
-            cost::evaluate(units, streams, &packed, cls, machine, q),
+            constraints
+                .instances
+                .evaluate(units, streams, &packed, cls, machine, q),
             &packed,
         );
         let mut plan = as_current(some, units, current, cost);
@@ -703,7 +739,14 @@ fn optimize_lines(
     for (i, s) in streams.iter().enumerate() {
         let it = &mut items[item_of[s.unit]];
         it.streams.push(i);
-        it.writes += s.writes;
+        // A critical section of a lock outside the struct takes what it touches from the
+        // previous holder (`cost::Sharing::HandOff`): written, for the search, whether it
+        // loads or stores there, so it is priced on its line, never left free in the read area.
+        it.writes += if s.under_lock.is_some() {
+            s.reads + s.writes
+        } else {
+            s.writes
+        };
     }
     let pinned: BTreeSet<usize> = constraints
         .pinned
@@ -986,7 +1029,9 @@ fn optimize_lines(
     // Priced with the size term, so an alignment whose only effect is growth is dropped.
     let from = cost::Footprint::of(&unit_streams, current, cls);
     let priced = |p: &Placement| {
-        cost::evaluate(units, &unit_streams, p, cls, machine, q)
+        constraints
+            .instances
+            .evaluate(units, &unit_streams, p, cls, machine, q)
             .with_size_term(&unit_streams, p, from, cls, machine, constraints.allocator)
             .total_cycles()
     };
@@ -1149,7 +1194,9 @@ fn optimize_lines(
             }
         }
     }
-    let cost = cost::evaluate(units, &unit_streams, &placement, cls, machine, q);
+    let cost = constraints
+        .instances
+        .evaluate(units, &unit_streams, &placement, cls, machine, q);
     let moved = reordered(&unit_order, current)
         .into_iter()
         .map(|u| units[u].name.clone())
@@ -1179,6 +1226,7 @@ fn optimize_lines(
         cost,
         pair_align: None,
         line_spaced_cycles: None,
+        spacing_reason: None,
     })
 }
 
@@ -1383,6 +1431,83 @@ pub struct SplitOption {
     /// evenly over the copies).
     #[serde(skip_serializing_if = "is_zero")]
     pub own_empty: f64,
+    /// The terms that make `cycles` (finding work aside): all copies' transfers, at a mean
+    /// price, on each copy's queue.
+    pub terms: SplitTerms,
+    /// The same before: the one line.
+    pub terms_before: SplitTerms,
+}
+
+/// What a member's lines cost, as the model composes it: `transfers` (all copies together, in
+/// the profile's rate unit) times `cycles_per_transfer` (the unloaded latencies of where
+/// each goes: local or remote HITM, an LLC hit for a node's later readers) times
+/// `queue_factor` (each line's queue, `1 / (1 - utilization)` on the line's share of the
+/// busiest line's traffic). A split trades these: copies written from their own CPUs take
+/// nearer, less queued transfers, and readers that sum every copy take more of them.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct SplitTerms {
+    pub transfers: f64,
+    pub cycles_per_transfer: f64,
+    pub queue_factor: f64,
+}
+
+impl SplitTerms {
+    /// The terms of `copies` alike copies whose lines carry `streams`, and one copy's queued
+    /// cycles (what [`queued_line_terms`] prices it at), from one pricing of the line.
+    fn of(
+        streams: &[&Stream],
+        copies: u32,
+        machine: &MachineModel,
+        q: &Queueing,
+    ) -> (SplitTerms, f64) {
+        let (ft, tt, fc, tc) = cost::line_terms(streams, machine);
+        let transfers = ft + tt;
+        let factor = q.factor(fc + tc);
+        let terms = SplitTerms {
+            transfers: transfers * f64::from(copies),
+            cycles_per_transfer: if transfers > 0.0 {
+                (fc + tc) / transfers
+            } else {
+                0.0
+            },
+            queue_factor: factor,
+        };
+        (terms, fc * factor + tc * factor)
+    }
+
+    /// What going from `self` to `after` trades, term by term: "8807 -> 9444 transfers (more),
+    /// 292 -> 362 cycles each (dearer), queue 3.63 -> 1.93 (shorter)".
+    pub fn trade(&self, after: &SplitTerms) -> String {
+        let way = |a: f64, b: f64, less: &'static str, more: &'static str| {
+            if (b - a).abs() <= 0.005 * a.abs().max(b.abs()) {
+                "the same"
+            } else if b < a {
+                less
+            } else {
+                more
+            }
+        };
+        if after.transfers <= 0.0 {
+            return format!("{:.0} -> 0 transfers", self.transfers);
+        }
+        format!(
+            "{:.0} -> {:.0} transfers ({}), {:.0} -> {:.0} cycles each ({}), queue {:.2} -> {:.2} ({})",
+            self.transfers,
+            after.transfers,
+            way(self.transfers, after.transfers, "fewer", "more"),
+            self.cycles_per_transfer,
+            after.cycles_per_transfer,
+            way(
+                self.cycles_per_transfer,
+                after.cycles_per_transfer,
+                "nearer",
+                "dearer"
+            ),
+            self.queue_factor,
+            after.queue_factor,
+            way(self.queue_factor, after.queue_factor, "shorter", "longer"),
+        )
+    }
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -1471,12 +1596,12 @@ pub fn split_options(
             })
             .collect()
     };
-    let cost_of = |set: &[Stream]| {
+    // (the terms of `k` copies, one copy's queued cycles)
+    let priced = |set: &[Stream], k: u32| {
         let refs: Vec<&Stream> = set.iter().collect();
-        let (_, _, f, t) = queued_line_terms(&refs, machine, q);
-        f + t
+        SplitTerms::of(&refs, k, machine, q)
     };
-    let before = cost_of(&listed);
+    let (terms_before, before) = priced(&listed, 1);
     let mut ways: Vec<(String, u32)> = vec![
         ("per NUMA node".to_string(), machine.numa_nodes),
         ("per LLC".to_string(), machine.llcs),
@@ -1505,14 +1630,17 @@ pub fn split_options(
             }
             _ => (0.0, 0.0),
         };
+        let (terms, per_copy) = priced(&copy_of(k), k);
         out.push(SplitOption {
             how,
             copies: k,
-            cycles: cost_of(&copy_of(k)) * f64::from(k) + scan_cycles,
+            cycles: per_copy * f64::from(k) + scan_cycles,
             cycles_before: before,
             extra_bytes: u64::from(k - 1) * machine.cacheline_size,
             scan_cycles,
             own_empty,
+            terms,
+            terms_before,
         });
     }
     out
@@ -1542,10 +1670,22 @@ pub fn split_verdict(options: &[SplitOption], scope: ReadScope, queued: Option<f
         }
     };
     let most = options.iter().max_by_key(|o| o.copies).unwrap_or(best);
-    match scope {
-        ReadScope::AllCopies if best.cycles >= before => "readers that sum every copy: no split pays; each sum reads every copy, a transfer for each one written since the reader last read it, and the readers read more often than a copy is written".to_string(),
+    // The terms that decide, so that two machines' different answers say why: what the
+    // chosen split trades against the one line (and the per-node split's trade beside it).
+    let node = options
+        .iter()
+        .find(|o| o.how == "per NUMA node" && o.copies != best.copies)
+        .map(|o| format!("; per NUMA node trades {}", o.terms_before.trade(&o.terms)))
+        .unwrap_or_default();
+    let trade = best.terms_before.trade(&best.terms);
+    let verdict = match scope {
+        ReadScope::AllCopies if best.cycles >= before => format!(
+            "readers that sum every copy: no split pays; the cheapest, {} ({:+.1}%), trades {trade}: each sum reads every copy, a transfer for each one written since the reader last read it",
+            best.how,
+            pct(best)
+        ),
         ReadScope::AllCopies => format!(
-            "readers that sum every copy: best {} ({:+.1}%); each copy is written from its own CPUs only (shorter queues, nearer transfers), while each more copy costs every sum one more line, a transfer whenever that copy was written since",
+            "readers that sum every copy: best {} ({:+.1}%); it trades {trade}: each copy is written from its own CPUs only, while each more copy costs every sum one more line, a transfer whenever that copy was written since",
             best.how,
             pct(best)
         ),
@@ -1571,6 +1711,10 @@ pub fn split_verdict(options: &[SplitOption], scope: ReadScope, queued: Option<f
                 pct(best)
             ),
         },
+    };
+    match scope {
+        ReadScope::AllCopies => verdict + &node,
+        ReadScope::OwnCopy => format!("{verdict}; {} trades {trade}{node}", best.how),
     }
 }
 
@@ -1659,6 +1803,7 @@ pub fn as_current(mut plan: Plan, units: &[Unit], current: &Placement, cost: Cos
     plan.line_aligned.clear();
     plan.pair_align = None;
     plan.line_spaced_cycles = None;
+    plan.spacing_reason = None;
     plan.placement = current.clone();
     plan.cost = cost;
     plan.moved.clear();
@@ -1801,6 +1946,7 @@ mod tests {
             cpu_list: cpus.to_vec(),
             lock: false,
             run_atomic: false,
+            under_lock: None,
         }
     }
 
@@ -1823,6 +1969,7 @@ mod tests {
         let current = Placement {
             offsets: units.iter().map(|u| u.offset).collect(),
             size: 96,
+            align: 8,
         };
         let q = Queueing {
             reference: cost::busiest_line(&streams, &current, 64, &m),
@@ -1862,6 +2009,7 @@ mod tests {
         let current = Placement {
             offsets: units.iter().map(|u| u.offset).collect(),
             size,
+            align: 8,
         };
         let q = Queueing {
             reference: cost::busiest_line(streams, &current, 64, &m),
@@ -1891,6 +2039,7 @@ mod tests {
         let current = Placement {
             offsets: vec![0, 8],
             size: 16,
+            align: 8,
         };
         let run = |m: &MachineModel| {
             let q = Queueing {
@@ -1948,13 +2097,17 @@ mod tests {
         assert_eq!(plain.pair_align, None);
         assert_eq!(plain.line_spaced_cycles, None);
         assert!(plain.placement.size < by_pair.placement.size);
-        // The same one-line layout on the machine with pairs costs what the pair plan beat.
+        // The same one-line layout on the machine with pairs costs what the pair plan beat:
+        // as its 64-byte aligned instances are, at either half of a pair, so half the pair
+        // term of the instances that start one (`instances::Instances::phases`).
         let q = Queueing {
             reference: cost::busiest_line(&streams, &current, 64, &pairs),
             utilization: 0.5,
         };
         let from = cost::Footprint::of(&streams, &current, 64);
-        let line_on_pairs = cost::evaluate(&units, &streams, &plain.placement, 64, &pairs, &q)
+        let one_phase = cost::evaluate(&units, &streams, &plain.placement, 64, &pairs, &q);
+        let line_on_pairs = Instances::aligned()
+            .evaluate(&units, &streams, &plain.placement, 64, &pairs, &q)
             .with_size_term(
                 &streams,
                 &plain.placement,
@@ -1964,6 +2117,10 @@ mod tests {
                 cost::Allocator::Lines,
             );
         assert!(line_on_pairs.pair_cycles > 0.0, "{line_on_pairs:?}");
+        assert!(
+            (line_on_pairs.pair_cycles - one_phase.pair_cycles / 2.0).abs()
+                < 1e-9 * one_phase.pair_cycles
+        );
         assert!((line_on_pairs.total_cycles() - by_line).abs() < 1e-6 * by_line);
     }
 
@@ -2241,6 +2398,7 @@ mod tests {
         let placement = Placement {
             offsets: vec![0, 16, 24, 64],
             size: 128,
+            align: 8,
         };
         let is_lock = [false, true, false, false];
         let mut streams = vec![

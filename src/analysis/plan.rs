@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::analysis::bind::LineBinding;
 use crate::analysis::contract::Contract;
 use crate::analysis::cost::{self, Cost, Placement, Stream, Unit};
 use crate::analysis::model::Model;
@@ -31,8 +30,6 @@ pub struct Request<'a> {
     pub max_lines: Option<u64>,
     /// The header the patch is for: its `#if` blocks stay whole.
     pub header: Option<&'a CStruct>,
-    /// `--instance-align`.
-    pub instance_align: Option<u64>,
     /// `--queued`: items waiting, for split advice.
     pub queued: Option<f64>,
     /// What else must change when instances are not line-aligned, in the C flavour of the
@@ -40,8 +37,6 @@ pub struct Request<'a> {
     pub instance_advice: String,
     /// Per-thread elements of one array that share lines (a recording's element lines).
     pub element_lines: Vec<ElementLine>,
-    /// The lines the evidence bound, for the instances' offsets in their lines.
-    pub bindings: &'a [LineBinding],
     /// The text of the header the patch is for: an instance declared there with a line's
     /// alignment keeps the plan to one-line spacing.
     pub header_text: Option<&'a str>,
@@ -70,21 +65,36 @@ pub struct Split {
     pub why: [String; 2],
 }
 
-/// Where instances sit in their cache line, and what lineup's layout costs there.
+/// Where instances sit in their cache line (they do not all start one), what lineup's
+/// layout costs there and on line-aligned instances, and whether the allocation must change.
 #[derive(Serialize)]
 pub struct InstanceAlignment {
-    /// Offsets of an instance's first byte within its cache line that were priced.
+    /// Offsets of an instance's first byte within its cache line that were priced, and the
+    /// share of instances at each.
     pub offsets_in_line: Vec<u64>,
-    /// Where they came from: `--instance-align` or the evidence's addresses.
+    pub shares: Vec<f64>,
+    /// Where they came from: `--instance-align`, the sketch, the evidence's addresses.
     pub source: String,
-    /// Modeled cycles of lineup's layout on line-aligned instances, and averaged over the
-    /// offsets above.
-    pub cycles_aligned: f64,
+    /// A larger alignment the layout declares moves these instances with it.
+    pub honours_alignment: bool,
+    /// Where they are allocated or embedded, as the evidence says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub site: Option<String>,
+    /// Modeled cycles of lineup's layout and of the current one as the instances are (the
+    /// table's figures: every layout is priced over these offsets).
     pub cycles_as_allocated: f64,
-    /// The current layout's modeled cycles, averaged over the same offsets.
     pub current_as_allocated: f64,
+    /// Modeled cycles, on line-aligned instances, of the best layout lineup finds for them.
+    pub cycles_aligned: f64,
+    /// No layout lineup finds holds at every offset: line-aligned instances would cost at
+    /// least [`ALLOCATION_GAIN`] less than the best layout as the instances are.
+    pub allocation_must_change: bool,
     pub advice: String,
 }
+
+/// What line-aligned instances must save, as a share of the best layout's cost as the
+/// instances are, before `optimize` says the allocation must change.
+pub const ALLOCATION_GAIN: f64 = 0.05;
 
 /// The fix for an array member whose slots different threads write (`hits[id]`): each slot
 /// padded to a line of its own, as a new element type, when the model prices it lower.
@@ -334,19 +344,27 @@ pub fn propose(
         instance_realigned,
         elements: None,
     };
-    // Instances that do not start a line: the layout's lines move with them.
-    proposal.instance = match instance_offsets(request.instance_align, request.bindings, cls)
-        .map_err(ProposeError::Request)?
-    {
-        Some((offsets, source)) => Some(instance_alignment(
+    // Instances that do not start a line: every layout was priced where they start; what
+    // line-aligned instances would cost says whether the allocation must change.
+    if model.instances.misaligned() {
+        let aligned = Constraints {
+            instances: model.instances.line_aligned(),
+            ..constraints.clone()
+        };
+        let best_aligned = search(
+            model,
+            (&model.units, &model.streams),
+            &model.current,
+            min_align,
+            &aligned,
+        )?;
+        proposal.instance = Some(instance_alignment(
             model,
             &proposal,
-            offsets,
-            source,
-            request.instance_advice.clone(),
-        )),
-        None => None,
-    };
+            best_aligned.cost.total_cycles(),
+            &request.instance_advice,
+        ));
+    }
     proposal.elements = element_advice(element_lines, cls).map(|mut e| {
         // The layout pads and aligns the element, and the allocation is to be aligned: as
         // allocated then, it costs what it costs on aligned instances.
@@ -363,11 +381,7 @@ pub fn propose(
     proposal.rejected = worse_than_current(
         proposal.current.total_cycles(),
         proposal.plan.cost.total_cycles(),
-        proposal
-            .instance
-            .as_ref()
-            .map(|ia| (ia.current_as_allocated, ia.cycles_as_allocated))
-            .or(elements_as_allocated),
+        elements_as_allocated,
     );
     Ok(proposal)
 }
@@ -381,6 +395,7 @@ fn constraints(model: &Model, request: &Request<'_>) -> (Constraints, Vec<Vec<St
         together: request.together.clone(),
         max_size: request.max_size.or(request.max_lines.map(|n| n * cls)),
         allocator: model.allocator,
+        instances: model.instances.clone(),
     };
     if let Some(cs) = request.header {
         for (bi, _) in cs.blocks.iter().enumerate() {
@@ -451,6 +466,7 @@ fn pad_elements(plan: &mut Plan, model: &Model, current: &Cost, min_align: u64) 
         plan.write_lines.clear();
         plan.pair_align = None;
         plan.line_spaced_cycles = None;
+        plan.spacing_reason = None;
     }
     let first = plan.order[0];
     if !plan.line_aligned.contains(&first) {
@@ -469,6 +485,11 @@ fn split_advice(model: &Model, plan: &Plan, queued: Option<f64>) -> Vec<Split> {
     for (u, unit) in model.units.iter().enumerate() {
         let on_unit: Vec<&Stream> = model.streams.iter().filter(|s| s.unit == u).collect();
         if !on_unit.iter().any(|s| s.writes > 0.0 && s.cpus > 1) {
+            continue;
+        }
+        // Data only a lock outside the struct's holders touch: copies of it would still be
+        // handed over with the one lock; `diagnose` says to shard what the lock guards.
+        if cost::serialized_by(&on_unit).is_some() {
             continue;
         }
         let (_, t, _, tc) = cost::line_terms(&on_unit, &model.machine);
@@ -506,61 +527,58 @@ fn split_advice(model: &Model, plan: &Plan, queued: Option<f64>) -> Vec<Split> {
     splits
 }
 
-/// The plan and the current layout priced at each of `offsets` into a line (their mean),
-/// beside the plan's cost on line-aligned instances.
+/// Where the instances start, what lineup's layout and the current one cost there (the
+/// table's figures), and what the best layout would cost on line-aligned instances
+/// (`cycles_aligned`): the allocation must change where that saves [`ALLOCATION_GAIN`] or
+/// more, and the advice says where.
 fn instance_alignment(
     model: &Model,
     proposal: &Proposal,
-    offsets: Vec<u64>,
-    source: String,
-    advice: String,
+    cycles_aligned: f64,
+    how: &str,
 ) -> InstanceAlignment {
-    // The plan's own units and streams (padded slots are larger); growth from the current
-    // layout at the same offset.
-    let shifted = |placement: &Placement, m: u64| Placement {
-        offsets: placement.offsets.iter().map(|o| o + m).collect(),
-        size: placement.size + m,
-    };
-    let as_allocated = |placement: &Placement, units: &[Unit], streams: &[Stream]| {
-        offsets
-            .iter()
-            .map(|&m| {
-                let p = shifted(placement, m);
-                let from =
-                    cost::Footprint::of(&model.streams, &shifted(&model.current, m), model.cls);
-                cost::evaluate(
-                    units,
-                    streams,
-                    &p,
-                    model.cls,
-                    &model.machine,
-                    &model.queueing,
-                )
-                .with_size_term(
-                    streams,
-                    &p,
-                    from,
-                    model.cls,
-                    &model.machine,
-                    model.allocator,
-                )
-                .total_cycles()
-            })
-            .sum::<f64>()
-            / offsets.len() as f64
-    };
-    let cycles_as_allocated = as_allocated(
-        &proposal.plan.placement,
-        proposal.units(&model.units),
-        proposal.streams(&model.streams),
+    let inst = &model.instances;
+    let cls = model.cls;
+    let as_allocated = proposal.plan.cost.total_cycles();
+    let current = proposal.current.total_cycles();
+    let must_change = cycles_aligned < as_allocated * (1.0 - ALLOCATION_GAIN) - 1e-9;
+    let head = format!(
+        "instances start {} ({})",
+        inst.describe_starts(cls),
+        inst.describe_source()
     );
-    let current_as_allocated = as_allocated(&model.current, &model.units, &model.streams);
+    let align = proposal.plan.placement.align;
+    let taken = inst.honours_alignment
+        && align > model.current.align
+        && inst.phases(align, cls, false) != inst.phases(model.current.align, cls, false);
+    let advice = if taken {
+        format!(
+            "{head}: lineup's layout declares {align}-byte alignment, which these instances take (their allocation honours the type's alignment), so they start at multiples of it: it costs {as_allocated:.0} modeled cycles as allocated, the current layout {current:.0}"
+        )
+    } else if must_change {
+        let at = match &inst.site {
+            Some(site) => format!("Align the instances at {site} to {cls} bytes"),
+            None => format!("Align the instances to {cls} bytes"),
+        };
+        format!(
+            "{head}: no layout lineup finds holds at every one of these starts, so the allocation must change. {at}: on line-aligned instances lineup's layout for them costs {cycles_aligned:.0} modeled cycles, against {as_allocated:.0} for the best layout as the instances are (the table; the current layout {current:.0}). {how}"
+        )
+    } else {
+        format!(
+            "{head}: every layout above is priced at these starts; lineup's costs {as_allocated:.0} modeled cycles as allocated (the current layout {current:.0}), and the best layout lineup finds for line-aligned instances {cycles_aligned:.0} there, no gain of {:.0}% or more: the allocation need not change",
+            ALLOCATION_GAIN * 100.0
+        )
+    };
     InstanceAlignment {
-        cycles_aligned: proposal.plan.cost.total_cycles(),
-        offsets_in_line: offsets,
-        source,
-        cycles_as_allocated,
-        current_as_allocated,
+        offsets_in_line: inst.starts.iter().map(|s| s.offset).collect(),
+        shares: inst.starts.iter().map(|s| s.share).collect(),
+        source: inst.describe_source(),
+        honours_alignment: inst.honours_alignment,
+        site: inst.site.clone(),
+        cycles_as_allocated: as_allocated,
+        current_as_allocated: current,
+        cycles_aligned,
+        allocation_must_change: must_change,
         advice,
     }
 }
@@ -585,47 +603,6 @@ pub fn worse_than_current(
         )),
         _ => None,
     }
-}
-
-/// Instance offsets within a line: every multiple of `--instance-align` below the line size,
-/// else the distinct misalignments the evidence's bound lines show (address minus the struct
-/// offset the line starts at), else none.
-pub fn instance_offsets(
-    given: Option<u64>,
-    bindings: &[LineBinding],
-    cls: u64,
-) -> Result<Option<(Vec<u64>, String)>, String> {
-    if let Some(n) = given {
-        if n == 0 || !n.is_power_of_two() {
-            return Err(format!("--instance-align {n}: not a power of two"));
-        }
-        if n >= cls {
-            return Ok(None);
-        }
-        return Ok(Some((
-            (0..cls / n).map(|k| k * n).collect(),
-            format!("--instance-align {n}"),
-        )));
-    }
-    let mut seen: Vec<u64> = bindings
-        .iter()
-        .map(|b| (b.address as i128 - b.line_start as i128).rem_euclid(cls as i128) as u64)
-        .collect();
-    seen.sort_unstable();
-    seen.dedup();
-    if seen.iter().all(|&m| m == 0) {
-        return Ok(None);
-    }
-    Ok(Some((
-        seen.clone(),
-        format!(
-            "the evidence's addresses (instances at byte {} of a line)",
-            seen.iter()
-                .map(|m| m.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    )))
 }
 
 /// One line on what padding the slots of `arrays` does and what it costs.
@@ -738,13 +715,14 @@ pub fn current_as_allocated(
         profile.provenance.machine.cpus,
     );
     let priced = |acc: &[crate::profile::Access]| -> f64 {
-        crate::analysis::diagnose::diagnose_on(
+        crate::analysis::diagnose::diagnose_with(
             &model.layout,
             acc,
             machine_cpus,
             run,
             Some(&model.machine),
             per_cpu,
+            &model.instances,
         )
         .lines
         .iter()

@@ -32,7 +32,10 @@ pub fn lineup_plan(model: &Model, type_name: &str) -> Result<Plan, String> {
         &model.streams,
         &model.current,
         min_align,
-        &optimize::Constraints::default(),
+        &optimize::Constraints {
+            instances: model.instances.clone(),
+            ..Default::default()
+        },
         model.cls,
         &model.machine,
         &model.queueing,
@@ -199,7 +202,10 @@ fn lineup_with_slots_padded(
         &ps,
         &as_declared,
         min_align,
-        &optimize::Constraints::default(),
+        &optimize::Constraints {
+            instances: model.instances.clone(),
+            ..Default::default()
+        },
         model.cls,
         &model.machine,
         &model.queueing,

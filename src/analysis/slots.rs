@@ -247,6 +247,7 @@ mod tests {
             cpu_list: vec![cpu],
             lock: false,
             run_atomic: false,
+            under_lock: None,
         }
     }
 

@@ -83,13 +83,26 @@ pub fn diagnose_struct(
     } = subject::gather_with(profile, types, id, type_name, layout.size, input)?;
     let run = diagnose::RunTotals::from_profile(profile);
     let machine = machine.map(model::machine_named).transpose()?;
-    let mut d = diagnose::diagnose_on(
+    // Where instances start, as `predict` and `optimize` take it (`Model::with_evidence_instances`).
+    let units = crate::analysis::cost::units(types, &layout);
+    let facts = profile
+        .type_profile(type_name)
+        .and_then(|t| t.instances.as_ref());
+    let instances = crate::analysis::instances::of_evidence(
+        None,
+        facts,
+        &bindings,
+        (cls, data_line),
+        crate::analysis::cost::layout_align(&layout, &units),
+    )?;
+    let mut d = diagnose::diagnose_with(
         &layout,
         &accesses,
         profile.provenance.machine.cpus,
         run,
         machine.as_ref(),
         types.is_per_cpu(id),
+        &instances,
     );
     d.unresolved_fields = missing;
     if let Some(t) = profile.types.iter().find(|t| t.type_name == type_name) {

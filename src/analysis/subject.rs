@@ -106,11 +106,12 @@ pub fn gather(
     id: TypeId,
     type_name: &str,
     size: u64,
-    line_offset: Option<i64>,
+    (line_offset, earlier): (Option<i64>, Vec<Profile>),
 ) -> Result<Evidence, String> {
     let input = BindInput {
         domain: bind::types_domain(types, source, profile),
         line_start: line_offset,
+        earlier,
         ..Default::default()
     };
     gather_with(profile, types, id, type_name, size, &input)

@@ -900,6 +900,7 @@ mod tests {
                 placement: Placement {
                     offsets: vec![0, 8, 16, 24],
                     size: 64,
+                    align: 8,
                 },
             },
             Variant {
@@ -907,6 +908,7 @@ mod tests {
                 placement: Placement {
                     offsets: vec![0, 8, 64, 16],
                     size: 128,
+                    align: 8,
                 },
             },
         ];

@@ -198,6 +198,7 @@ fn bind_input(
         decoded,
         typing,
         prototypes,
+        earlier: args.evidence.earlier(&args.pick)?,
     })
 }
 

@@ -63,7 +63,8 @@ impl Kind {
 #[derive(clap::Args, Clone, Debug)]
 pub struct PickArgs {
     /// Which report of a c2c text holding several ("Baseline:" then "With this change:"),
-    /// counted from 1
+    /// counted from 1; what the reports before it bound carries over to it (reports of one
+    /// text share their objects)
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub report: usize,
     /// `/proc/kallsyms` of the machine a --perf-data file was recorded on, to name kernel
@@ -227,6 +228,22 @@ impl EvidenceArgs {
                 )
             }
         }
+    }
+
+    /// The reports before the picked one in a c2c text holding several, in order (none for
+    /// other evidence, or for the first report): binding carries what they bound over to the
+    /// picked one (`bind::BindInput::earlier`), reports of one text sharing their objects.
+    pub fn earlier(&self, pick: &PickArgs) -> Result<Vec<Profile>> {
+        let sets = self.sets();
+        let [(Kind::C2c, path)] = sets.as_slice() else {
+            return Ok(Vec::new());
+        };
+        if pick.report <= 1 {
+            return Ok(Vec::new());
+        }
+        let mut all = load_c2c(path)?;
+        all.truncate(pick.report - 1);
+        Ok(all)
     }
 
     /// Reads every evidence set given (one per workload), each labelled by its file name (by

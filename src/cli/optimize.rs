@@ -187,9 +187,16 @@ pub fn run(args: Args) -> Result<()> {
         id,
         type_name,
         size,
-        args.subject.line_offset,
+        (
+            args.subject.line_offset,
+            args.subject.evidence.earlier(&args.subject.pick)?,
+        ),
     )?;
-    let mut model = args.model.build(&types, id, &profile, &ev.accesses)?;
+    let mut model = args
+        .model
+        .build(&types, id, &profile, &ev.accesses)?
+        .with_evidence_instances(&profile, type_name, &ev.bindings, args.instance_align)
+        .map_err(anyhow::Error::msg)?;
     if model.streams.is_empty() {
         bail!("no access of the profile falls on a member of struct {type_name}");
     }
@@ -211,11 +218,9 @@ pub fn run(args: Args) -> Result<()> {
         max_size: args.max_size,
         max_lines: args.max_lines,
         header: header.as_ref().map(|(_, cs)| cs),
-        instance_align: args.instance_align,
         queued: args.queued,
         instance_advice: emit::c::instance_align_advice(flavour, cls),
         element_lines: plan::element_lines(&profile, type_name),
-        bindings: &ev.bindings,
         header_text: header.as_ref().map(|(text, _)| text.as_str()),
         current_as_allocated,
     };
@@ -269,6 +274,7 @@ pub fn run(args: Args) -> Result<()> {
         header: args.header.as_deref(),
         patch: args.patch.as_deref(),
         missing: &ev.missing,
+        instances: &model.instances,
     };
     let html_text = html_out.as_ref().map(|_| {
         outcome.html(&Diagnosed {

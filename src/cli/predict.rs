@@ -76,9 +76,16 @@ pub fn run(args: Args) -> Result<()> {
         id,
         type_name,
         size,
-        args.subject.line_offset,
+        (
+            args.subject.line_offset,
+            args.subject.evidence.earlier(&args.subject.pick)?,
+        ),
     )?;
-    let model = args.model.build(&types, id, &profile, &ev.accesses)?;
+    let model = args
+        .model
+        .build(&types, id, &profile, &ev.accesses)?
+        .with_evidence_instances(&profile, type_name, &ev.bindings, None)
+        .map_err(anyhow::Error::msg)?;
     let mut predicted = prediction::predict(
         &model,
         &types,
@@ -163,12 +170,16 @@ fn run_workloads(args: &Args, sets: Vec<(String, Profile)>) -> Result<()> {
             id,
             type_name,
             size,
-            args.subject.line_offset,
+            (args.subject.line_offset, Vec::new()),
         )
         .with_context(|| label.clone())?;
         let model = args
             .model
             .build(&types, id, &profile, &ev.accesses)
+            .and_then(|m| {
+                m.with_evidence_instances(&profile, type_name, &ev.bindings, None)
+                    .map_err(anyhow::Error::msg)
+            })
             .with_context(|| label.clone())?;
         let evidence = profile.provenance.loaded_from.clone();
         workloads.push(Workload {

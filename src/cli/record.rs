@@ -790,7 +790,11 @@ impl Drop for Sentinel {
 
 /// Waits for `child` to end without reaping it first, then reaps it with `CHILD` cleared
 /// under its lock (so its pid cannot be reused while the watcher may still send to it).
-fn wait_child(child: &mut std::process::Child) -> std::io::Result<(std::process::ExitStatus, u64)> {
+/// Returns its status, its peak resident memory in bytes and its user CPU time (its threads
+/// and the children it waited for) in seconds.
+fn wait_child(
+    child: &mut std::process::Child,
+) -> std::io::Result<(std::process::ExitStatus, u64, f64)> {
     let pid = child.id() as libc::pid_t;
     loop {
         // SAFETY: waitid on our own child with a zeroed siginfo to fill in.
@@ -831,9 +835,11 @@ fn wait_child(child: &mut std::process::Child) -> std::io::Result<(std::process:
         return Err(std::io::Error::last_os_error());
     }
     use std::os::unix::process::ExitStatusExt;
+    let user = usage.ru_utime.tv_sec as f64 + usage.ru_utime.tv_usec as f64 / 1e6;
     Ok((
         std::process::ExitStatus::from_raw(raw),
         usage.ru_maxrss as u64 * 1024,
+        user,
     ))
 }
 
@@ -1072,10 +1078,33 @@ struct Ran {
     status: Option<std::process::ExitStatus>,
     code: i32,
     program_rss: Option<u64>,
+    /// Its user CPU time in seconds (`--keep-raw` keeps it in [`USER_TIME_FILE`]).
+    program_user: Option<f64>,
     /// The program as the messages name it.
     shown: String,
     /// The runtime's files, removed when done.
     _dir: Option<TempDir>,
+}
+
+/// The file `--keep-raw` writes the program's user CPU time into, in seconds.
+const USER_TIME_FILE: &str = "user_seconds";
+
+/// The program's user CPU time kept beside the runtime's files, if it was (read as every
+/// text input is, within `input`'s bounds).
+fn kept_user_time(raw: &Path) -> Result<Option<f64>> {
+    let path = raw.join(USER_TIME_FILE);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = lineup::input::read_text_lossy(&path)?;
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 => Ok(Some(s)),
+        _ => bail!(
+            "{}: not a CPU time in seconds: {:?}",
+            path.display(),
+            text.chars().take(40).collect::<String>()
+        ),
+    }
 }
 
 /// `--from-raw`: the files of a recording kept with `--keep-raw`.
@@ -1093,6 +1122,7 @@ fn from_raw(raw: &Path) -> Result<Ran> {
         status: None,
         code: 0,
         program_rss: None,
+        program_user: kept_user_time(raw)?,
         _dir: None,
     })
 }
@@ -1227,7 +1257,7 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
         // Signals that came while it was being started are passed on now.
         STATE.store(RUNNING, Ordering::SeqCst);
     }
-    let (status, program_rss) =
+    let (status, program_rss, program_user) =
         wait_child(&mut child).map_err(|e| anyhow!("{shown}: lost track of the program: {e}"))?;
     drop(sentinel);
     let code = exit_code(&status);
@@ -1255,6 +1285,10 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
                 std::fs::copy(e.path(), keep.join(e.file_name()))
                     .with_context(|| format!("{}: cannot write", keep.display()))?;
             }
+            // The program's user CPU time, which the run's floor for a finding uses: kept so that
+            // `--from-raw` judges as the recording did.
+            std::fs::write(keep.join(USER_TIME_FILE), format!("{program_user}\n"))
+                .with_context(|| format!("{}: cannot write", keep.display()))?;
             Ok(())
         })();
         if let Err(e) = copied {
@@ -1266,6 +1300,7 @@ fn run_program(args: &RecordArgs, line_size: u64) -> Result<Ran> {
         status: Some(status),
         code,
         program_rss: Some(program_rss),
+        program_user: Some(program_user),
         shown,
         _dir: Some(dir),
     })
@@ -1296,6 +1331,7 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
         status,
         code,
         program_rss,
+        program_user,
         shown,
         mut _dir,
     } = ran;
@@ -1337,6 +1373,9 @@ pub fn run_record(args: RecordArgs) -> Result<i32> {
     if let Some(sum) = built.profile.summary.get_mut("record") {
         if let Some(rss) = program_rss {
             sum.insert("peak_rss_program".into(), rss as f64);
+        }
+        if let Some(user) = program_user {
+            sum.insert("user_seconds".into(), user);
         }
         sum.insert("peak_rss_recorder".into(), recorder_rss as f64);
         sum.insert("memory_budget".into(), args.memory as f64);

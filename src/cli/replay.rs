@@ -127,7 +127,10 @@ pub fn run(args: Args) -> Result<i32> {
         id,
         type_name,
         size,
-        args.subject.line_offset,
+        (
+            args.subject.line_offset,
+            args.subject.evidence.earlier(&args.subject.pick)?,
+        ),
     )?;
     let model = args.model.build(&types, id, &profile, &ev.accesses)?;
     prediction::require_streams(&model, type_name).map_err(anyhow::Error::msg)?;

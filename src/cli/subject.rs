@@ -48,17 +48,25 @@ pub fn find_type(types: &Types<'_>, label: &str, name: &str) -> Result<TypeId> {
 
 /// Binds raw lines of `profile` to struct `id` and returns its accesses ([`subject::gather`]),
 /// with the binding in words in [`Evidence::binding`]: which line went where and why, which
-/// row to which member.
+/// row to which member. `earlier`: the reports before this one in its text
+/// ([`super::evidence::EvidenceArgs::earlier`]), whose bindings carry over.
 pub fn gather(
     profile: &mut Profile,
     (types, source): (&Types<'_>, &str),
     id: TypeId,
     type_name: &str,
     size: u64,
-    line_offset: Option<i64>,
+    (line_offset, earlier): (Option<i64>, Vec<Profile>),
 ) -> Result<Evidence> {
-    let mut ev = subject::gather(profile, (types, source), id, type_name, size, line_offset)
-        .map_err(anyhow::Error::msg)?;
+    let mut ev = subject::gather(
+        profile,
+        (types, source),
+        id,
+        type_name,
+        size,
+        (line_offset, earlier),
+    )
+    .map_err(anyhow::Error::msg)?;
     ev.binding = binding_text(profile, types, id, type_name, &ev);
     Ok(ev)
 }

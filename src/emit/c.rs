@@ -23,6 +23,8 @@ pub struct Marks {
     /// Their alignment: the line, or a pair of lines (128 bytes) where the L2 fetches
     /// 128-byte pairs; 0 (the default) is the line.
     pub align: u64,
+    /// Why hot lines are a pair apart (the plan's `spacing_reason`); empty: the L2's pairs.
+    pub reason: String,
 }
 
 fn decl(f: &Field, indent: usize, flavour: Flavour, out: &mut String) {
@@ -191,7 +193,11 @@ pub fn declaration(layout: &Layout, marks: &Marks, flavour: Flavour) -> String {
                 let _ = writeln!(
                     out,
                     "\n\t/* lineup: hot fields on a cache line of their own, {line_align} bytes from other hot lines ({}) */",
-                    crate::analysis::optimize::PAIR_REASON
+                    if marks.reason.is_empty() {
+                        crate::analysis::optimize::PAIR_REASON
+                    } else {
+                        marks.reason.as_str()
+                    }
                 );
             } else {
                 let _ = writeln!(
@@ -400,6 +406,7 @@ mod tests {
             groups: vec![vec!["data".to_string()]],
             line_aligned: vec!["data".to_string()],
             align: 0,
+            reason: String::new(),
         };
         let d = declaration(&two_longs(128), &marks, Flavour::Kernel);
         assert!(
@@ -424,6 +431,7 @@ mod tests {
             groups: vec![],
             line_aligned: vec!["data".to_string()],
             align: 0,
+            reason: String::new(),
         };
         let d = declaration(&two_longs(128), &marks, Flavour::Userspace);
         assert!(d.contains("alignas(128) long data;"), "{d}");
@@ -438,6 +446,7 @@ mod tests {
             groups: vec![vec!["data".to_string()]],
             line_aligned: vec!["data".to_string()],
             align: 128,
+            reason: String::new(),
         };
         let layout = spaced(64, 128);
         let d = declaration(&layout, &marks, Flavour::Kernel);

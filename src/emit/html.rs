@@ -507,6 +507,7 @@ mod tests {
             unresolved_fields: vec![],
             misfits: vec![],
             findings: vec![],
+            instances: None,
             machine: String::new(),
             queueing: String::new(),
         };
@@ -514,6 +515,7 @@ mod tests {
         let placement = Placement {
             offsets: vec![0, 64],
             size: 128,
+            align: 8,
         };
         let cells = cells_from_units(&units, &placement, Some(&d));
         let spans: Vec<(&str, &str, u64, u64)> = cells

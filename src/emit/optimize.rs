@@ -216,6 +216,8 @@ pub struct Outcome<'a> {
     pub patch: Option<&'a Path>,
     /// Fields the profile names that the struct lacks.
     pub missing: &'a [String],
+    /// Where instances start in their line (every layout was priced there).
+    pub instances: &'a crate::analysis::instances::Instances,
 }
 
 #[derive(Serialize)]
@@ -321,6 +323,9 @@ impl Outcome<'_> {
             self.utilization, self.utilization_source
         );
         s.push_str(self.binding);
+        if let Some(line) = self.instances.headline(cls) {
+            let _ = writeln!(s, "{line}");
+        }
         if let Some(why) = &self.proposal.pair_refused {
             let _ = writeln!(s, "{why}");
         }
@@ -335,7 +340,9 @@ impl Outcome<'_> {
             let _ = writeln!(
                 s,
                 "search: hot lines {pair} bytes apart, as {}: the model prices that layout at {:.0} cycles, the best with {cls}-byte spacing at {by_line:.0} ({} groupings, {search_ms:.1} ms)",
-                optimize::PAIR_REASON,
+                plan.spacing_reason
+                    .as_deref()
+                    .unwrap_or(optimize::PAIR_REASON),
                 plan.cost.total_cycles(),
                 plan.nodes
             );
@@ -512,11 +519,7 @@ impl Outcome<'_> {
             let _ = writeln!(s, "\n{}", sa.advice);
         }
         if let Some(ia) = &p.instance {
-            let _ = writeln!(
-                s,
-                "\ninstances are not line-aligned ({}): lineup's layout costs {:.0} cycles on {cls}-byte aligned instances, {:.0} on average as allocated.\n{}",
-                ia.source, ia.cycles_aligned, ia.cycles_as_allocated, ia.advice
-            );
+            let _ = writeln!(s, "\ninstances are not {cls}-byte aligned: {}", ia.advice);
         }
         if let (Some(path), None, None) = (self.header, self.diff, &p.rejected) {
             let _ = writeln!(
@@ -626,7 +629,9 @@ impl Outcome<'_> {
         if let Some(pair) = plan.pair_align {
             notes.push(format!(
                 "hot lines {pair} bytes apart: {}",
-                optimize::PAIR_REASON
+                plan.spacing_reason
+                    .as_deref()
+                    .unwrap_or(optimize::PAIR_REASON)
             ));
         }
         if !plan.moved.is_empty() {

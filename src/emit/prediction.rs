@@ -57,7 +57,7 @@ pub fn json(
             }
         })
         .collect();
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "schema": 1,
         "layout_source": source,
         "type_name": type_name,
@@ -66,7 +66,12 @@ pub fn json(
         "unit": profile.unit,
         "layouts": rows,
         "notes": prediction.notes,
-    })
+    });
+    // Where instances do not all start a line, where they do (every layout is priced there).
+    if model.instances.misaligned() {
+        v["instances"] = serde_json::json!(model.instances);
+    }
+    v
 }
 
 /// The comparison as text: the machine and queueing, the binding in words (`binding`), the
@@ -88,9 +93,13 @@ pub fn text(
     );
     let _ = writeln!(
         s,
-        "queueing: the busiest line of the current layout runs at utilization {:.2} ({})\n",
+        "queueing: the busiest line of the current layout runs at utilization {:.2} ({})",
         model.queueing.utilization, model.utilization_source
     );
+    if let Some(line) = model.instances.headline(model.cls) {
+        let _ = writeln!(s, "{line}");
+    }
+    s.push('\n');
     s.push_str(binding);
     let refs: Vec<(String, &Cost)> = prediction
         .layouts

@@ -68,6 +68,7 @@ pub fn marks(
             .map(|&u| units[u].members.first().cloned().unwrap_or_default())
             .collect(),
         align: cls,
+        reason: String::new(),
     }
 }
 
@@ -202,6 +203,7 @@ pub fn declaration(
         &plan.placement,
     );
     marks.align = plan.line_align(cls);
+    marks.reason = plan.spacing_reason.clone().unwrap_or_default();
     let text = crate::emit::c::declaration(layout, &marks, flavour);
     // The struct as it is (nothing moves, nothing aligned anew) is priced at the offsets
     // its compiler gave it, which a bit-field packed into the bytes before it can make

@@ -220,6 +220,31 @@ pub struct TypeProfile {
     /// each went to is not known, so they are not in [`TypeProfile::accesses`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub degraded: Vec<DegradedRange>,
+    /// Where instances of the type start in their cache line, as the evidence states it (a
+    /// sketch's `[type.instances]`); absent where it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances: Option<InstanceFacts>,
+}
+
+/// What the evidence states about where instances of a type start in their cache line
+/// (`analysis::instances`): the offsets into a line, or an alignment (every multiple of it),
+/// whether a larger alignment the type declares moves them, and where they are allocated.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstanceFacts {
+    /// Offsets into a line where instances start (`[16]`: calloc's 16 bytes into a line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offsets: Option<Vec<u64>>,
+    /// Instances start at every multiple of this many bytes (8: an 8-byte aligned struct
+    /// embedded anywhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub align: Option<u64>,
+    /// A larger alignment the type declares moves the instances with it (globals, per-CPU
+    /// data, members of a struct allocated so); false or absent: the allocation ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub honours_alignment: Option<bool>,
+    /// Where the instances are allocated or embedded, in the evidence's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
 }
 
 /// One code site's accesses by one thread, counted as a whole over a range of one object's
@@ -459,6 +484,14 @@ pub struct Access {
     /// Names of co-access groups this access belongs to (see [`AccessGroup`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// The lock every one of these accesses was made holding, where the evidence names one
+    /// that is not a member of the struct (a shard's or a bucket's mutex, a lock in the
+    /// parent object): a sketch's `under_lock`. Critical sections of one lock run one after
+    /// another, so what they touch moves from holder to holder with the lock, and never
+    /// falsely shares a line between them (`docs/cost-model.md`, "Data under a lock outside
+    /// the struct").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_lock: Option<String>,
     /// Tool-specific extras by name (c2c's `pa_count`, `records`).
     #[serde(default, skip_serializing_if = "Details::is_empty")]
     pub details: Details,

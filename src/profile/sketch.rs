@@ -20,6 +20,8 @@
 //! weight = 100             # relative; or rate = 2.0e6 (per second)
 //! cpus = "all"             # or a number, or the CPUs: [0, 1]
 //! groups = ["enqueue"]     # code paths that touch fields together (optional)
+//! under_lock = "rq->lock"  # made holding this lock, not a member of the struct (optional;
+//!                          # also on [[type]], for every access of the type)
 //! ```
 //!
 //! The full format is in `docs/profile.md`.
@@ -32,7 +34,7 @@ use toml::Spanned;
 use super::error::ProfileError;
 use super::model::{
     Access, AccessGroup, CodeLocation, Counts, CpuUse, DEFAULT_CACHELINE_SIZE, GroupMember,
-    Latency, Place, Profile, ThreadUse, Unit,
+    InstanceFacts, Latency, Place, Profile, ThreadUse, Unit,
 };
 
 /// Largest weight or rate (per second) an access may have: far above any real rate (a
@@ -106,8 +108,53 @@ struct RawMachine {
 struct RawType {
     name: String,
     note: Option<String>,
+    /// Every access of the type is made holding this lock (one not in the struct), unless
+    /// the access names its own.
+    under_lock: Option<String>,
+    /// Where instances start in their cache line (`analysis::instances`).
+    instances: Option<RawInstances>,
     #[serde(default, rename = "access")]
     accesses: Vec<Spanned<RawAccess>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInstances {
+    offsets: Option<Vec<u64>>,
+    align: Option<u64>,
+    honours_alignment: Option<bool>,
+    at: Option<String>,
+    #[allow(dead_code)]
+    note: Option<String>,
+}
+
+/// `[type.instances]` checked: offsets below the line, an alignment that is a power of two,
+/// one of the two.
+fn instance_facts(i: &RawInstances, ty: &str, cls: u64) -> Result<InstanceFacts, ProfileError> {
+    let bad = |what: String| {
+        Err(ProfileError::Sketch(format!(
+            "type {ty:?}: [type.instances] {what}"
+        )))
+    };
+    match (&i.offsets, i.align) {
+        (Some(_), Some(_)) => return bad("gives offsets and align: one of them".into()),
+        (None, None) => return bad("needs offsets = [...] or align = N".into()),
+        (Some(o), None) if o.is_empty() || o.iter().any(|&x| x >= cls) => {
+            return bad(format!(
+                "offsets = {o:?}: each must be below the {cls}-byte line, at least one"
+            ));
+        }
+        (None, Some(a)) if a == 0 || !a.is_power_of_two() => {
+            return bad(format!("align = {a}: not a power of two"));
+        }
+        _ => {}
+    }
+    Ok(InstanceFacts {
+        offsets: i.offsets.clone(),
+        align: i.align,
+        honours_alignment: i.honours_alignment,
+        at: i.at.clone(),
+    })
 }
 
 #[derive(Deserialize)]
@@ -127,7 +174,12 @@ struct RawAccess {
     #[serde(default)]
     groups: Vec<String>,
     note: Option<String>,
+    /// The lock the access is made holding, one that is not a member of the struct.
+    under_lock: Option<String>,
 }
+
+/// Longest lock name `under_lock` takes (a name, not a text).
+const MAX_LOCK_NAME: usize = 256;
 
 #[derive(Clone, Copy, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -256,6 +308,19 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
         for acc in &ty.accesses {
             let span = acc.span();
             let a = acc.get_ref();
+            let under_lock = match a.under_lock.as_ref().or(ty.under_lock.as_ref()) {
+                None => None,
+                Some(l) if l.trim().is_empty() || l.len() > MAX_LOCK_NAME => {
+                    return Err(err(
+                        span,
+                        format!(
+                            "{}: under_lock = {l:?}: name the lock (at most {MAX_LOCK_NAME} bytes)",
+                            ty.name
+                        ),
+                    ));
+                }
+                Some(l) => Some(l.trim().to_string()),
+            };
             let what = a
                 .field
                 .clone()
@@ -407,6 +472,7 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
                 }),
                 groups: a.groups.clone(),
                 note: a.note.clone(),
+                under_lock,
                 ..Default::default()
             };
             for g in &a.groups {
@@ -427,9 +493,14 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
             accesses.push(access);
         }
         total_accesses += accesses.len();
+        let instances = match &ty.instances {
+            Some(i) => Some(instance_facts(i, &ty.name, profile.cacheline_size)?),
+            None => None,
+        };
         let t = profile.type_profile_mut(&ty.name);
         t.note = ty.note.clone();
         t.accesses = accesses;
+        t.instances = instances;
     }
     if total_accesses == 0 {
         return Err(ProfileError::Sketch(
@@ -542,6 +613,34 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("an empty CPU list"), "{e}");
+    }
+
+    #[test]
+    fn a_lock_outside_the_struct_is_named_per_type_or_per_access() {
+        let p = import_sketch(
+            r#"
+            [[type]]
+            name = "t"
+            under_lock = "shard.mutex"
+            access = [
+              { field = "a", kind = "load", by = "lookup", weight = 1 },
+              { field = "b", kind = "store", by = "insert", weight = 1, under_lock = "other" },
+            ]
+            [[type]]
+            name = "u"
+            access = [ { field = "c", kind = "load", weight = 1 } ]
+            "#,
+        )
+        .unwrap();
+        let t = p.type_profile("t").unwrap();
+        assert_eq!(t.accesses[0].under_lock.as_deref(), Some("shard.mutex"));
+        assert_eq!(t.accesses[1].under_lock.as_deref(), Some("other"));
+        assert_eq!(p.type_profile("u").unwrap().accesses[0].under_lock, None);
+        let e = import_sketch(
+            "[[type]]\nname = \"s\"\n[[type.access]]\nfield = \"a\"\nkind = \"load\"\nweight = 1\nunder_lock = \" \"\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("name the lock"), "{e}");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 #define KERNEL_STYLE_H
 
 #define ____cacheline_aligned __attribute__((__aligned__(64)))
+#define __aligned(x) __attribute__((__aligned__(x)))
 #define CONFIG_KSTATS_EXTRA 1
 
 typedef struct {
