@@ -62,6 +62,7 @@ fn main() {
                 cpus: [1u32, 8, 40, 160][(next() % 4) as usize],
                 cpu_list: Vec::new(),
                 lock: false,
+                run_atomic: false,
                 under_lock: None,
             });
         }

@@ -494,6 +494,7 @@ mod tests {
             cpus: cpus.len() as u32,
             cpu_list: cpus.to_vec(),
             lock: false,
+            run_atomic: false,
             under_lock: None,
         }
     }
