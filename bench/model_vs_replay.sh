@@ -31,7 +31,7 @@ fi
 # name | type | evidence flags...
 cases=(
     "seed000 c2c, lineup and seed fix|task_group|--c2c tests/data/c2c/seed000_paste.txt --layout examples/seeds/000/seed_fix.h"
-    "seed003 cpupri_vec sketch, lineup|cpupri_vec|--sketch examples/sketches/seed003_cpupri_vec.toml"
+    "seed003 cpupri_vec sketch, lineup and patch 1|cpupri_vec|--sketch examples/sketches/seed003_cpupri_vec.toml --layout examples/seeds/003/seed_fix_patch1_vec.h"
 )
 echo "| case | layout | predicted, generic host | predicted, calibrated | measured throughput (95% CI) | agree |"
 echo "|---|---|---|---|---|---|"
