@@ -41,7 +41,7 @@ geometric mean and 4x on any program, never above TSan; `--sample 1` below TSan 
 program.
 
     python3 bench/record_overhead.py [--runs 3] [--lineup target/release/lineup]
-        [--only zstd,counters] [--no-zstd] [--all-modes]
+        [--only zstd,counters] [--no-zstd] [--all-modes] [--threads 16]
 
 (`--all-modes` adds `--sample auto` and the hooks alone.)
 """
@@ -62,6 +62,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # name, source in examples/record, optimization level, arguments, compiler (None: --cc).
 # The levels are those at which each program's false sharing survives (Phoenix at -O0, as
 # the literature runs it).
+# The replicas whose first argument is the number of threads, and the most each takes.
+THREADED = {"linreg": 1024, "histogram": 1024, "streamcluster": 1024, "counters": 8,
+            "padded": 8}
 CORPUS = [
     ("linear_regression", "linreg", "-O0", ["2", "100"], None),
     ("histogram", "histogram", "-O0", ["2", "130"], None),
@@ -180,6 +183,8 @@ def main():
     ap.add_argument("--cc", default=shutil.which("clang") and "clang" or "gcc")
     ap.add_argument("--only", help="comma-separated substrings of the programs to run")
     ap.add_argument("--no-zstd", action="store_true", help="skip zstd (no source fetch)")
+    ap.add_argument("--threads", type=int, default=2,
+                    help="threads of the replicas that take a thread count first (default 2)")
     ap.add_argument("--all-modes", action="store_true",
                     help="also --sample auto and the hooks alone")
     args = ap.parse_args()
@@ -236,6 +241,9 @@ def main():
 
         def replica(label, src_name, flags, prog_args, cc):
             cc = cc or args.cc
+            # The replicas whose first argument is their thread count (2 in CORPUS).
+            if src_name in THREADED and args.threads != 2:
+                prog_args = [str(min(args.threads, THREADED[src_name]))] + prog_args[1:]
             flags = flags.split()
             src = os.path.join(REPO, "examples", "record", src_name + ".c")
             stem = os.path.join(work, src_name + "".join(flags) + "-" + cc)
@@ -276,7 +284,11 @@ def main():
         # A row naming the compiler --cc gives already is the row above it: run once.
         same_as_default = lambda c: c[4] == args.cc and any(
             d[:4] == c[:4] and d[4] is None for d in CORPUS)
-        rows = [replica(*c) for c in CORPUS if wanted(c[0]) and not same_as_default(c)]
+        missing = sorted({c[4] for c in CORPUS if c[4] and not shutil.which(c[4])})
+        if missing:
+            print(f"not installed, their rows skipped: {', '.join(missing)}")
+        rows = [replica(*c) for c in CORPUS
+                if wanted(c[0]) and not same_as_default(c) and c[4] not in missing]
         if not args.no_zstd and wanted("zstd"):
             rows.append(zstd())
         if rows:
