@@ -774,12 +774,20 @@ fn sharing_of(a: &[&Stream], b: &Stream) -> Sharing {
     // `lock_vma_under_rcu` reads `vm_start` and `vm_mm` beside the `vm_refcnt` every fault
     // increments, which Linux 6.15 moved to a line of its own). A lock holder's are what the
     // lock guards: no other writer comes between them.
+    // Only where the writer's CPUs are `b`'s (or unlisted): one function run by per-thread
+    // workers, each storing its own slot, is as many runs as threads, and their misses on
+    // each other's slots are false sharing (a recording's `hits[0]` and `hits[1]`).
+    let meets = |s: &Stream| {
+        s.cpu_list.is_empty()
+            || b.cpu_list.is_empty()
+            || s.cpu_list.iter().any(|c| b.cpu_list.contains(c))
+    };
     if b.rmw <= 0.0 && a.iter().any(|s| s.path == b.path) {
         if a.iter().any(|s| s.lock) {
             return Sharing::UnderLock;
         }
         let atomic_run = b.run_atomic || a.iter().any(|s| s.path == b.path && s.rmw > 0.0);
-        if !atomic_run {
+        if !atomic_run && a.iter().any(|s| s.path == b.path && meets(s)) {
             return Sharing::SamePath;
         }
     }
@@ -1512,6 +1520,27 @@ mod tests {
         let (a, b) = (stream(0, 0.0, 100.0, 1, "f"), stream(1, 0.0, 100.0, 1, "g"));
         let t = line_breakdown(&[&a, &b], &m);
         assert!(t.false_transfers > 0.0 && t.true_transfers == 0.0, "{t:?}");
+    }
+
+    /// One function on two threads, each storing its own slot of one line: two runs, so
+    /// each thread's misses on the other's slot are false sharing, not co-written; on one
+    /// CPU (or without lists) the same stores are one run's.
+    #[test]
+    fn per_thread_slots_of_one_function_are_false_sharing() {
+        let m = preset("icelake-2s").unwrap();
+        let mut a = stream(0, 0.0, 100.0, 1, "worker");
+        let mut b = stream(1, 0.0, 100.0, 1, "worker");
+        a.cpu_list = vec![0];
+        b.cpu_list = vec![1];
+        let t = line_breakdown(&[&a, &b], &m);
+        assert!(t.false_transfers > 0.0, "{t:?}");
+        assert!(
+            t.contributions.iter().all(|c| c.sharing == Sharing::False),
+            "{t:?}"
+        );
+        b.cpu_list = vec![0];
+        let t = line_breakdown(&[&a, &b], &m);
+        assert_eq!(t.false_transfers, 0.0, "{t:?}");
     }
 
     /// A lock holder's reads beside the lock cost nothing more than the lock: moving them
