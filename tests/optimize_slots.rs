@@ -37,7 +37,7 @@ fn cc(args: &[&str], cwd: &Path) {
     );
 }
 
-fn optimize(dir: &Path, sketch: &str) -> Value {
+fn optimize(dir: &Path, sketch: &str, machine: &str) -> Value {
     cc(&["-g", "-O2", "-c", "counters.c", "-o", "counters.o"], dir);
     common::lineup_json(&[
         "optimize",
@@ -48,7 +48,7 @@ fn optimize(dir: &Path, sketch: &str) -> Value {
         "--sketch",
         &format!("tests/data/optimize/{sketch}.toml"),
         "--machine",
-        "icelake-2s",
+        machine,
         "--flavour",
         "user",
         "--header",
@@ -59,24 +59,45 @@ fn optimize(dir: &Path, sketch: &str) -> Value {
     ])
 }
 
+/// A cost's modeled cycles, every term (the pair and growth terms where priced).
 fn total(c: &Value) -> f64 {
-    ["false_cycles", "true_cycles", "locality_cycles"]
-        .iter()
-        .map(|k| c[k].as_f64().unwrap())
-        .sum()
+    [
+        "false_cycles",
+        "true_cycles",
+        "locality_cycles",
+        "pair_cycles",
+        "size_cycles",
+    ]
+    .iter()
+    .filter_map(|k| c[k].as_f64())
+    .sum()
 }
+
+/// A machine without the adjacent-line prefetcher (a calibration that measured none).
+const NO_PAIRS: &str = "tests/data/machines/xeon_guest_16cpu.toml";
 
 #[test]
 fn slots_written_by_different_threads_are_padded_and_the_result_compiles() {
-    let dir = scratch("padded");
-    let v = optimize(&dir, "counters_slots");
+    padded_slots_compile(NO_PAIRS, 64);
+}
+
+/// On a machine whose L2 fetches aligned pairs of lines, slots a line apart still contend
+/// (the model's pair term): each slot gets a pair.
+#[test]
+fn on_a_pair_machine_each_slot_gets_a_pair_of_lines() {
+    padded_slots_compile("icelake-2s", 128);
+}
+
+fn padded_slots_compile(machine: &str, slot: u64) {
+    let dir = scratch(&format!("padded-{slot}"));
+    let v = optimize(&dir, "counters_slots", machine);
     let slots = &v["slots"];
     assert_eq!(slots["accepted"], true, "{slots:#}");
     assert_eq!(slots["arrays"][0]["member"], "hits");
-    assert_eq!(slots["arrays"][0]["slot_size"], 64);
+    assert_eq!(slots["arrays"][0]["slot_size"], slot);
     // The plan is the padded layout, priced below the current one.
-    assert_eq!(v["plan"]["placement"]["size"], 576);
-    assert_eq!(v["units"][0]["size"], 512);
+    assert_eq!(v["plan"]["placement"]["size"], 9 * slot);
+    assert_eq!(v["units"][0]["size"], 8 * slot);
     assert!(total(&v["plan"]["cost"]) < total(&v["current"]), "{v:#}");
     assert!(slots["cycles_padded"].as_f64() < slots["cycles_unpadded"].as_f64());
     // predict prices the same padded layout as a row of its own.
@@ -89,7 +110,7 @@ fn slots_written_by_different_threads_are_padded_and_the_result_compiles() {
         "--sketch",
         "tests/data/optimize/counters_slots.toml",
         "--machine",
-        "icelake-2s",
+        machine,
         "--json",
     ]);
     let rows = p["layouts"].as_array().unwrap();
@@ -97,7 +118,7 @@ fn slots_written_by_different_threads_are_padded_and_the_result_compiles() {
         .iter()
         .find(|r| r["layout"] == "lineup, slots padded")
         .unwrap_or_else(|| panic!("{p:#}"));
-    assert_eq!(padded["cost"]["size"], 576);
+    assert_eq!(padded["cost"]["size"], 9 * slot);
     assert!(padded["total_cycles"].as_f64() < rows[0]["total_cycles"].as_f64());
     assert_eq!(
         padded["total_cycles"].as_f64(),
@@ -106,7 +127,10 @@ fn slots_written_by_different_threads_are_padded_and_the_result_compiles() {
     );
     // The declaration compiles, with the slot type's alignment.
     let decl = v["declaration"].as_str().unwrap();
-    assert!(decl.contains("\tstruct {\n\t\talignas(64) "), "{decl}");
+    assert!(
+        decl.contains(&format!("\tstruct {{\n\t\talignas({slot}) ")),
+        "{decl}"
+    );
     assert!(decl.contains("\t} hits[8];\n"), "{decl}");
     std::fs::write(
         dir.join("decl.c"),
@@ -127,7 +151,8 @@ fn slots_written_by_different_threads_are_padded_and_the_result_compiles() {
     std::fs::write(
         dir.join("check.c"),
         format!(
-            "{patched}\n_Static_assert(sizeof(stats.hits[0]) == 64, \"a slot is a line\");\n_Static_assert(sizeof(struct counters) == 576, \"the size lineup priced\");\n"
+            "{patched}\n_Static_assert(sizeof(stats.hits[0]) == {slot}, \"a slot is its lines\");\n_Static_assert(sizeof(struct counters) == {}, \"the size lineup priced\");\n",
+            9 * slot
         ),
     )
     .unwrap();
@@ -137,7 +162,7 @@ fn slots_written_by_different_threads_are_padded_and_the_result_compiles() {
 #[test]
 fn padding_priced_above_doing_nothing_is_refused() {
     let dir = scratch("refused");
-    let v = optimize(&dir, "counters_reads");
+    let v = optimize(&dir, "counters_reads", "icelake-2s");
     let slots = &v["slots"];
     assert_eq!(slots["accepted"], false, "{slots:#}");
     assert_eq!(slots["in_patch"], false);

@@ -459,13 +459,13 @@ fn per_thread_slots_of_an_array_member_are_padded_and_fixed() {
     assert_eq!(slots["in_patch"], true, "{slots:#}");
     let a = &slots["arrays"][0];
     assert_eq!(a["member"], "hits");
+    // A line per slot, or an aligned pair of lines where the host's model has the
+    // adjacent-line prefetcher (an Intel host without a calibration that measured none).
+    let slot = a["slot_size"].as_u64().unwrap();
+    assert!(slot == 64 || slot == 128, "{a}");
     assert_eq!(
-        (
-            a["elem_size"].as_u64(),
-            a["slot_size"].as_u64(),
-            a["count"].as_u64()
-        ),
-        (Some(8), Some(64), Some(8))
+        (a["elem_size"].as_u64(), a["count"].as_u64()),
+        (Some(8), Some(8))
     );
     // Priced: cheaper than the current layout and than any order of the members as they are,
     // and the size grows by the padding of the slots.
@@ -477,17 +477,20 @@ fn per_thread_slots_of_an_array_member_are_padded_and_fixed() {
         .map(|k| cur[k].as_f64().unwrap())
         .sum();
     assert!(padded < current, "{padded} against {current}");
-    assert_eq!(o.report["plan"]["placement"]["size"], 8 * 64 + 64);
+    assert_eq!(o.report["plan"]["placement"]["size"], 8 * slot + slot);
     let advice = slots["advice"].as_str().unwrap();
     assert!(
-        advice.contains("`hits[0]` by thread") && advice.contains("+448 bytes"),
+        advice.contains("`hits[0]` by thread")
+            && advice.contains(&format!("+{} bytes", 8 * (slot - 8))),
         "{advice}"
     );
     assert!(o.text.contains("hits[0]"), "{}", o.text);
     // The patch: the slot type, and the uses of the slots.
     let patch = &o.patch;
     assert!(
-        patch.contains("+    struct { _Alignas(64) unsigned long v; } hits[MAX_THREADS];"),
+        patch.contains(&format!(
+            "+    struct {{ _Alignas({slot}) unsigned long v; }} hits[MAX_THREADS];"
+        )),
         "{patch}"
     );
     assert!(
@@ -502,7 +505,9 @@ fn per_thread_slots_of_an_array_member_are_padded_and_fixed() {
     // The emitted declaration has the same slot type.
     let decl = o.report["declaration"].as_str().unwrap();
     assert!(
-        decl.contains("\talignas(64) unsigned long v;\n\t} hits[8];"),
+        decl.contains(&format!(
+            "\talignas({slot}) unsigned long v;\n\t}} hits[8];"
+        )),
         "{decl}"
     );
     // Recorded again: no line has two writers (exact, whatever the interleaving), and the

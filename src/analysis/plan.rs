@@ -179,6 +179,54 @@ impl Proposal {
 }
 
 /// The best plan for `units` and `streams` from `current` under `c`, on the model's machine.
+/// The best plan with the per-thread slots of `found` padded, and the arrays as padded:
+/// each slot to a line, or, where the machine's L2 fetches aligned pairs of lines (its pair
+/// term prices neighbours one line apart), also to a pair; the cheaper of the two with its
+/// growth priced (from the struct as it is, not as declared with padded slots). `optimize`
+/// and `predict` both price padded slots here, so they print the same layout and figure.
+pub fn slots_padded_plan(
+    model: &Model,
+    found: &[slots::SlottedArray],
+    min_align: u64,
+    constraints: &Constraints,
+) -> Result<Option<PaddedSlots>, ProposeError> {
+    if found.is_empty() {
+        return Ok(None);
+    }
+    let cls = model.cls;
+    let mut spacings = vec![cls];
+    if model.machine.adjacent_line_pairs && model.machine.pair_share() > 0.0 {
+        spacings.push(2 * cls);
+    }
+    let mut best: Option<PaddedSlots> = None;
+    for spacing in spacings {
+        let arrays: Vec<slots::SlottedArray> = found.iter().map(|a| a.spaced(spacing)).collect();
+        let (pu, ps) = slots::padded(&model.units, &model.streams, &arrays, cls);
+        let mut order: Vec<usize> = (0..pu.len()).collect();
+        order.sort_by_key(|&u| model.units[u].offset);
+        let as_declared = optimize::derive(&pu, &order, &Default::default(), cls, min_align);
+        let mut plan = search(model, (&pu, &ps), &as_declared, min_align, constraints)?;
+        plan.cost = plan.cost.with_size_term(
+            &ps,
+            &plan.placement,
+            model.footprint(),
+            cls,
+            &model.machine,
+            model.allocator,
+        );
+        let cheaper = best
+            .as_ref()
+            .is_none_or(|b| plan.cost.total_cycles() < b.2.cost.total_cycles() * (1.0 - 1e-9));
+        if cheaper {
+            best = Some((arrays, (pu, ps), plan));
+        }
+    }
+    Ok(best)
+}
+
+/// Per-thread slots padded: the arrays as padded, the units and streams with them, the plan.
+pub type PaddedSlots = (Vec<slots::SlottedArray>, (Vec<Unit>, Vec<Stream>), Plan);
+
 fn search(
     model: &Model,
     (units, streams): (&[Unit], &[Stream]),
@@ -275,21 +323,9 @@ pub fn propose(
     };
     let mut padded = None;
     let mut slot_advice = None;
-    if !found.is_empty() {
-        let (pu, ps) = slots::padded(&model.units, &model.streams, &found, cls);
-        let mut order: Vec<usize> = (0..pu.len()).collect();
-        order.sort_by_key(|&u| model.units[u].offset);
-        let as_declared = optimize::derive(&pu, &order, &Default::default(), cls, min_align);
-        let mut padded_plan = search(model, (&pu, &ps), &as_declared, min_align, &constraints)?;
-        // Its growth is from the struct as it is, not as declared with padded slots.
-        padded_plan.cost = padded_plan.cost.with_size_term(
-            &ps,
-            &padded_plan.placement,
-            model.footprint(),
-            cls,
-            &model.machine,
-            model.allocator,
-        );
+    if let Some((found, (pu, ps), padded_plan)) =
+        slots_padded_plan(model, &found, min_align, &constraints)?
+    {
         let (cycles_padded, cycles_unpadded) =
             (padded_plan.cost.total_cycles(), plan.cost.total_cycles());
         let accepted = worse_than_current(current.total_cycles(), cycles_padded, None).is_none()
@@ -632,7 +668,15 @@ fn slot_advice_text(
             })
             .collect();
         parts.push(format!(
-            "slots of the array member `{m}` are written by different threads ({w}) and share lines: moving members cannot separate them. {verb} each slot to a {cls}-byte line of its own: `struct {{ alignas({cls}) {ty} v; }} {m}[{n}]` (+{g} bytes), uses `{m}[i]` becoming `{m}[i].v`",
+            "slots of the array member `{m}` are written by different threads ({w}) and share lines: moving members cannot separate them. {verb} each slot to {room} of its own: `struct {{ alignas({al}) {ty} v; }} {m}[{n}]` (+{g} bytes), uses `{m}[i]` becoming `{m}[i].v`",
+            room = if a.slot_align > cls {
+                format!(
+                    "an aligned pair of {cls}-byte lines (this machine's L2 fetches lines in pairs: neighbours one line apart would still contend)"
+                )
+            } else {
+                format!("a {cls}-byte line")
+            },
+            al = a.slot_align.max(cls),
             m = a.member,
             w = writers.join(", "),
             verb = if accepted { "The plan pads" } else { "Padding" },

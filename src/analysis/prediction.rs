@@ -193,24 +193,22 @@ fn lineup_with_slots_padded(
         return Ok(None);
     }
     let min_align = model.layout.forced_align.unwrap_or(1);
-    let (pu, ps) = crate::analysis::slots::padded(&model.units, &model.streams, &found, model.cls);
-    let mut order: Vec<usize> = (0..pu.len()).collect();
-    order.sort_by_key(|&u| model.units[u].offset);
-    let as_declared = optimize::derive(&pu, &order, &Default::default(), model.cls, min_align);
-    let padded = optimize::optimize(
-        &pu,
-        &ps,
-        &as_declared,
-        min_align,
-        &optimize::Constraints {
-            instances: model.instances.clone(),
-            ..Default::default()
-        },
-        model.cls,
-        &model.machine,
-        &model.queueing,
-    )
-    .map_err(|e| format!("struct {type_name}: {e}"))?;
+    let constraints = optimize::Constraints {
+        instances: model.instances.clone(),
+        ..Default::default()
+    };
+    let Some((_, (pu, _), padded)) =
+        crate::analysis::plan::slots_padded_plan(model, &found, min_align, &constraints).map_err(
+            |e| match e {
+                crate::analysis::plan::ProposeError::Search(e)
+                | crate::analysis::plan::ProposeError::Request(e) => {
+                    format!("struct {type_name}: {e}")
+                }
+            },
+        )?
+    else {
+        return Ok(None);
+    };
     Ok(Some(PricedLayout {
         name: "lineup, slots padded".to_string(),
         cost: padded.cost,

@@ -23,6 +23,9 @@ pub struct SlottedArray {
     /// Bytes of one element now, and of one padded slot.
     pub elem_size: u64,
     pub slot_size: u64,
+    /// The slot's alignment: a line, or an aligned pair of lines where the machine's L2
+    /// fetches pairs ([`SlottedArray::spaced`]).
+    pub slot_align: u64,
     pub count: u64,
     /// The written slots, each with the CPUs (recorded threads) that write it.
     pub writers: Vec<(u64, Vec<u32>)>,
@@ -35,6 +38,17 @@ impl SlottedArray {
     /// Bytes the padding adds to the struct's array.
     pub fn growth(&self) -> u64 {
         (self.slot_size - self.elem_size) * self.count
+    }
+
+    /// The same array with each slot rounded up to, and aligned on, `spacing` bytes (a line,
+    /// or a pair of lines).
+    pub fn spaced(&self, spacing: u64) -> SlottedArray {
+        let spacing = spacing.max(1);
+        SlottedArray {
+            slot_size: self.elem_size.div_ceil(spacing) * spacing,
+            slot_align: spacing,
+            ..self.clone()
+        }
     }
 }
 
@@ -93,6 +107,7 @@ pub fn per_thread_slots(
             member: m.name.to_string(),
             elem_size,
             slot_size: elem_size.div_ceil(cls) * cls,
+            slot_align: cls,
             count,
             writers: writers
                 .into_iter()
@@ -117,8 +132,8 @@ pub fn padded(
     for a in arrays {
         let u = &mut units[a.unit];
         u.size = a.slot_size * a.count;
-        u.align = u.align.max(cls);
-        u.natural_align = u.natural_align.max(cls);
+        u.align = u.align.max(cls).max(a.slot_align);
+        u.natural_align = u.natural_align.max(cls).max(a.slot_align);
     }
     let streams = streams
         .iter()
@@ -148,7 +163,7 @@ pub fn slot_array_type(types: &mut Types<'_>, a: &SlottedArray, cls: u64) -> Typ
                 ty: a.elem,
                 bit_offset: 0,
                 bitfield_size: 0,
-                declared_align: Some(cls as u32),
+                declared_align: Some(a.slot_align.max(cls) as u32),
             }],
             declared_align: None,
             is_declaration: false,

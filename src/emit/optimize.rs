@@ -146,7 +146,14 @@ pub fn header_diff(
     if let Some(sa) = slots.filter(|s| s.accepted) {
         for a in &sa.arrays {
             let Some(t) = new_text.take() else { break };
-            match patch::slot_member(&t, type_name, &a.member, flavour, cls, cplusplus) {
+            match patch::slot_member(
+                &t,
+                type_name,
+                &a.member,
+                flavour,
+                a.slot_align.max(cls),
+                cplusplus,
+            ) {
                 Ok((t, n)) => {
                     sa.uses_rewritten += n;
                     new_text = Some(t);
