@@ -913,8 +913,12 @@ fn same_run_share(
     a: &[&Stream],
     bi: usize,
 ) -> f64 {
+    // Runs, not accesses: a run that loads a field and then stores it (a flag checked and
+    // set, a message's pointer read and rewritten) touches it once, so the runs that touch a
+    // stream are at least the larger of its loads and its plain stores.
+    let runs_of = |s: &Stream| s.reads.max(s.stores());
     let b = streams[bi];
-    let rate = b.reads + b.writes;
+    let rate = b.reads.max(b.writes);
     let r = runs.of[bi];
     let (atomic, members) = &runs.runs[r];
     // A run of `b` alone touches the written bytes only where `b` does: the same bytes,
@@ -927,7 +931,7 @@ fn same_run_share(
             .iter()
             .map(|&i| streams[i])
             .filter(|s| a.iter().any(|w| w.overlaps(s)))
-            .map(|s| s.reads + s.stores())
+            .map(runs_of)
             .fold(0.0, f64::max)
     });
     (n / rate).min(1.0)
@@ -1315,6 +1319,15 @@ pub struct PathRun {
     pub streams: Vec<usize>,
     /// How often it runs: its busiest stream's accesses.
     pub rate: f64,
+}
+
+/// Whether `a` and `b` are made by one run of a code path: the same path, from CPUs that meet
+/// (or that do not list them), as [`path_runs`] groups them.
+pub fn same_run(a: &Stream, b: &Stream) -> bool {
+    a.path == b.path
+        && (a.cpu_list.is_empty()
+            || b.cpu_list.is_empty()
+            || a.cpu_list.iter().any(|c| b.cpu_list.contains(c)))
 }
 
 /// The runs of every code path ([`PathRun`]), by path name.
