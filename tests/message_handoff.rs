@@ -287,6 +287,25 @@ fn optimize_keeps_a_message_on_one_line_and_aligns_it_to_its_size() {
     );
     let lineup = f(&o["plan"]["cost"], "true_cycles");
     assert!(lineup < f(&o["current"], "true_cycles"), "{ia}");
+    // The declaration printed is the one priced: the type aligned to its size.
+    let out = common::lineup(&[
+        "optimize",
+        "--type",
+        "msg",
+        "--dwarf",
+        &obj,
+        "--sketch",
+        &sketch,
+        "--machine",
+        "icelake-2s",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("} __attribute__((aligned(32)));")
+            && text.contains("no member changes place; the struct is aligned to 32 bytes"),
+        "{text}"
+    );
     // The allocation ignores the type's alignment (kmalloc): no layout holds at every start,
     // the fields stay on one line, and the allocation must change, to the struct's size.
     let (obj, sketch) = message("optimize-kmalloc", "align = 8\nat = \"kmalloc in msg_new\"");

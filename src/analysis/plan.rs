@@ -638,9 +638,15 @@ fn instance_alignment(
             "{head}: lineup's layout declares {align}-byte alignment, which these instances take (their allocation honours the type's alignment), so they start at multiples of it{whole}: it costs {as_allocated:.0} modeled cycles as allocated, the current layout {current:.0}"
         )
     } else if must_change {
+        let size = best_aligned.placement.size.max(1);
         let to = match least_alignment(model, &best_aligned.placement) {
             a if a < cls => format!(
-                "{a} bytes (the struct's size rounded up to a power of two: no instance then straddles a line; at those starts lineup's layout costs what it costs on line-aligned instances)"
+                "{a} bytes ({}at multiples of it lineup's layout costs what it costs on line-aligned instances)",
+                if a == size.next_power_of_two() {
+                    "the struct's size rounded up to a power of two: no instance then straddles a line, and "
+                } else {
+                    ""
+                }
             ),
             _ => format!("{cls} bytes"),
         };
