@@ -2002,6 +2002,35 @@ mod tests {
     }
 
     #[test]
+    fn a_field_a_run_loads_and_stores_again_counts_once_in_the_runs_that_share() {
+        // A message: the sender (CPU 0) reads `f1` and rewrites it, and stores `f0`; the
+        // receiver (CPU 80) unlinks it (stores `f0`). Every sender run touches the `f0` the
+        // receiver wrote, so its miss on `f1` is true sharing, all of it: 100 runs touch `f1`
+        // (a load and a store each), not 200.
+        let m = preset("icelake-2s").unwrap();
+        let on = |unit: usize, reads: f64, writes: f64, path: &str, cpu: u32| {
+            let mut s = stream(unit, reads, writes, 1, path);
+            s.cpu_list = vec![cpu];
+            s
+        };
+        let streams = [
+            on(0, 0.0, 100.0, "send", 0),
+            on(1, 100.0, 100.0, "send", 0),
+            on(0, 100.0, 100.0, "handle", 80),
+        ];
+        let refs: Vec<&Stream> = streams.iter().collect();
+        let t = line_breakdown(&refs, &m);
+        assert!(t.true_transfers > 0.0, "{t:?}");
+        assert_eq!(t.false_transfers, 0.0, "{t:?}");
+        assert!(
+            t.contributions
+                .iter()
+                .any(|c| c.victim == 1 && c.sharing == Sharing::SameRun),
+            "{t:?}"
+        );
+    }
+
+    #[test]
     fn a_reader_of_every_writers_member_is_true_sharing_for_it_and_the_writers_false() {
         // CPU 0 sums `t1` and `t2`; CPU 1 spins on and stores `t1`, CPU 2 `t2`.
         let m = preset("icelake-2s").unwrap();
