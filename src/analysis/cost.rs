@@ -921,8 +921,12 @@ fn same_run_share(
     a: &[&Stream],
     bi: usize,
 ) -> f64 {
+    // Runs, not accesses: a run that loads a field and then stores it (a flag checked and
+    // set, a message's pointer read and rewritten) touches it once, so the runs that touch a
+    // stream are at least the larger of its loads and its plain stores.
+    let runs_of = |s: &Stream| s.reads.max(s.stores());
     let b = streams[bi];
-    let rate = b.reads + b.writes;
+    let rate = b.reads.max(b.writes);
     let r = runs.of[bi];
     let (atomic, members) = &runs.runs[r];
     // A run of `b` alone touches the written bytes only where `b` does: the same bytes,
@@ -935,7 +939,7 @@ fn same_run_share(
             .iter()
             .map(|&i| streams[i])
             .filter(|s| a.iter().any(|w| w.overlaps(s)))
-            .map(|s| s.reads + s.stores())
+            .map(runs_of)
             .fold(0.0, f64::max)
     });
     (n / rate).min(1.0)
@@ -1323,6 +1327,15 @@ pub struct PathRun {
     pub streams: Vec<usize>,
     /// How often it runs: its busiest stream's accesses.
     pub rate: f64,
+}
+
+/// Whether `a` and `b` are made by one run of a code path: the same path, from CPUs that meet
+/// (or that do not list them), as [`path_runs`] groups them.
+pub fn same_run(a: &Stream, b: &Stream) -> bool {
+    a.path == b.path
+        && (a.cpu_list.is_empty()
+            || b.cpu_list.is_empty()
+            || a.cpu_list.iter().any(|c| b.cpu_list.contains(c)))
 }
 
 /// The runs of every code path ([`PathRun`]), by path name.
@@ -2015,6 +2028,35 @@ mod tests {
         let t = line_breakdown(&together, &m);
         assert!(t.false_transfers > 0.0, "{t:?}");
         assert!(sum(line_terms(&together, &m)) > sum(line_terms(&[&ra, &rr], &m)) * 1.1);
+    }
+
+    #[test]
+    fn a_field_a_run_loads_and_stores_again_counts_once_in_the_runs_that_share() {
+        // A message: the sender (CPU 0) reads `f1` and rewrites it, and stores `f0`; the
+        // receiver (CPU 80) unlinks it (stores `f0`). Every sender run touches the `f0` the
+        // receiver wrote, so its miss on `f1` is true sharing, all of it: 100 runs touch `f1`
+        // (a load and a store each), not 200.
+        let m = preset("icelake-2s").unwrap();
+        let on = |unit: usize, reads: f64, writes: f64, path: &str, cpu: u32| {
+            let mut s = stream(unit, reads, writes, 1, path);
+            s.cpu_list = vec![cpu];
+            s
+        };
+        let streams = [
+            on(0, 0.0, 100.0, "send", 0),
+            on(1, 100.0, 100.0, "send", 0),
+            on(0, 100.0, 100.0, "handle", 80),
+        ];
+        let refs: Vec<&Stream> = streams.iter().collect();
+        let t = line_breakdown(&refs, &m);
+        assert!(t.true_transfers > 0.0, "{t:?}");
+        assert_eq!(t.false_transfers, 0.0, "{t:?}");
+        assert!(
+            t.contributions
+                .iter()
+                .any(|c| c.victim == 1 && c.sharing == Sharing::SameRun),
+            "{t:?}"
+        );
     }
 
     #[test]

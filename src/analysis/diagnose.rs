@@ -1081,35 +1081,13 @@ impl<'m> Model<'m> {
         if let Some(m) = &self.as_allocated {
             let extra = m.priced.cycles_as_allocated - m.priced.cycles_aligned;
             if extra > 0.0 && extra >= 0.01 * total && !m.members.is_empty() {
-                let site = m
-                    .site
-                    .as_ref()
-                    .map(|s| format!(" at {s}"))
-                    .unwrap_or_default();
                 out.push(Finding {
                     verdict: Verdict::Misaligned,
                     lines: m.lines.clone(),
                     members: m.members.clone(),
                     paths: m.paths.clone(),
                     cycles: extra,
-                    explanation: format!(
-                        "instances start {} ({}): {} share a line in {} though the line-aligned layout keeps them apart: the lines cost {:.0} modeled cycles as the instances are, {:.0} on line-aligned instances ({extra:.0} more, from the offset). Align the instances{site} to {} bytes, or lay the struct out so that they stay apart at every start (`lineup optimize` prices the instances as they are)",
-                        m.starts,
-                        m.priced.source,
-                        m.members
-                            .iter()
-                            .map(|x| format!("`{x}`"))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        if m.share >= 1.0 - 1e-9 {
-                            "every instance".to_string()
-                        } else {
-                            format!("{:.0}% of the instances", 100.0 * m.share)
-                        },
-                        m.priced.cycles_as_allocated,
-                        m.priced.cycles_aligned,
-                        self.cls
-                    ),
+                    explanation: m.explain(extra, self.cls),
                 });
             }
         }
@@ -1155,8 +1133,66 @@ struct Misaligned {
     paths: Vec<String>,
     /// The type's lines (on line-aligned instances) those members are on.
     lines: Vec<u64>,
-    /// The share of instances in which some of them share a line.
-    share: f64,
+    /// The share in which the offset brings another path's member onto a writer's line.
+    joined_share: f64,
+    /// Where the struct fits in a line: its size rounded up to a power of two.
+    fits_in: Option<u64>,
+    /// The share that straddles a line boundary and splits what one run touches on a line
+    /// handed between CPUs over two lines.
+    split_share: f64,
+}
+
+impl Misaligned {
+    /// The finding's words: what the offset does (brings members onto one line, or splits
+    /// what one run touches over two), what it costs, and the fix.
+    fn explain(&self, extra: f64, cls: u64) -> String {
+        let members = self
+            .members
+            .iter()
+            .map(|x| format!("`{x}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let of = |share: f64| {
+            if share >= 1.0 - 1e-9 {
+                "every instance".to_string()
+            } else {
+                format!("{:.0}% of the instances", 100.0 * share)
+            }
+        };
+        let mut what = Vec::new();
+        if self.joined_share > 0.0 {
+            what.push(format!(
+                "members share a line in {} though the line-aligned layout keeps them apart",
+                of(self.joined_share)
+            ));
+        }
+        if self.split_share > 0.0 {
+            what.push(format!(
+                "{} straddle a line boundary, which splits what one run touches on a line handed between CPUs ({}) over two lines, so each hand-off moves both",
+                of(self.split_share),
+                self.paths.join(" and ")
+            ));
+        }
+        let site = self
+            .site
+            .as_ref()
+            .map(|s| format!(" at {s}"))
+            .unwrap_or_default();
+        format!(
+            "instances start {} ({}): {members}: {}: the lines cost {:.0} modeled cycles as the instances are, {:.0} on line-aligned instances ({extra:.0} more, from the offset). Align the instances{site} to {}, or lay the struct out so that it holds at every start (`lineup optimize` prices the instances as they are)",
+            self.starts,
+            self.priced.source,
+            what.join("; "),
+            self.priced.cycles_as_allocated,
+            self.priced.cycles_aligned,
+            match self.fits_in {
+                Some(a) if a < cls => format!(
+                    "{a} bytes (the struct's size rounded up to a power of two: no instance then straddles a line) or {cls}"
+                ),
+                _ => format!("{cls} bytes"),
+            }
+        )
+    }
 }
 
 fn misaligned(
@@ -1176,19 +1212,55 @@ fn misaligned(
     let mut members: Vec<(u64, String)> = Vec::new();
     let mut paths: Vec<String> = Vec::new();
     let mut lines: Vec<u64> = Vec::new();
-    let mut share = 0.0;
+    // A line another path writes, on line-aligned instances: what one run touches there is
+    // handed between CPUs with it.
+    let handed = |s: &cost::Stream| {
+        streams.iter().any(|o| {
+            o.writes > 0.0
+                && o.path != s.path
+                && line_at(o, 0) == line_at(s, 0)
+                && (o.cpu_list.is_empty() || o.cpu_list.iter().all(|c| !s.cpu_list.contains(c)))
+        })
+    };
+    let mut joined_share = 0.0;
+    let mut split_share = 0.0;
     for (start, w) in instances.phases(placement.align, cls, false) {
-        let mut met = false;
+        let (mut joined, mut split) = (false, false);
         for (i, a) in streams.iter().enumerate() {
             for b in &streams[i + 1..] {
-                let costs = (a.writes > 0.0 || b.writes > 0.0) && a.path != b.path;
-                if !costs
-                    || line_at(a, 0) == line_at(b, 0)
-                    || line_at(a, start) != line_at(b, start)
-                {
+                let together = line_at(a, 0) == line_at(b, 0);
+                let apart_here = line_at(a, start) != line_at(b, start);
+                // Another path's member brought onto a writer's line by the offset.
+                let joins = !together
+                    && !apart_here
+                    && (a.writes > 0.0 || b.writes > 0.0)
+                    && a.path != b.path;
+                // What one run touches on one handed-over line, split over two by an instance
+                // that straddles a line boundary: each hand-off moves both lines.
+                let splits = together
+                    && apart_here
+                    && a.path == b.path
+                    && cost::same_run(a, b)
+                    && (handed(a) || handed(b));
+                if !joins && !splits {
                     continue;
                 }
-                met = true;
+                joined |= joins;
+                split |= splits;
+                let mut involved = vec![a.path.clone()];
+                if splits {
+                    // The paths that hand the line over with it.
+                    for o in streams.iter().filter(|o| {
+                        o.writes > 0.0 && o.path != a.path && line_at(o, 0) == line_at(a, 0)
+                    }) {
+                        involved.push(o.path.clone());
+                    }
+                }
+                for p in involved {
+                    if !paths.contains(&p) {
+                        paths.push(p);
+                    }
+                }
                 for s in [a, b] {
                     let name = if s.field.is_empty() {
                         units[s.unit].name.clone()
@@ -1208,8 +1280,11 @@ fn misaligned(
                 }
             }
         }
-        if met {
-            share += w;
+        if joined {
+            joined_share += w;
+        }
+        if split {
+            split_share += w;
         }
     }
     members.sort();
@@ -1227,7 +1302,9 @@ fn misaligned(
         members: members.into_iter().map(|(_, n)| n).collect(),
         paths,
         lines,
-        share,
+        joined_share,
+        split_share,
+        fits_in: (placement.size <= cls).then(|| placement.size.max(1).next_power_of_two()),
     }
 }
 

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::analysis::contract::Contract;
 use crate::analysis::cost::{self, Cost, Placement, Stream, Unit};
+use crate::analysis::instances::Instances;
 use crate::analysis::model::Model;
 use crate::analysis::optimize::{self, Constraints, Plan, ReadScope, SplitOption};
 use crate::analysis::slots::{self, SlottedArray};
@@ -310,6 +311,13 @@ pub fn propose(
     if let Some(t) = optimize::trailing_array(&model.layout, &model.units) {
         plan = optimize::keep_last(plan, &model.units, t, cls, min_align, |p| model.evaluate(p));
     }
+    // Instances that may straddle a line, whose allocation honours the type's alignment: the
+    // type aligned to its size keeps each within one line (call_single_data_t).
+    let mut min_align = min_align;
+    if let Some((aligned, align)) = within_a_line(model, &plan, min_align, &constraints) {
+        plan = aligned;
+        min_align = align;
+    }
     let element_lines = &request.element_lines;
     // Array members whose slots different threads write (`hits[id]`): no member order
     // separates them, padding each slot to a line does. Priced like any layout (the array
@@ -397,7 +405,7 @@ pub fn propose(
         proposal.instance = Some(instance_alignment(
             model,
             &proposal,
-            best_aligned.cost.total_cycles(),
+            &best_aligned,
             &request.instance_advice,
         ));
     }
@@ -420,6 +428,74 @@ pub fn propose(
         elements_as_allocated,
     );
     Ok(proposal)
+}
+
+/// The plan with the struct aligned to its size rounded up to a power of two (at most a
+/// line), and that alignment, where the model prices it below `plan` (or the same, smaller):
+/// for instances that do not all start a line, in an allocation that honours the type's
+/// alignment, a struct no larger than a line so aligned never straddles a line boundary, so
+/// what one run touches on it, a message handed from CPU to CPU above all, stays one line
+/// (Huang Ying's `call_single_data_t`, aligned to its 32 bytes in Linux 4.14). Members keep
+/// the current order, or the plan's where it aligns no member to a line.
+pub fn within_a_line(
+    model: &Model,
+    plan: &Plan,
+    min_align: u64,
+    c: &Constraints,
+) -> Option<(Plan, u64)> {
+    let inst = &model.instances;
+    let cls = model.cls;
+    if !inst.misaligned() || !inst.honours_alignment || model.current.size > cls {
+        return None;
+    }
+    let mut current_order: Vec<usize> = (0..model.units.len()).collect();
+    current_order.sort_by_key(|&u| (model.current.offsets[u], u));
+    let mut orders = vec![current_order];
+    if plan.line_aligned.is_empty() && plan.pair_align.is_none() {
+        orders.push(plan.order.clone());
+    }
+    let key = |c: &Cost, p: &Placement| (c.total_cycles(), p.size);
+    let mut best: Option<(Cost, Placement, Vec<usize>, u64)> = None;
+    for order in orders {
+        let size = optimize::derive(&model.units, &order, &Default::default(), cls, min_align).size;
+        let align = size.max(1).next_power_of_two().min(cls).max(min_align);
+        let p = optimize::derive(&model.units, &order, &Default::default(), cls, align);
+        if c.max_size.is_some_and(|m| p.size > m)
+            || c.pinned.iter().any(|m| {
+                model
+                    .units
+                    .iter()
+                    .position(|u| u.members.first() == Some(m))
+                    .is_some_and(|u| p.offsets[u] != model.current.offsets[u])
+            })
+        {
+            continue;
+        }
+        let cost = model.evaluate(&p);
+        let better = match &best {
+            None => true,
+            Some((bc, bp, _, _)) => key(&cost, &p) < key(bc, bp),
+        };
+        if better {
+            best = Some((cost, p, order, align));
+        }
+    }
+    let (cost, placement, order, align) = best?;
+    let (now, then) = (plan.cost.total_cycles(), cost.total_cycles());
+    let eps = 1e-9 * now.abs().max(1.0);
+    if then > now + eps || (then > now - eps && placement.size >= plan.placement.size) {
+        return None;
+    }
+    let mut out = optimize::as_current(plan.clone(), &model.units, &model.current, cost);
+    out.moved = order
+        .iter()
+        .enumerate()
+        .filter(|&(k, &u)| out.order.get(k) != Some(&u))
+        .filter_map(|(_, &u)| model.units[u].members.first().cloned())
+        .collect();
+    out.order = order;
+    out.placement = placement;
+    Some((out, align))
 }
 
 /// The engineer's constraints, a header's `#if` blocks (each stays whole), and locks kept
@@ -570,9 +646,10 @@ fn split_advice(model: &Model, plan: &Plan, queued: Option<f64>) -> Vec<Split> {
 fn instance_alignment(
     model: &Model,
     proposal: &Proposal,
-    cycles_aligned: f64,
+    best_aligned: &Plan,
     how: &str,
 ) -> InstanceAlignment {
+    let cycles_aligned = best_aligned.cost.total_cycles();
     let inst = &model.instances;
     let cls = model.cls;
     let as_allocated = proposal.plan.cost.total_cycles();
@@ -588,13 +665,30 @@ fn instance_alignment(
         && align > model.current.align
         && inst.phases(align, cls, false) != inst.phases(model.current.align, cls, false);
     let advice = if taken {
+        let whole = if proposal.plan.placement.size <= align && align <= cls {
+            ": no instance straddles a line"
+        } else {
+            ""
+        };
         format!(
-            "{head}: lineup's layout declares {align}-byte alignment, which these instances take (their allocation honours the type's alignment), so they start at multiples of it: it costs {as_allocated:.0} modeled cycles as allocated, the current layout {current:.0}"
+            "{head}: lineup's layout declares {align}-byte alignment, which these instances take (their allocation honours the type's alignment), so they start at multiples of it{whole}: it costs {as_allocated:.0} modeled cycles as allocated, the current layout {current:.0}"
         )
     } else if must_change {
+        let size = best_aligned.placement.size.max(1);
+        let to = match least_alignment(model, &best_aligned.placement) {
+            a if a < cls => format!(
+                "{a} bytes ({}at multiples of it lineup's layout costs what it costs on line-aligned instances)",
+                if a == size.next_power_of_two() {
+                    "the struct's size rounded up to a power of two: no instance then straddles a line, and "
+                } else {
+                    ""
+                }
+            ),
+            _ => format!("{cls} bytes"),
+        };
         let at = match &inst.site {
-            Some(site) => format!("Align the instances at {site} to {cls} bytes"),
-            None => format!("Align the instances to {cls} bytes"),
+            Some(site) => format!("Align the instances at {site} to {to}"),
+            None => format!("Align the instances to {to}"),
         };
         format!(
             "{head}: no layout lineup finds holds at every one of these starts, so the allocation must change. {at}: on line-aligned instances lineup's layout for them costs {cycles_aligned:.0} modeled cycles, against {as_allocated:.0} for the best layout as the instances are (the table; the current layout {current:.0}). {how}"
@@ -617,6 +711,36 @@ fn instance_alignment(
         allocation_must_change: must_change,
         advice,
     }
+}
+
+/// The least power-of-two alignment, from the size of the layout `p` rounded up to one (a
+/// struct no larger than a line) to the line, at whose starts `p` costs what it costs on
+/// line-aligned instances: what the allocation must give.
+fn least_alignment(model: &Model, p: &Placement) -> u64 {
+    let cls = model.cls;
+    if p.size > cls {
+        return cls;
+    }
+    let price = |i: &Instances| {
+        i.evaluate(
+            &model.units,
+            &model.streams,
+            p,
+            cls,
+            &model.machine,
+            &model.queueing,
+        )
+        .total_cycles()
+    };
+    let line = price(&model.instances.line_aligned());
+    let mut a = p.size.max(1).next_power_of_two();
+    while a < cls {
+        if price(&Instances::every(a, cls, model.instances.source)) <= line * (1.0 + 1e-9) + 1e-9 {
+            return a;
+        }
+        a *= 2;
+    }
+    cls
 }
 
 /// Why lineup's layout is no fix, when the model prices it above the current one (on aligned

@@ -27,25 +27,32 @@ pub fn require_streams(model: &Model, type_name: &str) -> Result<(), String> {
 /// extends (`buf[1]`, `area[0]`, a flexible array member) stays last, as `optimize` keeps it.
 pub fn lineup_plan(model: &Model, type_name: &str) -> Result<Plan, String> {
     let min_align = model.layout.forced_align.unwrap_or(1);
+    let constraints = optimize::Constraints {
+        instances: model.instances.clone(),
+        ..Default::default()
+    };
     let plan = optimize::optimize(
         &model.units,
         &model.streams,
         &model.current,
         min_align,
-        &optimize::Constraints {
-            instances: model.instances.clone(),
-            ..Default::default()
-        },
+        &constraints,
         model.cls,
         &model.machine,
         &model.queueing,
     )
     .map_err(|e| format!("struct {type_name}: {e}"))?;
+    let plan = match optimize::trailing_array(&model.layout, &model.units) {
+        Some(t) => optimize::keep_last(plan, &model.units, t, model.cls, min_align, |p| {
+            model.evaluate(p)
+        }),
+        None => plan,
+    };
+    // As `optimize` proposes it: the type aligned to its size where that keeps instances
+    // within a line.
     Ok(
-        match optimize::trailing_array(&model.layout, &model.units) {
-            Some(t) => optimize::keep_last(plan, &model.units, t, model.cls, min_align, |p| {
-                model.evaluate(p)
-            }),
+        match crate::analysis::plan::within_a_line(model, &plan, min_align, &constraints) {
+            Some((aligned, _)) => aligned,
             None => plan,
         },
     )

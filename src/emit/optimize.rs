@@ -388,6 +388,14 @@ impl Outcome<'_> {
                 s,
                 "no member moves: the current layout is already the best the model finds"
             );
+        } else if plan.moved.is_empty() && plan.placement.offsets == self.current_placement.offsets
+        {
+            // Only the struct's alignment changed (a type aligned to its size).
+            let _ = writeln!(
+                s,
+                "no member changes place; the struct is aligned to {} bytes",
+                plan.placement.align
+            );
         } else if plan.moved.is_empty() {
             let _ = writeln!(
                 s,
