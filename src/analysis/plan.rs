@@ -259,9 +259,22 @@ pub fn propose(
     let search_ms = started.elapsed().as_secs_f64() * 1e3;
     let current = model.evaluate(&model.current);
     // A trailing array the allocation extends stays last (a derived rule, never an abort).
-    if let Some(t) = optimize::trailing_array(&model.layout, &model.units) {
+    let trailing = optimize::trailing_array(&model.layout, &model.units);
+    if let Some(t) = trailing {
         plan = optimize::keep_last(plan, &model.units, t, cls, min_align, |p| model.evaluate(p));
     }
+    // Embedded members whose offset parts their own sub-fields: moves the search cannot see.
+    plan = optimize::phase_embedded(
+        plan,
+        &model.units,
+        &model.streams,
+        &model.current,
+        &constraints,
+        cls,
+        min_align,
+        trailing,
+        |p| model.evaluate(p),
+    );
     let element_lines = &request.element_lines;
     // Array members whose slots different threads write (`hits[id]`): no member order
     // separates them, padding each slot to a line does. Priced like any layout (the array
