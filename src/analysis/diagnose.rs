@@ -1193,14 +1193,14 @@ fn embedded_finding(e: &contention::EmbeddedModel, name: &str, ty: &str, cls: u6
         paths: e.paths.clone(),
         cycles: e.false_cycles,
         explanation: format!(
-            "{} share a line at offset {} of `{name}` ({}): false sharing between {} inside one embedded member, {:.0} of its sub-fields' {:.0} modeled cycles among themselves. Its members keep their order, so no order of the outer struct parts them; its offset does: {} bytes into a line (offset {}, the nearest such) puts them on different lines, {:.0} modeled cycles. Move `{name}` there by reordering or padding the members before it{align} (`lineup optimize` tries the orders that do)",
+            "{} share a line with `{name}` ({}) at offset {}: false sharing between {} inside one embedded member, {:.0} of its sub-fields' {:.0} modeled cycles among themselves. Its members keep their order, so no order of the outer struct parts them; its offset does: {} bytes into a line (offset {}, the nearest such) puts them on different lines, {:.0} modeled cycles. Move `{name}` there by reordering or padding the members before it{align} (`lineup optimize` tries the orders that do)",
             quoted.join(", "),
-            e.offset,
             if ty.is_empty() {
                 "an embedded struct"
             } else {
                 ty
             },
+            e.offset,
             match e.paths.split_last() {
                 Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
                 _ => e.paths.join(""),
