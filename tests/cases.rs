@@ -196,7 +196,7 @@ fn check(dir: &Path) -> Outcome {
             }
         }
     }
-    check_diagnosis(&name, &case, &common_args, &mut failures);
+    check_diagnosis(&name, &case, &common_args, dir, &mut failures);
     check_one_model(&common_args, &mut failures);
     let negative = case.get("negative").and_then(|v| v.as_bool()) == Some(true);
     if negative {
@@ -367,18 +367,45 @@ fn names_member(shown: &str, wanted: &str) -> bool {
 /// The engineers' diagnosis (`[[diagnosis]]`: `members`, `verdict`, optional `paths`) against
 /// `lineup diagnose --json` on the case's evidence and machine: some line or finding of that
 /// verdict names every member (and path); `nothing_to_fix`: no line or finding that touches
-/// them has a verdict a layout change fixes. `expect_miss = "why"` marks a known miss.
+/// them has a verdict a layout change fixes. `layout = "merged"`: the engineers diagnosed the
+/// merged layout (a negative case's regression), judged with `diagnose --layout merged.h`.
+/// `expect_miss = "why"` marks a known miss.
 fn check_diagnosis(
     name: &str,
     case: &toml::Table,
     common_args: &[String],
+    dir: &Path,
     failures: &mut Vec<String>,
 ) {
     let Some(entries) = case.get("diagnosis").and_then(|v| v.as_array()) else {
         return;
     };
+    for e in entries {
+        let on = match e.get("layout").and_then(|v| v.as_str()) {
+            Some("merged") => {
+                let m = case.get("merged").and_then(|v| v.as_str());
+                let m = m.unwrap_or_else(|| panic!("{name}: layout = \"merged\" needs merged"));
+                Some(dir.join(m).display().to_string())
+            }
+            Some(other) => panic!("{name}: unknown diagnosis layout {other:?}"),
+            None => None,
+        };
+        check_one_diagnosis(e, on.as_deref(), common_args, failures);
+    }
+}
+
+/// One `[[diagnosis]]` entry of [`check_diagnosis`], on the layout before or on `layout`.
+fn check_one_diagnosis(
+    e: &toml::Value,
+    layout: Option<&str>,
+    common_args: &[String],
+    failures: &mut Vec<String>,
+) {
     let mut args: Vec<String> = vec!["diagnose".into()];
     args.extend(common_args.iter().cloned());
+    if let Some(l) = layout {
+        args.extend(["--layout".into(), l.to_string()]);
+    }
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let d = lineup_json(&refs);
     // (verdict, members, paths) of every line and finding.
@@ -413,7 +440,7 @@ fn check_diagnosis(
             list("paths"),
         ));
     }
-    for e in entries {
+    {
         let want = e["verdict"].as_str().unwrap();
         let members: Vec<&str> = e["members"]
             .as_array()
@@ -458,7 +485,6 @@ fn check_diagnosis(
             _ => {}
         }
     }
-    let _ = name;
 }
 
 /// A negative case's `expect`: `no_change` (lineup's plan keeps every member where it is and

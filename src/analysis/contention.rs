@@ -573,6 +573,145 @@ pub fn locality(
     out
 }
 
+/// An embedded struct member whose own sub-fields contend (an rwsem's `count` and `owner`):
+/// its members move with it, so no order of the outer struct parts them, but its offset
+/// decides which of them share a line.
+#[derive(Clone, Debug, Serialize)]
+pub struct EmbeddedModel {
+    pub unit: usize,
+    /// Its offset now, and into a line.
+    pub offset: u64,
+    pub phase: u64,
+    /// The offset into a line where its sub-fields' own terms cost least (the lowest such
+    /// offset), and the nearest offset with that phase.
+    pub best_phase: u64,
+    pub best_offset: u64,
+    /// Modeled cycles of its sub-fields' terms among themselves (its streams alone, priced as
+    /// `predict` prices a layout, queued as the layout's lines are), now and at the best
+    /// phase; of the former, false sharing.
+    pub cycles: f64,
+    pub false_cycles: f64,
+    pub best_cycles: f64,
+    /// Sub-fields with a false-sharing term now that the best phase puts on different lines,
+    /// by offset, and the paths of those terms.
+    pub members: Vec<String>,
+    pub paths: Vec<String>,
+    /// The lines (of the layout) those sub-fields share now.
+    pub lines: Vec<u64>,
+}
+
+/// Every unit whose streams touch two or more sub-fields, whose sub-fields' terms among
+/// themselves are false sharing for at least [`FALSE_SHARE`] of their cycles, and which
+/// another offset into a line (a multiple of its alignment) prices lower: its streams priced
+/// alone at each such offset, on the lines the model prices them.
+pub fn embedded(
+    units: &[Unit],
+    streams: &[Stream],
+    placement: &Placement,
+    cls: u64,
+    machine: &MachineModel,
+    q: &cost::Queueing,
+) -> Vec<EmbeddedModel> {
+    let cls = cls.max(1);
+    let mut out = Vec::new();
+    for (u, unit) in units.iter().enumerate() {
+        let own: Vec<Stream> = streams.iter().filter(|s| s.unit == u).cloned().collect();
+        let named: BTreeSet<&str> = own.iter().map(|s| s.field.as_str()).collect();
+        if named.len() < 2 || !own.iter().any(|s| s.writes > 0.0) || unit.size <= 1 {
+            continue;
+        }
+        let at = |phase: u64| {
+            let mut p = placement.clone();
+            p.offsets[u] = phase;
+            p
+        };
+        // Queued as the layout's lines are: parting a busy line shortens its queue.
+        let price = |p: &Placement| -> (f64, f64) {
+            let c = cost::evaluate(units, &own, p, cls, machine, q);
+            (c.total_cycles(), c.false_cycles)
+        };
+        let offset = placement.offsets[u];
+        let phase = offset % cls;
+        let (cycles, false_cycles) = price(&at(phase));
+        if false_cycles <= 0.0 {
+            continue;
+        }
+        let step = unit.align.max(1);
+        let (best_phase, best_cycles) = (0..cls)
+            .step_by(step as usize)
+            .map(|ph| (ph, price(&at(ph)).0))
+            .fold(
+                (phase, cycles),
+                |b, x| if x.1 < b.1 - 1e-9 * b.1 { x } else { b },
+            );
+        // Reported as a line is: false sharing at least `FALSE_SHARE` of its own cycles, and
+        // an offset that prices them lower.
+        if best_phase == phase
+            || best_cycles >= cycles * (1.0 - 1e-9)
+            || false_cycles < FALSE_SHARE * cycles
+        {
+            continue;
+        }
+        // The false terms now whose members the best phase puts on different lines.
+        let line_of = |s: &Stream, ph: u64| (ph + s.inner) / cls;
+        let mut members: Vec<(u64, String)> = Vec::new();
+        let mut paths: Vec<String> = Vec::new();
+        let mut shared: BTreeSet<u64> = BTreeSet::new();
+        for line in lines(units, &own, &at(phase), cls, machine).values() {
+            for t in line
+                .terms
+                .iter()
+                .filter(|t| t.class == TermClass::FalseSharing)
+            {
+                let of = |name: &str| own.iter().find(|s| s.field == name);
+                let parted = t.writers.iter().filter_map(|w| of(w)).any(|w| {
+                    of(&t.victim).is_some_and(|v| line_of(w, best_phase) != line_of(v, best_phase))
+                });
+                if !parted {
+                    continue;
+                }
+                for name in t.writers.iter().chain(std::iter::once(&t.victim)) {
+                    if let Some(s) = of(name)
+                        && !members.iter().any(|(_, n)| n == name)
+                    {
+                        members.push((s.inner, name.clone()));
+                    }
+                }
+                for p in t.writer_paths.iter().chain(std::iter::once(&t.victim_path)) {
+                    if !paths.contains(p) {
+                        paths.push(p.clone());
+                    }
+                }
+                shared.insert((offset - phase) / cls + line.index);
+            }
+        }
+        if members.is_empty() {
+            continue;
+        }
+        members.sort();
+        // The nearest offset with that phase, before or after (a tie: the lower).
+        let after = offset - phase + best_phase + if best_phase < phase { cls } else { 0 };
+        let best_offset = match after.checked_sub(cls) {
+            Some(before) if offset - before <= after - offset => before,
+            _ => after,
+        };
+        out.push(EmbeddedModel {
+            unit: u,
+            offset,
+            phase,
+            best_phase,
+            best_offset,
+            cycles,
+            false_cycles,
+            best_cycles,
+            members: members.into_iter().map(|(_, n)| n).collect(),
+            paths,
+            lines: shared.into_iter().collect(),
+        });
+    }
+    out
+}
+
 /// An aligned pair of lines whose streams the adjacent-line prefetcher couples.
 #[derive(Clone, Debug, Serialize)]
 pub struct PairModel {

@@ -546,6 +546,66 @@ fn is_lock_member(f: &crate::layout::Field) -> bool {
     named && word
 }
 
+/// The sub-field an access names inside an embedded struct member (`mmap_lock.count`), where
+/// the evidence names it by path and `shown` ([`sub_field_names`]) holds it: the member moves
+/// as a whole, but its sub-fields are bytes of their own, on their own lines or not depending
+/// on the member's offset, and the verdicts name them.
+pub fn sub_field_name(
+    member: &crate::layout::Field,
+    a: &Access,
+    shown: &BTreeSet<String>,
+) -> Option<String> {
+    let named = a.field.as_deref()?;
+    let inside = named
+        .strip_prefix(member.name.as_str())?
+        .strip_prefix('.')?;
+    (!member.name.is_empty()
+        && member.inline.is_none()
+        && !inside.is_empty()
+        && shown.contains(named))
+    .then(|| named.to_string())
+}
+
+/// The sub-fields of embedded members shown by their own names: those of a member whose
+/// accesses name two or more of its sub-fields, not all touched by the same code paths (an
+/// rwsem's `count` by the trylock, `owner` by the slowpath). Where one path touches them all
+/// (a `list_head`'s `next` and `prev`), or the evidence names one (an `atomic_t`'s
+/// `counter`), the member is one thing to that evidence and keeps its name.
+pub fn sub_field_names(layout: &Layout, accesses: &[Access]) -> BTreeSet<String> {
+    let all = BTreeSet::from_iter(accesses.iter().filter_map(|a| a.field.clone()));
+    // Member -> sub-field -> its paths.
+    let mut by_member: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for a in accesses {
+        let Some(off) = a.offset else { continue };
+        let Some(f) = super::diagnose::display_member(&layout.members, off) else {
+            continue;
+        };
+        let Some(name) = sub_field_name(f, a, &all) else {
+            continue;
+        };
+        by_member
+            .entry(f.name.clone())
+            .or_default()
+            .entry(name)
+            .or_default()
+            .insert(access_path(a));
+    }
+    by_member
+        .into_values()
+        .filter(|subs| subs.len() > 1 && subs.values().any(|p| Some(p) != subs.values().next()))
+        .flat_map(BTreeMap::into_keys)
+        .collect()
+}
+
+/// The code path of an access, as its stream has it: the function, else the first group.
+fn access_path(a: &Access) -> String {
+    a.code
+        .as_ref()
+        .map(|c| c.function())
+        .or_else(|| a.groups.first().cloned())
+        .unwrap_or_else(|| "?".to_string())
+}
+
 /// Streams from accesses with struct-relative offsets: one per (unit, bytes, path), counts
 /// summed, CPUs the most any access reported. `machine_cpus` stands for "all CPUs" and for
 /// accesses that do not say.
@@ -557,6 +617,7 @@ pub fn streams(
 ) -> Vec<Stream> {
     type Key = (usize, u64, u64, String, Option<String>);
     let mut by_key: BTreeMap<Key, Stream> = BTreeMap::new();
+    let subs = sub_field_names(layout, accesses);
     for a in accesses {
         let Some(off) = a.offset else { continue };
         let Some(u) = unit_at(units, off) else {
@@ -568,15 +629,10 @@ pub fn streams(
             .unwrap_or(1)
             .max(1)
             .min(unit.offset + unit.size - off);
-        let path = a
-            .code
-            .as_ref()
-            .map(|c| c.function())
-            .or_else(|| a.groups.first().cloned())
-            .unwrap_or_else(|| "?".to_string());
+        let path = access_path(a);
         let shown = super::diagnose::display_member(&layout.members, off);
         let field = shown
-            .map(|f| f.name.clone())
+            .map(|f| sub_field_name(f, a, &subs).unwrap_or_else(|| f.name.clone()))
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| unit.name.clone());
         let lock = shown.is_some_and(is_lock_member);
@@ -782,8 +838,12 @@ fn sharing_of(a: &[&Stream], b: &Stream) -> Sharing {
             || b.cpu_list.is_empty()
             || s.cpu_list.iter().any(|c| b.cpu_list.contains(c))
     };
+    // A lock's own parts (an rwsem's `count`, `owner`, `osq`) are not data its holders write
+    // beside it: waiters and would-be holders touch them without holding it. Only a lock and
+    // bytes of another unit are one critical section.
+    let lock_beside = |s: &&Stream| s.lock && s.unit != b.unit;
     if b.rmw <= 0.0 && a.iter().any(|s| s.path == b.path) {
-        if a.iter().any(|s| s.lock) {
+        if a.iter().any(lock_beside) {
             return Sharing::UnderLock;
         }
         let atomic_run = b.run_atomic || a.iter().any(|s| s.path == b.path && s.rmw > 0.0);
@@ -793,8 +853,8 @@ fn sharing_of(a: &[&Stream], b: &Stream) -> Sharing {
     }
     // A lock and the data beside it that the lock's CPUs write: where both list their CPUs,
     // the sets must meet; a lock written by no listed CPU of `b` guards something else.
-    let lock_pair =
-        (a.iter().any(|s| s.lock) && b.writes > 0.0) || (b.lock && a.iter().all(|s| !s.lock));
+    let lock_pair = (a.iter().any(lock_beside) && b.writes > 0.0)
+        || (b.lock && a.iter().all(|s| !s.lock && s.unit != b.unit));
     if lock_pair {
         let meet = a.iter().any(|s| {
             s.cpu_list.is_empty()

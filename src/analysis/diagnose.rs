@@ -642,6 +642,7 @@ pub fn diagnose_with(
     // (line index, member name, member offset) -> accumulated use.
     let mut uses: Vec<(u64, MemberUse)> = Vec::new();
     let mut misfits: Vec<String> = Vec::new();
+    let subs = cost::sub_field_names(layout, accesses);
     for a in accesses {
         let Some(off) = a.offset else { continue };
         let (off, misfit) = place(layout, a, off);
@@ -681,7 +682,19 @@ pub fn diagnose_with(
                     elem,
                 ),
                 (None, Some(named)) => named,
-                (None, None) => (member_name(f), f.offset, f.size),
+                // A sub-field of an embedded struct, where the evidence names it: its own
+                // bytes, as the model prices them (`cost::sub_field_name`).
+                // Not where the access was placed elsewhere (a misfit): its sub-field's bytes
+                // are unknown there.
+                (None, None) => {
+                    match cost::sub_field_name(f, a, &subs).filter(|_| a.offset == Some(off)) {
+                        Some(sub) => {
+                            let size = a.size.unwrap_or(1).max(1).min(f.offset + f.size - off);
+                            (sub, off, size)
+                        }
+                        None => (member_name(f), f.offset, f.size),
+                    }
+                }
             }
         };
         let line = off / cls;
@@ -974,6 +987,9 @@ struct Model<'m> {
     pairs: Vec<contention::PairModel>,
     /// Where instances do not all start a line: the lines as they are.
     as_allocated: Option<Misaligned>,
+    /// Embedded members whose own sub-fields falsely share a line that another offset parts:
+    /// each with the member's name and type.
+    embedded: Vec<(contention::EmbeddedModel, String, String)>,
     cls: u64,
     machine: &'m MachineModel,
     /// The busiest line's queueing, chosen as `predict` chooses it
@@ -1014,7 +1030,21 @@ impl<'m> Model<'m> {
                 &units, &streams, &placement, cls, machine, &queueing, instances,
             )
         });
+        let embedded = contention::embedded(&units, &streams, &placement, cls, machine, &queueing)
+            .into_iter()
+            .map(|e| {
+                let name = units[e.unit].name.clone();
+                let ty = layout
+                    .members
+                    .iter()
+                    .find(|f| f.name == name)
+                    .map(|f| f.type_name.clone())
+                    .unwrap_or_default();
+                (e, name, ty)
+            })
+            .collect();
         Model {
+            embedded,
             lines: contention::lines(&units, &streams, &placement, cls, machine),
             locality: contention::locality(&units, &streams, &placement, cls, machine),
             pairs: instances.pairs(&streams, &placement, cls, machine, &queueing),
@@ -1091,6 +1121,9 @@ impl<'m> Model<'m> {
                 });
             }
         }
+        for (e, name, ty) in &self.embedded {
+            out.push(embedded_finding(e, name, ty, self.cls));
+        }
         for p in &self.locality {
             if total > 0.0 && p.cycles < contention::LOCALITY_SHARE * total {
                 continue;
@@ -1119,6 +1152,43 @@ impl<'m> Model<'m> {
             });
         }
         out
+    }
+}
+
+/// An embedded member whose sub-fields falsely share a line at its offset: what a layout can
+/// do is move the member (its own members stay in their order), not part them by reordering.
+fn embedded_finding(e: &contention::EmbeddedModel, name: &str, ty: &str, cls: u64) -> Finding {
+    let quoted: Vec<String> = e.members.iter().map(|m| format!("`{m}`")).collect();
+    let align = if e.best_phase == 0 {
+        format!(", or align `{name}` (or its type) to {cls} bytes")
+    } else {
+        String::new()
+    };
+    Finding {
+        verdict: Verdict::FalseSharing,
+        lines: e.lines.clone(),
+        members: e.members.clone(),
+        paths: e.paths.clone(),
+        cycles: e.false_cycles,
+        explanation: format!(
+            "{} share a line with `{name}` ({}) at offset {}: false sharing between {} inside one embedded member, {:.0} of its sub-fields' {:.0} modeled cycles among themselves. Its members keep their order, so no order of the outer struct parts them; its offset does: {} bytes into a line (offset {}, the nearest such) puts them on different lines, {:.0} modeled cycles. Move `{name}` there by reordering or padding the members before it{align} (`lineup optimize` tries the orders that do)",
+            quoted.join(", "),
+            if ty.is_empty() {
+                "an embedded struct"
+            } else {
+                ty
+            },
+            e.offset,
+            match e.paths.split_last() {
+                Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+                _ => e.paths.join(""),
+            },
+            e.false_cycles,
+            e.cycles,
+            e.best_phase,
+            e.best_offset,
+            e.best_cycles
+        ),
     }
 }
 

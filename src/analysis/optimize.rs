@@ -72,6 +72,10 @@ pub struct Plan {
     /// With `pair_align`: why the hot lines are a pair apart ([`spacing_reason`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spacing_reason: Option<String>,
+    /// Embedded members the plan moved other members across, beyond the search, so that their
+    /// offset parts their own sub-fields ([`phase_embedded`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phased: Vec<String>,
 }
 
 impl Plan {
@@ -1227,6 +1231,7 @@ fn optimize_lines(
         pair_align: None,
         line_spaced_cycles: None,
         spacing_reason: None,
+        phased: Vec::new(),
     })
 }
 
@@ -1790,6 +1795,117 @@ pub fn keep_last(
         min_align,
     );
     plan.cost = price(&plan.placement);
+    plan
+}
+
+/// Units whose streams name two or more of their sub-fields, one of them written: embedded
+/// structs whose offset decides which of their sub-fields share a line
+/// ([`super::contention::embedded`]).
+fn embedded_units(units: &[Unit], streams: &[Stream]) -> Vec<usize> {
+    (0..units.len())
+        .filter(|&u| {
+            let own = || streams.iter().filter(move |s| s.unit == u);
+            let names: BTreeSet<&str> = own().map(|s| s.field.as_str()).collect();
+            names.len() > 1 && own().any(|s| s.writes > 0.0)
+        })
+        .collect()
+}
+
+/// `order` with the units `vs` moved across unit `u`: those after it to just before it, those
+/// before it to just after it, each group in its order.
+fn moved_across(order: &[usize], u: usize, vs: &[usize]) -> Vec<usize> {
+    let pos = |x: usize| order.iter().position(|&y| y == x).unwrap_or(usize::MAX);
+    let (pu, mut out) = (pos(u), Vec::with_capacity(order.len()));
+    let before: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&v| vs.contains(&v) && pos(v) > pu)
+        .collect();
+    let after: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&v| vs.contains(&v) && pos(v) < pu)
+        .collect();
+    for &x in order.iter().filter(|x| !vs.contains(x)) {
+        if x == u {
+            out.extend(&before);
+            out.push(u);
+            out.extend(&after);
+        } else {
+            out.push(x);
+        }
+    }
+    out
+}
+
+/// `plan` with the members around each embedded unit ([`embedded_units`]) moved where the model
+/// prices the whole layout lower: the search places a unit whole on lines and cannot see that
+/// its offset into a line parts its own sub-fields (an rwsem's `count` and `owner` on two
+/// lines). Moves of one member, or of two in structs of up to 32 units, across the embedded
+/// unit, each priced with `price` (the model); the best, repeated while it lowers the cost.
+/// `fixed`: a unit that stays where it is (a trailing array).
+#[allow(clippy::too_many_arguments)]
+pub fn phase_embedded(
+    mut plan: Plan,
+    units: &[Unit],
+    streams: &[Stream],
+    current: &Placement,
+    constraints: &Constraints,
+    cls: u64,
+    min_align: u64,
+    fixed: Option<usize>,
+    price: impl Fn(&Placement) -> Cost,
+) -> Plan {
+    let embedded = embedded_units(units, streams);
+    if embedded.is_empty() {
+        return plan;
+    }
+    let aligned: BTreeSet<usize> = plan.line_aligned.iter().copied().collect();
+    let movable: Vec<usize> = (0..units.len()).filter(|&v| Some(v) != fixed).collect();
+    for _ in 0..4 {
+        let mut best: Option<(f64, usize, Vec<usize>, Placement, Cost)> = None;
+        let base = price(&plan.placement).total_cycles();
+        for &u in &embedded {
+            let others: Vec<usize> = movable.iter().copied().filter(|&v| v != u).collect();
+            let mut sets: Vec<Vec<usize>> = others.iter().map(|&v| vec![v]).collect();
+            if units.len() <= 32 {
+                for (i, &v) in others.iter().enumerate() {
+                    sets.extend(others[i + 1..].iter().map(|&w| vec![v, w]));
+                }
+            }
+            for vs in sets {
+                let order = moved_across(&plan.order, u, &vs);
+                let p = derive(units, &order, &aligned, plan.line_align(cls), min_align);
+                if constraints.max_size.is_some_and(|m| p.size > m)
+                    || !keeps_structure(units, current, &order, &p, constraints)
+                {
+                    continue;
+                }
+                let c = price(&p);
+                let t = c.total_cycles();
+                if t < base * (1.0 - 1e-6) && best.as_ref().is_none_or(|b| t < b.0) {
+                    best = Some((t, u, order, p, c));
+                }
+            }
+        }
+        let Some((_, u, order, p, c)) = best else {
+            break;
+        };
+        plan.moved = reordered(&order, current)
+            .iter()
+            .map(|&u| units[u].name.clone())
+            .collect();
+        plan.order = order;
+        plan.placement = p;
+        plan.cost = c;
+        // The search's optimum and bound are of whole units on lines; this is beyond them.
+        plan.optimal = false;
+        // A unit moved across no longer has a line of its own.
+        plan.write_lines.retain(|g| !g.contains(&units[u].name));
+        if !plan.phased.contains(&units[u].name) {
+            plan.phased.push(units[u].name.clone());
+        }
+    }
     plan
 }
 

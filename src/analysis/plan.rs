@@ -308,9 +308,22 @@ pub fn propose(
     let search_ms = started.elapsed().as_secs_f64() * 1e3;
     let current = model.evaluate(&model.current);
     // A trailing array the allocation extends stays last (a derived rule, never an abort).
-    if let Some(t) = optimize::trailing_array(&model.layout, &model.units) {
+    let trailing = optimize::trailing_array(&model.layout, &model.units);
+    if let Some(t) = trailing {
         plan = optimize::keep_last(plan, &model.units, t, cls, min_align, |p| model.evaluate(p));
     }
+    // Embedded members whose offset parts their own sub-fields: moves the search cannot see.
+    plan = optimize::phase_embedded(
+        plan,
+        &model.units,
+        &model.streams,
+        &model.current,
+        &constraints,
+        cls,
+        min_align,
+        trailing,
+        |p| model.evaluate(p),
+    );
     // Instances that may straddle a line, whose allocation honours the type's alignment: the
     // type aligned to its size keeps each within one line (call_single_data_t).
     let mut min_align = min_align;

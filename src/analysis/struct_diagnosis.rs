@@ -34,7 +34,8 @@ pub struct StructDiagnosis {
 /// Diagnoses struct `type_name` (found in the types read from `label`) from `profile`:
 /// binds the evidence with `input`, judges it in lines of `cacheline_size` bytes (default:
 /// the evidence's), priced on the machine `machine` names (default: the evidence's CPUs with
-/// generic latencies).
+/// generic latencies). With `relayout` (a C declaration's text and its file's name), the
+/// layout that declaration gives the struct is judged instead ([`relaid`]).
 pub fn diagnose_struct(
     profile: &mut Profile,
     types: &mut Types<'_>,
@@ -42,6 +43,7 @@ pub fn diagnose_struct(
     cacheline_size: Option<u64>,
     machine: Option<&str>,
     input: &BindInput,
+    relayout: Option<(&str, &str)>,
 ) -> Result<StructDiagnosis, String> {
     let allocations = profile
         .type_profile(type_name)
@@ -81,6 +83,10 @@ pub fn diagnose_struct(
         missing,
         ..
     } = subject::gather_with(profile, types, id, type_name, layout.size, input)?;
+    let (layout, accesses) = match relayout {
+        Some((text, name)) => relaid(types, id, &layout, accesses, text, name)?,
+        None => (layout, accesses),
+    };
     let run = diagnose::RunTotals::from_profile(profile);
     let machine = machine.map(model::machine_named).transpose()?;
     // Where instances start, as `predict` and `optimize` take it (`Model::with_evidence_instances`).
@@ -122,6 +128,48 @@ pub fn diagnose_struct(
         typing: input.typing.clone(),
         diagnosis: d,
     })
+}
+
+/// The struct `id` (laid out as `layout`) as the C declaration `text` (from file `name`) lays
+/// it out, as `predict --layout` prices it (a patch's layout, or the one a regression
+/// brought), and the accesses moved with their members: the same evidence on that layout.
+fn relaid(
+    types: &mut Types<'_>,
+    id: crate::types::TypeId,
+    layout: &Layout,
+    accesses: Vec<crate::profile::Access>,
+    text: &str,
+    name: &str,
+) -> Result<(Layout, Vec<crate::profile::Access>), String> {
+    use crate::analysis::{candidate, cost, optimize};
+    let cls = layout.cacheline_size;
+    let units = cost::units(types, layout);
+    let cs = crate::readers::c_struct::find_struct(text, &layout.name)
+        .map_err(|e| format!("{name}: {e}"))?;
+    let p = candidate::from_c(&units, &cs, types, cls)
+        .map_err(|e| format!("{name}: {e}"))?
+        .placement;
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&u| (p.offsets[u], u));
+    let t = optimize::rearranged(types, id, &units, &order, &[], &p, cls, 1)
+        .ok_or_else(|| format!("{name}: struct {} has no members", layout.name))?;
+    let new_id = types.push(t);
+    let mut new = crate::layout::layout(types, new_id, cls)
+        .ok_or_else(|| format!("{name}: the declared layout has none"))?;
+    new.name = layout.name.clone();
+    new.tagless = layout.tagless;
+    let moved = accesses
+        .into_iter()
+        .map(|mut a| {
+            if let Some(o) = a.offset
+                && let Some(u) = cost::unit_at(&units, o)
+            {
+                a.offset = Some(o - units[u].offset + p.offsets[u]);
+            }
+            a
+        })
+        .collect();
+    Ok((new, moved))
 }
 
 /// A report's raw lines without a struct: per contended line (those `selection` picks),

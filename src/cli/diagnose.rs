@@ -64,6 +64,11 @@ pub struct Args {
     /// Intel parts also price aligned 128-byte pairs of lines (adjacent-line prefetch)
     #[arg(long, value_name = "NAME")]
     machine: Option<String>,
+    /// Judge the layout this C declaration of the struct gives it instead (as `predict
+    /// --layout` reads one: a patch's layout, or the one a regression brought), with the same
+    /// evidence, each access moved with its member
+    #[arg(long, value_name = "FILE", requires = "type_name")]
+    layout: Option<std::path::PathBuf>,
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
@@ -218,6 +223,10 @@ pub fn run(args: Args) -> Result<()> {
         }
         return line_overview(&args, &profile, &types, &input, &opened.label);
     };
+    let relayout = match &args.layout {
+        Some(p) => Some((lineup::input::read_text_lossy(p)?, p.display().to_string())),
+        None => None,
+    };
     let sd = struct_diagnosis::diagnose_struct(
         &mut profile,
         &mut types,
@@ -225,6 +234,7 @@ pub fn run(args: Args) -> Result<()> {
         args.cacheline_size,
         args.machine.as_deref(),
         &input,
+        relayout.as_ref().map(|(t, n)| (t.as_str(), n.as_str())),
     )
     .map_err(anyhow::Error::msg)?;
     if let Some(path) = &args.html {
@@ -241,6 +251,12 @@ pub fn run(args: Args) -> Result<()> {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
         return Ok(());
+    }
+    if let Some((_, name)) = &relayout {
+        writeln!(
+            out,
+            "the layout {name} declares, with the evidence moved with its members"
+        )?;
     }
     out.write_all(&diagnosis::text_report(
         &opened.source,

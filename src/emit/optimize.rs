@@ -353,6 +353,19 @@ impl Outcome<'_> {
                 plan.cost.total_cycles(),
                 plan.nodes
             );
+        } else if !plan.phased.is_empty() {
+            let _ = writeln!(
+                s,
+                "search: the best grouping of whole members on lines costs {:.0} cycles ({} groupings, {search_ms:.1} ms); moving members across {} (embedded, whose offset into a line decides which of its own sub-fields share one) lowers the layout to {:.0}",
+                plan.lower_bound,
+                plan.nodes,
+                plan.phased
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                plan.cost.total_cycles()
+            );
         } else if plan.optimal {
             let _ = writeln!(
                 s,
