@@ -163,11 +163,12 @@ fn a_state_handed_over_under_a_mutex_is_not_contention_idle_or_busy() {
         for l in handed {
             assert_eq!(l["verdict"], "not_shared", "{l:#}");
             assert!(
-                l["members"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|m| m["name"] == "xxh"),
+                l["members"].as_array().unwrap().iter().any(|m| {
+                    // The state, or its parts where paths touch them differently
+                    // (`xxh.v[0]`: main reads one part once at the end).
+                    let name = m["name"].as_str().unwrap();
+                    name == "xxh" || name.starts_with("xxh.")
+                }),
                 "{l:#}"
             );
         }
