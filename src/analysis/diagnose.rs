@@ -2,7 +2,7 @@
 //! cache line suffers from, in the words the seeds' engineers use.
 //!
 //! For sampled and sketched evidence, a line's verdict is the cost model's
-//! (`contention::verdict`): the class of its largest terms, false sharing when a quarter of
+//! (`contention::verdict`): the class of its largest terms, false sharing when a fifth of
 //! its modeled cycles are removable by moving, co-written, true sharing (a lock's critical
 //! section included); locality and adjacent-line pairs are `findings` beside the lines. The
 //! rules below remain only where the model cannot price a line: no CPU information at all
