@@ -20,7 +20,8 @@ use lineup::profile::Profile;
                   lineup diagnose --type task_group --c2c c2c.txt --machine icelake-2s   # price on a preset\n  \
                   lineup diagnose --type task_group --perf-typeoff typeoff.txt    # perf report -s type,typeoff\n  \
                   lineup diagnose --profile linreg.json --alloc linreg.c:48     # a recording's heap blocks by site\n  \
-                  lineup diagnose --type task_group --c2c mail.txt --report 2 --line-offset 256 --json"
+                  lineup diagnose --type task_group --c2c mail.txt --report 2 --line-offset 256 --json\n  \
+                  lineup diagnose --type cpupri_vec --btf data/vmlinux-6.18.44.btf --sketch examples/sketches/seed003_cpupri_vec.toml --layout examples/seeds/003/seed_fix_patch1_vec.h   # the layout a patch gives it"
 )]
 pub struct Args {
     /// The struct the evidence is about; without it, an overview of the report: per
