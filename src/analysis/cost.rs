@@ -855,15 +855,8 @@ fn sharing_of(a: &[&Stream], b: &Stream) -> Sharing {
     // the sets must meet; a lock written by no listed CPU of `b` guards something else.
     let lock_pair = (a.iter().any(lock_beside) && b.writes > 0.0)
         || (b.lock && a.iter().all(|s| !s.lock && s.unit != b.unit));
-    if lock_pair {
-        let meet = a.iter().any(|s| {
-            s.cpu_list.is_empty()
-                || b.cpu_list.is_empty()
-                || s.cpu_list.iter().any(|c| b.cpu_list.contains(c))
-        });
-        if meet {
-            return Sharing::UnderLock;
-        }
+    if lock_pair && a.iter().any(|s| meets(s)) {
+        return Sharing::UnderLock;
     }
     Sharing::False
 }
