@@ -516,6 +516,8 @@ pub struct PathLocality {
     /// Whether it only reads them.
     pub reads_only: bool,
     pub lines: u64,
+    /// The lines themselves (a member that straddles a boundary is on both).
+    pub line_indices: Vec<u64>,
     /// The fewest lines its members' bytes fit in.
     pub fewest: u64,
     /// How often it runs (its busiest access), in the evidence's unit.
@@ -540,8 +542,7 @@ pub fn locality(
             .entry(run.name)
             .or_insert_with(|| (run.rate, BTreeSet::new(), BTreeMap::new(), true));
         for s in run.streams.iter().map(|&i| &streams[i]) {
-            let at = placement.offsets[s.unit] + s.inner;
-            e.1.insert(at / cls);
+            e.1.extend(s.lines(placement.offsets[s.unit], cls));
             let name = if s.field.is_empty() {
                 units[s.unit].name.clone()
             } else {
@@ -563,6 +564,7 @@ pub fn locality(
                 members: members.into_values().map(|(n, _)| n).collect(),
                 reads_only,
                 lines: n,
+                line_indices: lines.into_iter().collect(),
                 fewest,
                 rate,
                 cycles: rate * (n - fewest) as f64 * cost::locality_price(machine),

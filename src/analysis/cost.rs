@@ -155,6 +155,26 @@ impl Stream {
         (self.writes - self.rmw).max(0.0)
     }
 
+    /// Bytes one access of the stream touches: its size, but one word for an atomic
+    /// read-modify-write or a lock (a lock's debug and wait fields, the rest of a bitmap an
+    /// atomic `set_bit` changes one word of, are not touched with it).
+    pub fn touched(&self) -> u64 {
+        if self.lock || self.rmw > 0.0 {
+            self.size.clamp(1, 8)
+        } else {
+            self.size.max(1)
+        }
+    }
+
+    /// The cache lines the stream's bytes lie on when its unit starts at `unit_offset`: a
+    /// member that straddles a line boundary (Linux 3.8's `vm_rb` at offset 56) is on both,
+    /// and a run that touches it fetches both.
+    pub fn lines(&self, unit_offset: u64, cls: u64) -> std::ops::RangeInclusive<u64> {
+        let cls = cls.max(1);
+        let at = unit_offset + self.inner;
+        at / cls..=(at + self.touched() - 1) / cls
+    }
+
     fn overlaps(&self, o: &Stream) -> bool {
         self.unit == o.unit
             && self.inner < o.inner + o.size.max(1)
@@ -388,7 +408,7 @@ pub fn size_term(
                 let lines: BTreeSet<u64> = r
                     .streams
                     .iter()
-                    .map(|&i| (placement.offsets[streams[i].unit] + streams[i].inner) / cls)
+                    .flat_map(|&i| streams[i].lines(placement.offsets[streams[i].unit], cls))
                     .collect();
                 r.rate * lines.len() as f64
             })
@@ -1341,10 +1361,9 @@ pub fn streams_by_line<'s>(
     let cls = cacheline_size.max(1);
     let mut by_line: BTreeMap<u64, Vec<&Stream>> = BTreeMap::new();
     for s in streams {
-        by_line
-            .entry((placement.offsets[s.unit] + s.inner) / cls)
-            .or_default()
-            .push(s);
+        for line in s.lines(placement.offsets[s.unit], cls) {
+            by_line.entry(line).or_default().push(s);
+        }
     }
     by_line
 }
@@ -1499,7 +1518,6 @@ pub fn evaluate(
     q: &Queueing,
 ) -> Cost {
     let cls = cacheline_size.max(1);
-    let line_of = |s: &Stream| (placement.offsets[s.unit] + s.inner) / cls;
     let by_line = streams_by_line(streams, placement, cls);
     let mut cost = Cost {
         size: placement.size,
@@ -1531,7 +1549,11 @@ pub fn evaluate(
     // Locality: a path runs about as often as its busiest access; each line past the first
     // costs an L2 hit per run.
     for run in path_runs(streams) {
-        let lines: BTreeSet<u64> = run.streams.iter().map(|&i| line_of(&streams[i])).collect();
+        let lines: BTreeSet<u64> = run
+            .streams
+            .iter()
+            .flat_map(|&i| streams[i].lines(placement.offsets[streams[i].unit], cls))
+            .collect();
         let n = lines.len() as u64;
         cost.locality_cycles += run.rate * n.saturating_sub(1) as f64 * locality_price(machine);
         cost.path_lines.insert(run.name, n);
@@ -1632,6 +1654,55 @@ mod tests {
         let mut with: Vec<&Stream> = vec![&lock];
         with.extend(reads.iter());
         assert!(sum(line_terms(&with, &m)) > sum(line_terms(&[&lock], &m)));
+    }
+
+    /// A member that straddles a line boundary is on both lines: a run that reads it fetches
+    /// both (Linux 3.8's `vm_rb` at offset 56). A lock or an atomic is one word, however large
+    /// its type.
+    #[test]
+    fn a_straddling_member_is_on_both_lines_and_a_lock_on_one() {
+        let m = preset("icelake-2s").unwrap();
+        let mut rb = stream(1, 100.0, 0.0, 4, "find_vma");
+        rb.size = 24;
+        let start = stream(0, 100.0, 0.0, 4, "find_vma");
+        assert_eq!(rb.lines(56, 64), 0..=1);
+        assert_eq!(rb.lines(32, 64), 0..=0);
+        let units = [
+            unit_at_for_test("vm_start", 0, 8),
+            unit_at_for_test("vm_rb", 56, 24),
+        ];
+        let at = |rb_at: u64| Placement {
+            offsets: vec![0, rb_at],
+            size: 184,
+            align: 8,
+        };
+        let q = Queueing::NONE;
+        let streams = [start, rb.clone()];
+        let straddling = evaluate(&units, &streams, &at(56), 64, &m, &q);
+        let within = evaluate(&units, &streams, &at(32), 64, &m, &q);
+        assert_eq!(straddling.locality_cycles, 100.0 * locality_price(&m));
+        assert_eq!(within.locality_cycles, 0.0);
+        assert_eq!(straddling.path_lines["find_vma"], 2);
+        let mut lock = stream(0, 0.0, 10.0, 4, "f");
+        lock.size = 64;
+        lock.lock = true;
+        assert_eq!(lock.lines(32, 64), 0..=0);
+        lock.lock = false;
+        assert_eq!(lock.lines(32, 64), 0..=1);
+        lock.rmw = 10.0;
+        assert_eq!(lock.lines(32, 64), 0..=0);
+    }
+
+    fn unit_at_for_test(name: &str, offset: u64, size: u64) -> Unit {
+        Unit {
+            name: name.to_string(),
+            members: vec![name.to_string()],
+            member_indices: vec![],
+            offset,
+            size,
+            align: 8,
+            natural_align: 8,
+        }
     }
 
     /// One function on disjoint CPU sets is several runs (each touches its own lines); on

@@ -907,7 +907,7 @@ pub fn diagnose_with(
         }
         l.cost *= model.queueing.factor(l.cost);
     }
-    let findings = model.findings(&lines);
+    let findings = model.findings();
     lines.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.index.cmp(&b.index)));
     let cold_lines = total_lines.saturating_sub(lines.len() as u64);
 
@@ -1057,7 +1057,7 @@ impl<'m> Model<'m> {
     }
 
     /// Locality and adjacent pairs that matter next to the lines' own cycles.
-    fn findings(&self, lines: &[LineDiagnosis]) -> Vec<Finding> {
+    fn findings(&self) -> Vec<Finding> {
         let on_lines: f64 = self.lines.values().map(|l| l.cycles).sum();
         let pairs: f64 = self.pairs.iter().map(|p| p.cycles).sum();
         let extra: f64 = self.locality.iter().map(|p| p.cycles).sum();
@@ -1128,14 +1128,9 @@ impl<'m> Model<'m> {
             if total > 0.0 && p.cycles < contention::LOCALITY_SHARE * total {
                 continue;
             }
-            let touched: Vec<u64> = lines
-                .iter()
-                .filter(|l| l.members.iter().any(|m| p.members.contains(&m.name)))
-                .map(|l| l.index)
-                .collect();
             out.push(Finding {
                 verdict: Verdict::Locality,
-                lines: touched,
+                lines: p.line_indices.clone(),
                 members: p.members.clone(),
                 paths: vec![p.path.clone()],
                 cycles: p.cycles,

@@ -783,10 +783,9 @@ fn optimize_lines(
             if items[i].big {
                 let mut by_line: BTreeMap<u64, Vec<&Stream>> = BTreeMap::new();
                 for &s in &items[i].streams {
-                    by_line
-                        .entry(streams[s].inner / cls)
-                        .or_default()
-                        .push(&streams[s]);
+                    for line in streams[s].lines(0, cls) {
+                        by_line.entry(line).or_default().push(&streams[s]);
+                    }
                 }
                 by_line
                     .values()
@@ -916,6 +915,30 @@ fn optimize_lines(
     // After a write line: the end of that line, which nothing hot may reach back into.
     let mut fence: Option<u64> = None;
     let mut waiting: Vec<usize> = Vec::new();
+    // A line that only gathers what a path reads goes first, at the struct's start, where it
+    // starts a line without an alignment that would grow the struct (what Linux 3.9 did for
+    // the VMA tree walk: its members first, none aligned). Only with nothing pinned and no
+    // marker block in it; written lines keep their places.
+    let read_only_bin = bins.values().find(|members| {
+        members
+            .iter()
+            .all(|&i| items[i].writes == 0.0 && !items[i].big && units[items[i].units[0]].size > 0)
+    });
+    if let Some(group) = read_only_bin.filter(|_| pinned.is_empty()) {
+        let mut group = group.clone();
+        group.sort_by_key(|&x| {
+            (
+                std::cmp::Reverse(items[x].align),
+                current.offsets[items[x].units[0]],
+            )
+        });
+        for &g in &group {
+            item_order.push(g);
+            emitted[g] = true;
+            place(g, &mut cursor, false);
+        }
+        fence = Some(cursor.div_ceil(spacing) * spacing);
+    }
     let mut k = 0;
     while k < by_offset.len() || !waiting.is_empty() {
         // Once the line is full, the items that waited come next.
