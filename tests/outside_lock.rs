@@ -25,8 +25,17 @@ const PADDED: &str = "struct table {\n\tuint32_t mask __attribute__((aligned(64)
 \tuint32_t count __attribute__((aligned(64)));\n\tvoid **slots __attribute__((aligned(64)));\n\
 \tunsigned long hits __attribute__((aligned(64)));\n};\n";
 
+/// A directory of this test's own: the tests run on parallel threads, and one writing
+/// `table.o` while another's lineup reads it fails the reader.
 fn scratch() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lineup-outside-lock-{}", std::process::id()));
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("main")
+        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "-");
+    let d = std::env::temp_dir().join(format!(
+        "lineup-outside-lock-{}-{test}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&d).unwrap();
     d
 }

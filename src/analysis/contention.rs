@@ -816,6 +816,7 @@ mod tests {
             lock: false,
             run_atomic: false,
             under_lock: None,
+            cycles_per_run: None,
         }
     }
 

@@ -147,6 +147,10 @@ pub struct Stream {
     /// the stream is part of that lock's critical sections.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub under_lock: Option<String>,
+    /// What one run of its path costs, in cycles, where the evidence says
+    /// ([`crate::profile::Access::cycles_per_run`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycles_per_run: Option<f64>,
 }
 
 impl Stream {
@@ -685,7 +689,11 @@ pub fn streams(
                 lock,
                 run_atomic: false,
                 under_lock: a.under_lock.clone(),
+                cycles_per_run: None,
             });
+        if let Some(c) = a.cycles_per_run {
+            s.cycles_per_run = Some(s.cycles_per_run.map_or(c, |x| x.max(c)));
+        }
         s.reads += a.counts.loads;
         // A read-modify-write both reads and writes; it counts once, as a write.
         s.writes += a.counts.writes();
@@ -1399,6 +1407,8 @@ pub struct PathRun {
     pub streams: Vec<usize>,
     /// How often it runs: its busiest stream's accesses.
     pub rate: f64,
+    /// What one run costs, in cycles, where the evidence says ([`Stream::cycles_per_run`]).
+    pub cycles_per_run: Option<f64>,
 }
 
 /// Whether `a` and `b` are made by one run of a code path: the same path, from CPUs that meet
@@ -1479,15 +1489,84 @@ pub fn path_runs(streams: &[Stream]) -> Vec<PathRun> {
             } else {
                 path.to_string()
             };
+            let cycles_per_run = run
+                .iter()
+                .filter_map(|&i| streams[i].cycles_per_run)
+                .reduce(f64::max);
             out.push(PathRun {
                 name,
                 path: path.to_string(),
                 streams: run,
                 rate,
+                cycles_per_run,
             });
         }
     }
     out
+}
+
+/// A layout change that saves less than this share of what the runs it changes cost in all
+/// (their `cycles_per_run`, where the evidence gives it) is negligible: no layout helps. The
+/// share is a measurement's noise, about: A/B runs of the seeds' replicas here resolve a few
+/// percent at best (`bench/seeds_ab.sh`), and a kvm_vcpu re-layout whose modeled saving was
+/// under 1% of a VM entry and exit measured no difference (tests/cases/kvm_vcpu_relayout).
+pub const RUN_COST_SHARE: f64 = 0.02;
+
+/// One run's cost as the evidence gives it, at its rate.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunCost {
+    pub run: String,
+    pub rate: f64,
+    pub cycles_per_run: f64,
+}
+
+/// The work of the runs whose cost per run the evidence gives: `rate x cycles_per_run`
+/// summed, in the unit of modeled cycles (the evidence's rate unit times cycles). Runs it
+/// gives no cost for are left out, so this is a lower bound on the runs' work, and a saving
+/// called negligible against it is negligible against the whole.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunWork {
+    pub cycles: f64,
+    pub runs: Vec<RunCost>,
+}
+
+impl RunWork {
+    /// The runs' work, where the evidence gives some run a cost.
+    pub fn of(streams: &[Stream]) -> Option<RunWork> {
+        let runs: Vec<RunCost> = path_runs(streams)
+            .into_iter()
+            .filter_map(|r| {
+                Some(RunCost {
+                    cycles_per_run: r.cycles_per_run.filter(|c| *c > 0.0)?,
+                    run: r.name,
+                    rate: r.rate,
+                })
+            })
+            .collect();
+        let cycles: f64 = runs.iter().map(|r| r.rate * r.cycles_per_run).sum();
+        (cycles > 0.0).then_some(RunWork { cycles, runs })
+    }
+
+    /// Whether saving `cycles` is below [`RUN_COST_SHARE`] of the work.
+    pub fn negligible(&self, cycles: f64) -> bool {
+        cycles < RUN_COST_SHARE * self.cycles
+    }
+
+    /// `cycles` against the work, in words: "2800 modeled cycles, 0.6% of what the runs cost
+    /// (vcpu_enter_guest: 2500 cycles a run)".
+    pub fn weighed(&self, cycles: f64) -> String {
+        let runs: Vec<String> = self
+            .runs
+            .iter()
+            .map(|r| format!("{}: {:.0} cycles a run", r.run, r.cycles_per_run))
+            .collect();
+        format!(
+            "{cycles:.0} modeled cycles, {:.1}% of what the runs cost ({}), under the {:.0}% a measurement can resolve",
+            100.0 * cycles / self.cycles,
+            runs.join(", "),
+            100.0 * RUN_COST_SHARE
+        )
+    }
 }
 
 /// `0-3,8,10-11`.
@@ -1585,6 +1664,7 @@ mod tests {
             lock: false,
             run_atomic: false,
             under_lock: None,
+            cycles_per_run: None,
         }
     }
 
@@ -1703,6 +1783,24 @@ mod tests {
             align: 8,
             natural_align: 8,
         }
+    }
+
+    /// The runs' work counts only runs whose cost the evidence gives, at their rates; a saving
+    /// under 2% of it is negligible, and without any cost there is no work to weigh against.
+    #[test]
+    fn a_saving_is_weighed_against_what_the_runs_cost() {
+        let mut enter = stream(0, 0.0, 200.0, 1, "enter");
+        let read = stream(1, 100.0, 0.0, 1, "enter");
+        let other = stream(2, 0.0, 1000.0, 1, "other");
+        assert!(RunWork::of(&[enter.clone(), read.clone(), other.clone()]).is_none());
+        enter.cycles_per_run = Some(2500.0);
+        let work = RunWork::of(&[enter, read, other]).unwrap();
+        // One run of `enter` (its busiest stream's 200 a unit); `other` gives no cost.
+        assert_eq!(work.cycles, 200.0 * 2500.0);
+        assert_eq!(work.runs.len(), 1);
+        assert!(work.negligible(2800.0));
+        assert!(!work.negligible(0.02 * 200.0 * 2500.0));
+        assert!(work.weighed(2800.0).contains("0.6% of what the runs cost"));
     }
 
     /// One function on disjoint CPU sets is several runs (each touches its own lines); on

@@ -177,6 +177,7 @@ fn line_price(
         lock: false,
         run_atomic: false,
         under_lock: None,
+        cycles_per_run: None,
     };
     let mut streams = Vec::new();
     if element_writes > 0.0 {
@@ -907,7 +908,20 @@ pub fn diagnose_with(
         }
         l.cost *= model.queueing.factor(l.cost);
     }
-    let findings = model.findings();
+    let mut findings = model.findings();
+    // Where the evidence says what its runs cost, a term below a measurable share of that is
+    // negligible, whatever its class (a few cycles off a path that costs thousands a run).
+    if let Some(work) = &model.run_work {
+        for l in lines
+            .iter_mut()
+            .filter(|l| is_contention(l.verdict) || l.verdict == Verdict::CoWritten)
+        {
+            weigh_against_runs(&mut l.verdict, &mut l.explanation, l.cost, work);
+        }
+        for f in &mut findings {
+            weigh_against_runs(&mut f.verdict, &mut f.explanation, f.cycles, work);
+        }
+    }
     lines.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.index.cmp(&b.index)));
     let cold_lines = total_lines.saturating_sub(lines.len() as u64);
 
@@ -996,6 +1010,8 @@ struct Model<'m> {
     /// ([`super::model::evidence_utilization`]), and where its utilization came from.
     queueing: cost::Queueing,
     utilization_source: String,
+    /// What the runs cost, where the evidence says ([`cost::RunWork`]).
+    run_work: Option<cost::RunWork>,
 }
 
 impl<'m> Model<'m> {
@@ -1053,6 +1069,7 @@ impl<'m> Model<'m> {
             machine,
             queueing,
             utilization_source,
+            run_work: cost::RunWork::of(&streams),
         }
     }
 
@@ -1827,6 +1844,24 @@ const ELEMENT_READ_SHARE: f64 = 0.01;
 fn read_beside_written_element(members: &[MemberUse], total: f64, cpu_floor: f64) -> bool {
     let reads: f64 = members.iter().map(|m| m.element_reads).sum();
     reads > 0.0 && reads >= cpu_floor && reads >= ELEMENT_READ_SHARE * total
+}
+
+/// `verdict` negligible, with the weighing said, where `cycles` are below
+/// [`cost::RUN_COST_SHARE`] of what the evidence's runs cost.
+fn weigh_against_runs(
+    verdict: &mut Verdict,
+    explanation: &mut String,
+    cycles: f64,
+    work: &cost::RunWork,
+) {
+    if work.negligible(cycles) {
+        *explanation = format!(
+            "{} (negligible: {}; no layout helps here)",
+            explanation,
+            work.weighed(cycles)
+        );
+        *verdict = Verdict::Negligible;
+    }
 }
 
 fn is_contention(v: Verdict) -> bool {

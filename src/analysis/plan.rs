@@ -157,6 +157,27 @@ pub struct Proposal {
     /// raises to it (`optimize::realign_instances`).
     pub instance_realigned: Option<InstanceRealigned>,
     pub elements: Option<ElementAdvice>,
+    /// Why the layout is kept though the model prices a lower one: its saving is negligible
+    /// against what the runs cost ([`keep_if_negligible`]).
+    pub negligible: Option<String>,
+}
+
+/// `plan`, or the current layout with the reason, where what `plan` saves against `current`
+/// is negligible against what the runs cost ([`cost::RunWork`], where the evidence gives
+/// their cost per run): no layout helps, and `optimize` and `predict` say so alike.
+pub fn keep_if_negligible(model: &Model, plan: Plan, current: &Cost) -> (Plan, Option<String>) {
+    let saving = current.total_cycles() - plan.cost.total_cycles();
+    match cost::RunWork::of(&model.streams) {
+        Some(work) if saving > 0.0 && work.negligible(saving) => {
+            let why = format!(
+                "no layout helps here: the best saves {}",
+                work.weighed(saving)
+            );
+            let kept = optimize::as_current(plan, &model.units, &model.current, current.clone());
+            (kept, Some(why))
+        }
+        _ => (plan, None),
+    }
 }
 
 /// An instance declaration the patch aligns to the plan's pair of lines.
@@ -385,6 +406,10 @@ pub fn propose(
     {
         plan = optimize::as_current(plan, &model.units, &model.current, current.clone());
     }
+    let mut negligible = None;
+    if padded.is_none() && element_lines.is_empty() {
+        (plan, negligible) = keep_if_negligible(model, plan, &current);
+    }
     let splits = split_advice(model, &plan, request.queued);
     let mut proposal = Proposal {
         min_align,
@@ -400,6 +425,7 @@ pub fn propose(
         pair_refused,
         instance_realigned,
         elements: None,
+        negligible,
     };
     // Instances that do not start a line: every layout was priced where they start; what
     // line-aligned instances would cost says whether the allocation must change.

@@ -49,13 +49,13 @@ pub fn lineup_plan(model: &Model, type_name: &str) -> Result<Plan, String> {
         None => plan,
     };
     // As `optimize` proposes it: the type aligned to its size where that keeps instances
-    // within a line.
-    Ok(
-        match crate::analysis::plan::within_a_line(model, &plan, min_align, &constraints) {
-            Some((aligned, _)) => aligned,
-            None => plan,
-        },
-    )
+    // within a line; the layout as it is where the saving is negligible against the runs.
+    let plan = match crate::analysis::plan::within_a_line(model, &plan, min_align, &constraints) {
+        Some((aligned, _)) => aligned,
+        None => plan,
+    };
+    let current = model.evaluate(&model.current);
+    Ok(crate::analysis::plan::keep_if_negligible(model, plan, &current).0)
 }
 
 /// A candidate file laid out over the struct's units, and what it declares that the struct

@@ -263,6 +263,7 @@ mod tests {
             lock: false,
             run_atomic: false,
             under_lock: None,
+            cycles_per_run: None,
         }
     }
 

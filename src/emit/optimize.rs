@@ -247,6 +247,10 @@ struct Report<'a> {
     /// no patch is written and `declaration` is not advice.
     #[serde(skip_serializing_if = "Option::is_none")]
     rejected: Option<&'a str>,
+    /// Why the current layout is kept though the model prices a lower one: the saving is
+    /// negligible against what the runs cost (the evidence's `cycles_per_run`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    negligible: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     diff: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -277,6 +281,7 @@ impl Outcome<'_> {
             splits: &p.splits,
             kept_together: &p.kept_together,
             rejected: p.rejected.as_deref(),
+            negligible: p.negligible.as_deref(),
             diff: if self.patch.is_some() {
                 None
             } else {
@@ -396,7 +401,9 @@ impl Outcome<'_> {
     /// data.
     fn text_moves(&self, s: &mut String) {
         let plan = &self.proposal.plan;
-        if plan.moved.is_empty() && plan.placement == *self.current_placement {
+        if let Some(why) = &self.proposal.negligible {
+            let _ = writeln!(s, "no member moves: {why}");
+        } else if plan.moved.is_empty() && plan.placement == *self.current_placement {
             let _ = writeln!(
                 s,
                 "no member moves: the current layout is already the best the model finds"

@@ -492,6 +492,12 @@ pub struct Access {
     /// the struct").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub under_lock: Option<String>,
+    /// What one run of the access's code path costs, in cycles, all its work included, where
+    /// the evidence says (a sketch's `[[path]]`): a layout change's saving is weighed against
+    /// it (`analysis::cost::RUN_COST_SHARE`), so a few cycles off a path that costs thousands
+    /// per run (a VM entry and exit) are no finding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles_per_run: Option<f64>,
     /// Tool-specific extras by name (c2c's `pa_count`, `records`).
     #[serde(default, skip_serializing_if = "Details::is_empty")]
     pub details: Details,

@@ -75,6 +75,21 @@ struct RawSketch {
     types: Vec<Spanned<RawType>>,
     #[serde(default, rename = "group")]
     groups: Vec<Spanned<RawGroup>>,
+    #[serde(default, rename = "path")]
+    paths: Vec<Spanned<RawPath>>,
+}
+
+/// `[[path]]`: what one run of a code path (an access's `by`) costs in all, in cycles.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPath {
+    name: String,
+    cycles_per_run: f64,
+    /// Where the figure comes from.
+    #[allow(dead_code)]
+    source: Option<String>,
+    #[allow(dead_code)]
+    note: Option<String>,
 }
 
 #[derive(Default, Deserialize)]
@@ -213,6 +228,55 @@ struct RawGroup {
     weight: Option<f64>,
     /// `type.field` (the field may itself be a dotted path).
     members: Vec<String>,
+}
+
+/// Sets `[[path]]`'s `cycles_per_run` on every access made by that path. A path no access is
+/// made by, a path given twice, or a cost that is not a positive number of cycles is refused.
+fn path_costs(
+    paths: &[Spanned<RawPath>],
+    profile: &mut Profile,
+    err: &dyn Fn(std::ops::Range<usize>, String) -> ProfileError,
+) -> Result<(), ProfileError> {
+    let mut seen: BTreeMap<&str, ()> = BTreeMap::new();
+    for p in paths {
+        let span = p.span();
+        let p = p.get_ref();
+        if p.name.is_empty() || p.name.len() > MAX_LOCK_NAME {
+            return Err(err(
+                span,
+                format!("[[path]] name: name the function (at most {MAX_LOCK_NAME} bytes)"),
+            ));
+        }
+        if seen.insert(p.name.as_str(), ()).is_some() {
+            return Err(err(span, format!("[[path]] {:?} is given twice", p.name)));
+        }
+        let c = p.cycles_per_run;
+        if !c.is_finite() || c <= 0.0 || c > MAX_CYCLES {
+            return Err(err(
+                span,
+                format!(
+                    "[[path]] {:?}: cycles_per_run = {c:e} must be above 0 and at most {MAX_CYCLES:e}",
+                    p.name
+                ),
+            ));
+        }
+        let mut used = false;
+        for t in &mut profile.types {
+            for a in &mut t.accesses {
+                if a.code.as_ref().and_then(|c| c.symbol.as_deref()) == Some(p.name.as_str()) {
+                    a.cycles_per_run = Some(c);
+                    used = true;
+                }
+            }
+        }
+        if !used {
+            return Err(err(
+                span,
+                format!("[[path]] {:?}: no access is made `by` it", p.name),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
@@ -507,6 +571,7 @@ fn convert(text: &str, raw: RawSketch) -> Result<Profile, ProfileError> {
             "no accesses: add [[type]] tables with [[type.access]] entries".into(),
         ));
     }
+    path_costs(&raw.paths, &mut profile, &err)?;
     profile.unit = unit.unwrap_or(Unit::Relative);
 
     for g in &raw.groups {
@@ -641,6 +706,45 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("name the lock"), "{e}");
+    }
+
+    /// `[[path]]` sets what a run of the path costs on each of its accesses; a path no access
+    /// is made by, one given twice, and a cost that is no positive number are refused.
+    #[test]
+    fn a_path_gives_its_cost_per_run_to_its_accesses() {
+        let sketch = |path: &str| {
+            format!(
+                "[[type]]\nname = \"t\"\naccess = [\n  {{ field = \"a\", kind = \"store\", by = \"enter\", weight = 2 }},\n  {{ field = \"b\", kind = \"load\", by = \"other\", weight = 1 }},\n]\n{path}"
+            )
+        };
+        let p = import_sketch(&sketch(
+            "[[path]]\nname = \"enter\"\ncycles_per_run = 2500\nsource = \"a mail\"\n",
+        ))
+        .unwrap();
+        let t = p.type_profile("t").unwrap();
+        assert_eq!(t.accesses[0].cycles_per_run, Some(2500.0));
+        assert_eq!(t.accesses[1].cycles_per_run, None);
+        for (path, says) in [
+            (
+                "[[path]]\nname = \"nobody\"\ncycles_per_run = 10\n",
+                "no access is made `by` it",
+            ),
+            (
+                "[[path]]\nname = \"enter\"\ncycles_per_run = 10\n[[path]]\nname = \"enter\"\ncycles_per_run = 20\n",
+                "given twice",
+            ),
+            (
+                "[[path]]\nname = \"enter\"\ncycles_per_run = 0\n",
+                "must be above 0",
+            ),
+            (
+                "[[path]]\nname = \"enter\"\ncycles_per_run = nan\n",
+                "must be above 0",
+            ),
+        ] {
+            let e = import_sketch(&sketch(path)).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("line "), "{path}: {e}");
+        }
     }
 
     #[test]
