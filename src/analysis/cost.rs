@@ -172,11 +172,16 @@ impl Stream {
 
     /// The cache lines the stream's bytes lie on when its unit starts at `unit_offset`: a
     /// member that straddles a line boundary (Linux 3.8's `vm_rb` at offset 56) is on both,
-    /// and a run that touches it fetches both.
+    /// and a run that touches it fetches both. Bytes larger than a line (an embedded struct
+    /// or an array a sketch names whole) are on their first line only: the evidence does not
+    /// say which of their lines a run touches, and a few fields of `io_ring_ctx`'s
+    /// `submit_state` are not all its lines.
     pub fn lines(&self, unit_offset: u64, cls: u64) -> std::ops::RangeInclusive<u64> {
         let cls = cls.max(1);
         let at = unit_offset + self.inner;
-        at / cls..=(at + self.touched() - 1) / cls
+        let bytes = self.touched();
+        let last = if bytes > cls { at } else { at + bytes - 1 };
+        at / cls..=last / cls
     }
 
     fn overlaps(&self, o: &Stream) -> bool {
