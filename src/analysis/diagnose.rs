@@ -883,12 +883,16 @@ pub fn diagnose_with(
                     }
                 }
             };
+            // The whole rates' line: what a recorded line whose accesses cannot meet would
+            // be if they did.
+            let whole_line = whole_model.as_ref().map_or(m, |w| w.lines.get(&line));
             judge(
                 line,
                 cls,
                 members,
                 scale,
                 m.map(|m| (m, per_cpu)),
+                whole_line,
                 price,
                 machine,
             )
@@ -1522,12 +1526,77 @@ fn accessors(map: &BTreeMap<u32, (f64, f64)>) -> BTreeSet<u32> {
     out
 }
 
+/// A line as the model classes it (`contention::verdict_for`): the class of its largest
+/// terms, its explanation and terms, at the model's cycles; `None` where it prices nothing.
+/// The model's streams are the struct's members, so an array member is one stream: where
+/// the line's false sharing is between slots of one array (`hits[0]`, `hits[1]`, each
+/// thread its own), the explanation names the slots and says what parts them, padding each
+/// slot, since moving members cannot.
+fn modeled_line(
+    index: u64,
+    cls: u64,
+    members: &[MemberUse],
+    significant: &[&MemberUse],
+    line: &contention::LineModel,
+    per_cpu: bool,
+) -> Option<LineDiagnosis> {
+    let (verdict, mut explanation) = contention::verdict_for(line, per_cpu)?;
+    if verdict == Verdict::FalseSharing
+        && let Some(array) = slots_of_one_array(significant.iter().map(|m| m.name.as_str()))
+    {
+        let (written, read): (Vec<&MemberUse>, Vec<&MemberUse>) = significant
+            .iter()
+            .copied()
+            .partition(|m| m.counts.writes() > 0.0);
+        let mut text = written
+            .iter()
+            .map(|w| describe_writes(w))
+            .collect::<Vec<_>>()
+            .join(", and ");
+        if !read.is_empty() {
+            text.push_str(&format!(
+                " while {} on the same line {} {}",
+                names(&read),
+                if read.len() == 1 { "is" } else { "are" },
+                describe_reads(&read)
+            ));
+        }
+        explanation = format!(
+            "{text}: {:.0}% of the line's modeled cycles are misses of one thread on a slot another thread writes{}",
+            pct(
+                line.class_cycles(contention::TermClass::FalseSharing),
+                line.cycles
+            ),
+            slots_advice(array, cls)
+        );
+    }
+    Some(LineDiagnosis {
+        index,
+        start: index * cls,
+        end: (index + 1) * cls - 1,
+        verdict,
+        explanation,
+        cost: line.cycles,
+        members: members.to_vec(),
+        elements: None,
+        terms: line.terms.clone(),
+    })
+}
+
+/// What parts slots of one array member that different threads use: not a move.
+fn slots_advice(array: &str, cls: u64) -> String {
+    format!(
+        ". They are slots of one array member, `{array}`: moving members cannot part them, padding each slot to a line of its own does (an element type of a whole line, `struct {{ alignas({cls}) T v; }} {array}[N]`; `lineup optimize` prices it and, where the model prices it below the layout as it is and the best order without it, writes the patch)"
+    )
+}
+
 fn judge(
     index: u64,
     cls: u64,
     members: Vec<MemberUse>,
     scale: Scale,
     model: Option<(&contention::LineModel, bool)>,
+    whole: Option<&contention::LineModel>,
     price: RunPrice,
     machine: &MachineModel,
 ) -> LineDiagnosis {
@@ -1542,6 +1611,14 @@ fn judge(
         .filter(|m| total > 0.0 && m.total() / total >= NEGLIGIBLE)
         .collect();
     if !significant.is_empty() && significant.iter().all(|m| m.per_cpu.is_some()) {
+        // Elements of an array (a recording's `element_line_writes`/`element_line_reads`):
+        // each element is its own object, so the struct's view holds one thread per member
+        // and the model's streams cannot see the threads sharing the physical line; its
+        // price there is `line_price`'s, totals without terms. Exact evidence's own rules
+        // class those lines until the model has streams per element.
+        let elements = members
+            .iter()
+            .any(|m| m.element_writes > 0.0 || m.element_reads > 0.0);
         return match scale {
             Scale::Struct { rare } => {
                 // The model's verdict where it prices the line, as for any other evidence:
@@ -1549,27 +1626,18 @@ fn judge(
                 // written by two CPUs beside members other CPUs write is false sharing
                 // between those writers, not true sharing of the line). Exact evidence's own
                 // rules below only where the model has nothing to price, for a line too
-                // rarely touched to count, or for elements of an array (a recording's).
-                let elements = members.iter().any(|m| {
-                    m.element_writes > 0.0
-                        || m.element_reads > 0.0
-                        || m.sim_split.0 + m.sim_split.1 > 0.0
-                });
+                // rarely touched to count, or for elements of an array (simulated transfers
+                // without a run: neighbouring instances, `between_objects`).
+                let simulated = members.iter().any(|m| m.sim_split.0 + m.sim_split.1 > 0.0);
                 if total >= rare
                     && !elements
-                    && let Some(m) = model
-                    && let Some((verdict, explanation)) = contention::verdict_for(m, per_cpu)
+                    && !simulated
+                    && let Some(d) = model
+                        .and_then(|m| modeled_line(index, cls, &members, &significant, m, per_cpu))
                 {
                     return LineDiagnosis {
-                        index,
-                        start: index * cls,
-                        end: (index + 1) * cls - 1,
-                        verdict,
-                        explanation,
                         cost: price.whole.1,
-                        members,
-                        elements: None,
-                        terms: m.terms.clone(),
+                        ..d
                     };
                 }
                 // Who writes what names the class; the model prices it (never an access
@@ -1582,20 +1650,41 @@ fn judge(
                 d
             }
             Scale::Run(run) => {
-                // Who writes what names the class; the model, priced at the rates of the
-                // accesses that can meet another thread's, says whether it matters and what
-                // it costs.
-                if run.matters(price.concurrent.0) {
-                    let mut d =
-                        judge_exact(index, cls, &members, &significant, total, 0.0, run.floor());
+                // The model's verdict, as for sampled and sketched evidence, so that a
+                // recording and the same accesses given any other way get one answer, and
+                // never this run's interleaving (its simulated split): the class of the
+                // line's terms at the rates of the accesses that can meet another thread's;
+                // for a line under the run's floor, what it would be, at those rates or,
+                // where none of its accesses can meet (handed over under a lock), at the
+                // whole rates. The model, priced at the concurrent rates, says whether it
+                // matters and what it costs.
+                let matters = run.matters(price.concurrent.0);
+                let modeled = if elements {
+                    None
+                } else {
+                    model
+                        .and_then(|m| modeled_line(index, cls, &members, &significant, m, per_cpu))
+                        .or_else(|| {
+                            whole.filter(|_| !matters).and_then(|w| {
+                                modeled_line(index, cls, &members, &significant, w, per_cpu)
+                            })
+                        })
+                };
+                // Exact evidence's rules where the model has nothing to price: elements
+                // (above), and neighbouring instances of the type, each used by its own
+                // thread (the struct's view holds one thread per member, so the model finds
+                // one CPU on the line; `between_objects` reads the simulated split).
+                let mut d = modeled.unwrap_or_else(|| {
+                    let cpu_floor = if matters { run.floor() } else { 0.0 };
+                    judge_exact(index, cls, &members, &significant, total, 0.0, cpu_floor)
+                });
+                if matters {
                     priced_in_run(&mut d, total, &run, &price);
-                    d
                 } else {
                     // What it would be, named negligible or handed over.
-                    let mut d = judge_exact(index, cls, &members, &significant, total, 0.0, 0.0);
                     not_contended_in_run(&mut d, total, &run, &price);
-                    d
                 }
+                d
             }
         };
     }
@@ -1837,7 +1926,10 @@ fn read_beside_written_element(members: &[MemberUse], total: f64, cpu_floor: f64
 fn is_contention(v: Verdict) -> bool {
     matches!(
         v,
-        Verdict::FalseSharing | Verdict::TrueSharing | Verdict::ReadMostlyNextToWriteHot
+        Verdict::FalseSharing
+            | Verdict::TrueSharing
+            | Verdict::CoWritten
+            | Verdict::ReadMostlyNextToWriteHot
     )
 }
 
@@ -2062,9 +2154,7 @@ fn judge_exact(
             text.push_str(&split);
             match slots_of_one_array(written.iter().map(|w| w.m.name.as_str())) {
                 // `hits[0]` and `hits[1]` are one member: no order of members parts them.
-                Some(array) if others.is_empty() => text.push_str(&format!(
-                    ". They are slots of one array member, `{array}`: moving members cannot part them, padding each slot to a line of its own does (an element type of a whole line, `struct {{ alignas({cls}) T v; }} {array}[N]`; `lineup optimize` prices it and, where the model prices it below the layout as it is and the best order without it, writes the patch)"
-                )),
+                Some(array) if others.is_empty() => text.push_str(&slots_advice(array, cls)),
                 _ => text.push_str(". Moving them apart removes the false sharing"),
             }
             if !truly.is_empty() {
