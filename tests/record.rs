@@ -234,8 +234,15 @@ fn atomic_counter_is_true_sharing() {
     assert_eq!(member(l, "refs")["cpus"], 2);
 }
 
+/// The ring's indices share line 0 with the first slots. Each side reads the other's index
+/// on every push or pop (the replica keeps no private copy of it), so the line moves to the
+/// reader after every store to either index: the cost model prices its misses as true
+/// sharing (and the producer's stores of `head` beside the slots it fills as one stream),
+/// with no false-sharing term. Who writes what alone (`head` by the producer, `tail` by the
+/// consumer) called it false sharing, which advised a move that removes no transfer while
+/// the other index is read every time.
 #[test]
-fn queue_head_and_tail_falsely_share_on_the_heap() {
+fn queue_head_and_tail_are_truly_shared_on_the_heap() {
     let prog = build("examples/record/ring.c");
     let profile = record_ok(&prog, &["100000"]);
     let p = profile_json(&profile);
@@ -261,13 +268,27 @@ fn queue_head_and_tail_falsely_share_on_the_heap() {
     );
     let d = diagnose("ring", &prog, &profile);
     let l = line(&d, 0);
-    assert_eq!(l["verdict"], "false_sharing", "{l:#}");
+    assert_eq!(l["verdict"], "true_sharing", "{l:#}");
     assert!(member(l, "head")["counts"]["stores"].as_f64().unwrap() >= 100_000.0);
     assert!(member(l, "tail")["counts"]["stores"].as_f64().unwrap() >= 100_000.0);
+    // Only main's few touches (filling in the ring) miss falsely: well under 1% of the
+    // line's modeled cycles.
+    let cycles = |class: Option<&str>| -> f64 {
+        l["terms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| class.is_none_or(|c| t["class"] == c))
+            .map(|t| t["cycles"].as_f64().unwrap())
+            .sum()
+    };
+    assert!(cycles(Some("false_sharing")) < 0.01 * cycles(None), "{l:#}");
     let why = l["explanation"].as_str().unwrap();
     assert!(
-        why.contains("`head` is stored by producer")
-            && why.contains("`tail` is stored by consumer"),
+        (why.contains("`head` is written by producer")
+            || why.contains("`tail` is written by consumer"))
+            && why.contains("No layout helps")
+            && !why.contains("Moving them apart"),
         "{why}"
     );
 }
@@ -277,7 +298,18 @@ fn controls_show_no_contention() {
     let padded = build("examples/record/padded.c");
     let profile = record_ok(&padded, &["2", "200000"]);
     let d = diagnose("slot", &padded, &profile);
-    assert_eq!(verdicts(&d), ["not_shared"], "{d:#}");
+    // Each worker writes its own slot; main fills the slots in before the workers start and
+    // reads each one after joining its worker, while the others still run. The model prices
+    // those few reads at a handful of transfers, under the run's floor: negligible, cost 0,
+    // nothing to report either way (not shared where it prices none).
+    let [l] = d["lines"].as_array().unwrap().as_slice() else {
+        panic!("{d:#}")
+    };
+    assert!(
+        l["verdict"] == "not_shared" || l["verdict"] == "negligible",
+        "{l:#}"
+    );
+    assert_eq!(l["cost"].as_f64(), Some(0.0), "{l:#}");
 
     let config = build("examples/record/config.c");
     let profile = record_ok(&config, &["2", "200000"]);
