@@ -298,18 +298,10 @@ fn controls_show_no_contention() {
     let padded = build("examples/record/padded.c");
     let profile = record_ok(&padded, &["2", "200000"]);
     let d = diagnose("slot", &padded, &profile);
-    // Each worker writes its own slot; main fills the slots in before the workers start and
-    // reads each one after joining its worker, while the others still run. The model prices
-    // those few reads at a handful of transfers, under the run's floor: negligible, cost 0,
-    // nothing to report either way (not shared where it prices none).
-    let [l] = d["lines"].as_array().unwrap().as_slice() else {
-        panic!("{d:#}")
-    };
-    assert!(
-        l["verdict"] == "not_shared" || l["verdict"] == "negligible",
-        "{l:#}"
-    );
-    assert_eq!(l["cost"].as_f64(), Some(0.0), "{l:#}");
+    // Each worker writes its own slot; main's few touches of each (filling it in, reading it
+    // after the join) are too few to make the line matter and are left out of the model's
+    // view of it: nothing moves between caches.
+    assert_eq!(verdicts(&d), ["not_shared"], "{d:#}");
 
     let config = build("examples/record/config.c");
     let profile = record_ok(&config, &["2", "200000"]);

@@ -625,17 +625,21 @@ pub fn diagnose_with(
     };
     // A recording is priced at what its threads do at the same time (`concurrent_share`);
     // the whole rates say what the line would cost if their windows overlapped.
-    let concurrent = run.and_then(|_| super::model::concurrent_accesses(accesses));
+    // Threads of a recording too rare on a line to make it matter are left out of the model's
+    // view of it (`rare_threads_left_out`); the members still show every access.
+    let kept = run.map(|r| rare_threads_left_out(accesses, cls, r.floor()));
+    let priced = kept.as_deref().unwrap_or(accesses);
+    let concurrent = run.and_then(|_| super::model::concurrent_accesses(priced));
     let model = Model::new(
         layout,
-        concurrent.as_deref().unwrap_or(accesses),
+        concurrent.as_deref().unwrap_or(priced),
         machine_cpus,
         machine,
         instances,
     );
     let whole_model = concurrent
         .as_ref()
-        .map(|_| Model::new(layout, accesses, machine_cpus, machine, instances));
+        .map(|_| Model::new(layout, priced, machine_cpus, machine, instances));
     // Per line: (element writes, element reads) at their concurrent share, and the
     // sequential accesses.
     let mut overlap_by_line: BTreeMap<u64, (f64, f64, f64)> = BTreeMap::new();
@@ -982,6 +986,50 @@ pub fn diagnose_with(
             model.queueing.utilization, model.utilization_source
         ),
     }
+}
+
+/// A recording's accesses less, on each line, its rarest threads while their accesses
+/// together, twice (each access at most its own miss and the miss of the writer it took the
+/// line from), stay under the run's `floor`: together they cannot make the line matter, and
+/// the model would price them at their code path's rate, since a path's stream spreads its
+/// accesses evenly over every CPU it was seen on (main's one store to each element it fills
+/// in, beside the worker's million in the same function, or a reader's three loads). The
+/// line's busiest thread always stays. Accesses that do not name one thread are kept.
+fn rare_threads_left_out(accesses: &[Access], cls: u64, floor: f64) -> Vec<Access> {
+    let thread = |a: &Access| {
+        a.cpus
+            .as_ref()
+            .filter(|c| !c.all && c.list.len() == 1)
+            .map(|c| c.list[0])
+    };
+    let mut per_line: BTreeMap<u64, BTreeMap<u32, f64>> = BTreeMap::new();
+    for a in accesses {
+        if let (Some(off), Some(t)) = (a.offset, thread(a)) {
+            *per_line.entry(off / cls).or_default().entry(t).or_default() += a.counts.accesses();
+        }
+    }
+    let mut left_out: BTreeSet<(u64, u32)> = BTreeSet::new();
+    for (line, threads) in &per_line {
+        let mut by_use: Vec<(u32, f64)> = threads.iter().map(|(t, n)| (*t, *n)).collect();
+        by_use.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        by_use.pop();
+        let mut together = 0.0;
+        for (t, n) in by_use {
+            together += n;
+            if 2.0 * together >= floor {
+                break;
+            }
+            left_out.insert((*line, t));
+        }
+    }
+    accesses
+        .iter()
+        .filter(|a| match (a.offset, thread(a)) {
+            (Some(off), Some(t)) => !left_out.contains(&(off / cls, t)),
+            _ => true,
+        })
+        .cloned()
+        .collect()
 }
 
 /// The cost model's view of the diagnosed layout in place.
