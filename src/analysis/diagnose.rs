@@ -1724,11 +1724,20 @@ fn judge(
                         })
                 };
                 // Exact evidence's rules where the model has nothing to price: elements
-                // (above), and neighbouring instances of the type, each used by its own
-                // thread (the struct's view holds one thread per member, so the model finds
-                // one CPU on the line; `between_objects` reads the simulated split).
+                // (above), neighbouring instances of the type, each used by its own thread
+                // (the struct's view holds one thread per member, so the model finds one CPU
+                // on the line; `between_objects` reads the simulated split), and a line whose
+                // other threads were too rare to keep (`rare_threads_left_out`): a thread
+                // under the run's floor neither writes nor shares a member. Only a line too
+                // small to matter as a whole is judged with every thread, to say what it
+                // would be.
                 let mut d = modeled.unwrap_or_else(|| {
-                    let cpu_floor = if matters { run.floor() } else { 0.0 };
+                    let whole_line_rare = 2.0 * total < run.floor();
+                    let cpu_floor = if matters || !whole_line_rare {
+                        run.floor()
+                    } else {
+                        0.0
+                    };
                     judge_exact(index, cls, &members, &significant, total, 0.0, cpu_floor)
                 });
                 if matters {
