@@ -1,19 +1,26 @@
 //! `diagnose`: for one struct and one access profile, who touches each member and what each
 //! cache line suffers from, in the words the seeds' engineers use.
 //!
-//! For sampled and sketched evidence, a line's verdict is the cost model's
-//! (`contention::verdict`): the class of its largest terms, false sharing when a fifth of
+//! A line's verdict is the cost model's (`contention::verdict_for`), for sampled, sketched
+//! and recorded evidence alike: the class of its largest terms, false sharing when a fifth of
 //! its modeled cycles are removable by moving, co-written, true sharing (a lock's critical
-//! section included); locality and adjacent-line pairs are `findings` beside the lines. The
-//! rules below remain only where the model cannot price a line: no CPU information at all
-//! (read-mostly next to write-hot), loads whose writer was not sampled, and recordings, whose
-//! exact per-thread evidence is judged by who writes what (`judge_exact`):
-//! - **false sharing**: different members, at least one written, touched from more than one
-//!   CPU: removable by moving them apart;
+//! section included); locality and adjacent-line pairs are `findings` beside the lines. A
+//! recording is priced at its threads' concurrent rates, its threads too rare on a line to
+//! make it matter left out (`rare_threads_left_out`), and a line under the run's floor is
+//! negligible or handed over under a lock. The rules below remain only where the model cannot
+//! price a line: no CPU information at all (read-mostly next to write-hot), loads whose writer
+//! was not sampled, and, for exact per-thread evidence (`judge_exact`, who writes what),
+//! elements of an array and neighbouring instances (each its own object, one thread per
+//! member in the type's view: the model's streams cannot see the threads sharing the physical
+//! line), lines too rarely touched to count, and lines the model prices at nothing:
+//! - **false sharing**: different members (or elements of different threads on one physical
+//!   line), at least one written, touched from more than one CPU: removable by moving them
+//!   apart or padding the elements;
 //! - **true sharing**: one member written from many CPUs and nothing else of note on the line:
 //!   no layout helps, only splitting the data (per CPU, per node) or sharding;
 //! - **read-mostly next to write-hot**: a written member beside read members, without evidence
 //!   that more than one CPU is involved (a sketch without CPU counts, a single-CPU profile);
+//! - **not shared**: written by one CPU, touched by no other more than negligibly;
 //! - **read-shared**: only loads: cheap, copies stay valid in every cache;
 //! - **cold**: no recorded access.
 
@@ -1931,8 +1938,9 @@ fn judge(
     }
 }
 
-/// The verdict from exact evidence (every access names its one CPU; counts are exact): a
-/// line falsely shares when a member written by one CPU sits beside a member another CPU
+/// The verdict from exact evidence (every access names its one CPU; counts are exact), where
+/// the cost model has nothing to price (`judge`: elements of an array, neighbouring instances,
+/// rare lines, lines priced at nothing): a line falsely shares when a member written by one CPU sits beside a member another CPU
 /// touches; a member is truly shared when several CPUs write it, or one writes and another
 /// reads it. A CPU's writes (reads) below [`NEGLIGIBLE`] of the busiest writer's (reader's)
 /// do not count (main filling in a table before the workers start, summing per-thread
