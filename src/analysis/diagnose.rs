@@ -1939,10 +1939,10 @@ fn judge(
 }
 
 /// The verdict from exact evidence (every access names its one CPU; counts are exact), where
-/// the cost model has nothing to price (`judge`: elements of an array, neighbouring instances,
-/// rare lines, lines priced at nothing): a line falsely shares when a member written by one CPU sits beside a member another CPU
-/// touches; a member is truly shared when several CPUs write it, or one writes and another
-/// reads it. A CPU's writes (reads) below [`NEGLIGIBLE`] of the busiest writer's (reader's)
+/// the cost model has nothing to price (`judge`: elements of an array, neighbouring
+/// instances, rare lines, lines priced at nothing): a line falsely shares when a member
+/// written by one CPU sits beside a member another CPU touches; a member is truly shared
+/// when several CPUs write it, or one writes and another reads it. A CPU's writes (reads) below [`NEGLIGIBLE`] of the busiest writer's (reader's)
 /// do not count (main filling in a table before the workers start, summing per-thread
 /// counts after they stop). A line whose every written member has several writers is true
 /// sharing even where members differ (a lock and the data it guards). Simulated transfers,
