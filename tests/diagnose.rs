@@ -136,7 +136,7 @@ fn seed003_sketches_flag_the_lines_the_seed_names() {
 mod run_rate {
     use lineup::analysis::diagnose::{RunTotals, Verdict, diagnose_in_run};
     use lineup::layout;
-    use lineup::profile::{Access, Counts, CpuUse};
+    use lineup::profile::{Access, CodeLocation, Counts, CpuUse};
     use lineup::readers::{Format, InputFile, load};
 
     fn access(offset: u64, cpu: u32, loads: f64, stores: f64, transfers: f64) -> Access {
@@ -292,6 +292,39 @@ mod run_rate {
         assert!(cost > 0.0);
         // A cost is never an access count.
         assert_ne!(cost, 400_000.0);
+    }
+
+    /// Issue 24: a recorded line's class is the cost model's, the one the same accesses get
+    /// without run totals (a sketch naming one CPU per access). SPSC indices on one line
+    /// (`next` and `prev` of list_head), each written by one thread and read by the other on
+    /// every operation: true sharing both ways (who writes what alone called it false
+    /// sharing: a move would remove no transfer while each side reads the other's index).
+    #[test]
+    fn recorded_spsc_indices_get_the_models_verdict() {
+        let by = |mut a: Access, function: &str| {
+            a.code = Some(CodeLocation {
+                symbol: Some(function.into()),
+                ..Default::default()
+            });
+            a
+        };
+        let spsc = [
+            by(access(0, 0, 0.0, 100_000.0, 0.0), "producer"),
+            by(access(8, 0, 100_000.0, 0.0, 0.0), "producer"),
+            by(access(0, 1, 100_000.0, 0.0, 0.0), "consumer"),
+            by(access(8, 1, 0.0, 100_000.0, 0.0), "consumer"),
+        ];
+        let (sketched, why, _) = verdict(&spsc, None);
+        assert_eq!(sketched, Verdict::TrueSharing, "{why}");
+        let run = RunTotals {
+            accesses: 400_000.0,
+            transfers: 10.0,
+            user_seconds: None,
+        };
+        let (recorded, why, cost) = verdict(&spsc, Some(run));
+        assert_eq!(recorded, sketched, "{why}");
+        assert!(cost > 0.0, "{why}");
+        assert!(why.contains("Priced by the model"), "{why}");
     }
 
     /// main reading a worker's counter once at the end does not make it truly shared (the

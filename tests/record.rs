@@ -234,8 +234,15 @@ fn atomic_counter_is_true_sharing() {
     assert_eq!(member(l, "refs")["cpus"], 2);
 }
 
+/// The ring's indices share line 0 with the first slots. Each side reads the other's index
+/// on every push or pop (the replica keeps no private copy of it), so the line moves to the
+/// reader after every store to either index: the cost model prices its misses as true
+/// sharing (and the producer's stores of `head` beside the slots it fills as one stream),
+/// with no false-sharing term. Who writes what alone (`head` by the producer, `tail` by the
+/// consumer) called it false sharing, which advised a move that removes no transfer while
+/// the other index is read every time.
 #[test]
-fn queue_head_and_tail_falsely_share_on_the_heap() {
+fn queue_head_and_tail_are_truly_shared_on_the_heap() {
     let prog = build("examples/record/ring.c");
     let profile = record_ok(&prog, &["100000"]);
     let p = profile_json(&profile);
@@ -261,13 +268,28 @@ fn queue_head_and_tail_falsely_share_on_the_heap() {
     );
     let d = diagnose("ring", &prog, &profile);
     let l = line(&d, 0);
-    assert_eq!(l["verdict"], "false_sharing", "{l:#}");
+    assert_eq!(l["verdict"], "true_sharing", "{l:#}");
     assert!(member(l, "head")["counts"]["stores"].as_f64().unwrap() >= 100_000.0);
     assert!(member(l, "tail")["counts"]["stores"].as_f64().unwrap() >= 100_000.0);
+    // Only main's few touches (filling in the ring) miss falsely: well under 1% of the
+    // line's modeled cycles.
+    let cycles = |class: Option<&str>| -> f64 {
+        l["terms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| class.is_none_or(|c| t["class"] == c))
+            .map(|t| t["cycles"].as_f64().unwrap())
+            .sum()
+    };
+    assert!(cycles(Some("false_sharing")) < 0.01 * cycles(None), "{l:#}");
     let why = l["explanation"].as_str().unwrap();
     assert!(
-        why.contains("`head` is stored by producer")
-            && why.contains("`tail` is stored by consumer"),
+        // The costliest true-sharing term, one side's stores read by the other.
+        (why.contains("written by producer and touched by consumer")
+            || why.contains("written by consumer and touched by producer"))
+            && why.contains("No layout helps")
+            && !why.contains("Moving them apart"),
         "{why}"
     );
 }
@@ -277,6 +299,9 @@ fn controls_show_no_contention() {
     let padded = build("examples/record/padded.c");
     let profile = record_ok(&padded, &["2", "200000"]);
     let d = diagnose("slot", &padded, &profile);
+    // Each worker writes its own slot; main's few touches of each (filling it in, reading it
+    // after the join) are too few to make the line matter and are left out of the model's
+    // view of it: nothing moves between caches.
     assert_eq!(verdicts(&d), ["not_shared"], "{d:#}");
 
     let config = build("examples/record/config.c");

@@ -13,7 +13,10 @@
 //!   stores per thread to neighbouring progress slots): negligible against the program's CPU
 //!   time;
 //! - `adjacent_blocks.c` (PARSEC streamcluster's work_mem: a 32-byte block per thread on one
-//!   line, written all the time but a small share of the run's accesses): false sharing.
+//!   line, written all the time but a small share of the run's accesses): false sharing;
+//! - `spsc.c` (a textbook single-producer single-consumer ring, its two indices on one line):
+//!   true sharing, the cost model's verdict, the same as the recorded accesses given as a
+//!   sketch.
 //!
 //! No assertion depends on timing: the verdicts follow from exact counts and the locks the
 //! threads held, whichever way they interleaved. Needs clang (`.ci/run` installs it).
@@ -272,4 +275,110 @@ fn per_thread_blocks_written_on_one_line_are_false_sharing_idle_or_busy() {
             "{why}"
         );
     }
+}
+
+/// The verdict the cost model's terms give a line (`contention::verdict_for`, docs/cost-model.md
+/// "Verdicts"): false sharing from a fifth of the line's modeled cycles, else the class of its
+/// largest terms, a lock's (`under_lock`, `hand_off`) read as true sharing.
+fn model_verdict(line: &Value) -> String {
+    let mut by_class: Vec<(String, f64)> = Vec::new();
+    for t in line["terms"]
+        .as_array()
+        .expect("a priced line lists its terms")
+    {
+        let class = match t["class"].as_str().unwrap() {
+            "under_lock" | "hand_off" => "true_sharing",
+            c => c,
+        };
+        let cycles = t["cycles"].as_f64().unwrap();
+        match by_class.iter_mut().find(|(c, _)| c == class) {
+            Some((_, x)) => *x += cycles,
+            None => by_class.push((class.to_string(), cycles)),
+        }
+    }
+    let total: f64 = by_class.iter().map(|(_, x)| x).sum();
+    let false_cycles = by_class
+        .iter()
+        .find(|(c, _)| c == "false_sharing")
+        .map_or(0.0, |(_, x)| *x);
+    if false_cycles >= 0.2 * total {
+        return "false_sharing".into();
+    }
+    by_class
+        .into_iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, _)| c)
+        .expect("terms")
+}
+
+/// A recording's accesses to `type_name` written as an access sketch: each access's bytes,
+/// kind, function, count (as its weight) and its one thread (as its CPU).
+fn sketch_of(profile: &Value, type_name: &str) -> String {
+    let ty = profile["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type_name"] == type_name)
+        .unwrap_or_else(|| panic!("no {type_name} in the profile"));
+    let mut toml = format!(
+        "[sketch]\ntitle = \"{type_name}, as recorded\"\n\n[[type]]\nname = \"{type_name}\"\n"
+    );
+    for a in ty["accesses"].as_array().unwrap() {
+        for (count, kind) in [("loads", "load"), ("stores", "store"), ("rmw", "rmw")] {
+            let Some(n) = a["counts"][count].as_f64().filter(|n| *n > 0.0) else {
+                continue;
+            };
+            toml.push_str(&format!(
+                "\n[[type.access]]\noffset = {}\nsize = {}\nkind = \"{kind}\"\nby = \"{}\"\nweight = {n}\ncpus = {}\n",
+                a["offset"],
+                a["size"],
+                a["code"]["symbol"].as_str().unwrap(),
+                a["cpus"]["list"],
+            ));
+        }
+    }
+    toml
+}
+
+/// Issue 24 and issue 27 item 1: a recorded line takes the cost model's verdict, the one the
+/// same accesses get as a sketch, not one of its own rules'. A textbook SPSC ring's indices
+/// (`spsc.c`): who writes what alone (two members, each written by one thread and read by the
+/// other) called the line false sharing; the model prices every miss as true sharing, since
+/// each side reads the other's index on every operation and the line would move as often
+/// with the indices apart. That is the answer to sign: padding the indices apart without
+/// caching the other side's index does not help.
+#[test]
+fn spsc_indices_get_the_models_verdict_recorded_or_sketched_idle_or_busy() {
+    let src = "tests/data/record/overlap/spsc.c";
+    let (idle, busy) = same_both_ways(src, &["--type", "spsc"]);
+    for d in [&idle, &busy] {
+        assert_eq!(verdicts(d), [(0, "true_sharing".to_string())], "{d:#}");
+        let line = &d["lines"][0];
+        assert_eq!(line["verdict"], model_verdict(line), "{line:#}");
+        assert!(line["cost"].as_f64().unwrap() > 0.0, "{line:#}");
+        let why = line["explanation"].as_str().unwrap();
+        assert!(
+            why.contains("No layout helps") && !why.contains("Moving them apart"),
+            "{why}"
+        );
+        assert!(why.contains("Priced by the model"), "{why}");
+    }
+    // The idle recording's accesses as a sketch, on the recorded program's types: the same
+    // verdict, and the model's.
+    let prog = scratch().join("spsc");
+    let profile: Value =
+        serde_json::from_slice(&std::fs::read(prog.with_extension("idle.json")).unwrap()).unwrap();
+    let sketch = prog.with_extension("sketch.toml");
+    std::fs::write(&sketch, sketch_of(&profile, "spsc")).unwrap();
+    let sketched: Value = serde_json::from_slice(&common::run_ok(
+        lineup()
+            .args(["diagnose", "--json", "--type", "spsc", "--dwarf"])
+            .arg(&prog)
+            .arg("--sketch")
+            .arg(&sketch),
+    ))
+    .unwrap();
+    assert_eq!(verdicts(&sketched), verdicts(&idle), "{sketched:#}");
+    let line = &sketched["lines"][0];
+    assert_eq!(line["verdict"], model_verdict(line), "{line:#}");
 }

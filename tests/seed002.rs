@@ -1,8 +1,9 @@
 //! Seed 002 (SHARED_RUNQ, "sched: Shard per-LLC shared runqueues") on its replica,
 //! `examples/seeds/002/shared_runq.c`, built at test time:
 //!
-//! - recorded with one shard, `diagnose` finds the shard's line truly shared: `list` and
-//!   `lock` written by both threads;
+//! - recorded with one shard, `diagnose` finds the shard's line contended in a way no layout
+//!   helps (the model's co-written or true sharing, never false sharing): `list` and `lock`
+//!   written by both threads;
 //! - `optimize` on the seed's machine (spr-1s) keeps the lock with its list, finds no layout
 //!   cheaper than the current one, and advises splitting the lock: every shard count is
 //!   modeled cheaper than the single queue;
@@ -164,7 +165,29 @@ fn shared_runq_is_true_sharing_only_shards_help_and_both_run_under_bench() {
         .iter()
         .find(|l| l["index"] == 0)
         .expect("line 0 diagnosed");
-    assert_eq!(line0["verdict"], "true_sharing", "{line0}");
+    // The cost model's verdict (issue 24): every CPU's `cpu_main` writes `list` and `lock`
+    // in one critical section, so the misses are on bytes one write stream writes (half of
+    // the line's modeled cycles, co-written), the rest the lock and its data (under one
+    // lock) and the same bytes (true sharing); nothing a move removes. Co-written or true
+    // sharing, the seed's finding holds: no layout helps, only sharding does.
+    let verdict = line0["verdict"].as_str().unwrap();
+    assert!(
+        verdict == "co_written" || verdict == "true_sharing",
+        "{line0}"
+    );
+    let why = line0["explanation"].as_str().unwrap();
+    assert!(
+        why.contains("No layout") && why.contains("splitting"),
+        "{why}"
+    );
+    assert!(
+        !line0["terms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["class"] == "false_sharing"),
+        "{line0}"
+    );
     for name in ["list", "lock"] {
         let m = line0["members"]
             .as_array()

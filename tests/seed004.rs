@@ -132,32 +132,25 @@ fn recorded_scan_reads_owner_written_rq_lines_and_the_patch_reads_fewer() {
         assert!(by("owner")["writes"].as_f64().unwrap() > 0.0, "{m}");
     }
     let why = line["explanation"].as_str().unwrap();
-    // Whether the verdict names the line false sharing (`idle`, read-mostly, sits beside the
-    // written fields) or true sharing depends on the run; either way lineup must say that
-    // moving members apart does not fix the written fields.
+    // The verdict is the cost model's, the same in every run (issue 27 item 1): the scan's
+    // misses are on bytes the owner writes. Those on `curr`, `nr_running` and
+    // `ttwu_pending`, which the owner writes as one stream, the model classes co-written
+    // (apart, its one run would move three lines), those on `idle` beside them true sharing;
+    // no false-sharing term. Either class is one no layout removes, which is the seed's
+    // finding: the fix is the scan reading fewer of them (below).
     let verdict = line["verdict"].as_str().unwrap();
     assert!(
-        verdict == "true_sharing" || verdict == "false_sharing",
-        "{verdict}"
+        verdict == "co_written" || verdict == "true_sharing",
+        "{verdict}: {why}"
     );
-    assert!(why.contains("only splitting"), "{why}");
-    // The simulated transfers are reported when the recorded threads overlapped in time,
-    // which depends on how the machine scheduled them: when they are, most are true sharing.
-    let transfers = |kind: &str| -> Option<f64> {
-        let at = why.find(&format!(" {kind} sharing"))?;
-        why[..at]
-            .rsplit(|c: char| !c.is_ascii_digit())
-            .next()?
-            .parse()
-            .ok()
-    };
-    if why.contains("simulated transfers") {
-        let (t, f) = (
-            transfers("true").expect("true"),
-            transfers("false").expect("false"),
-        );
-        assert!(t > 4.0 * f, "mostly true sharing: {why}");
-    }
+    assert!(why.contains("No layout"), "{why}");
+    let false_terms: Vec<&Value> = line["terms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["class"] == "false_sharing")
+        .collect();
+    assert!(false_terms.is_empty(), "{line}");
 
     // The fix is in the algorithm: the same calls of the patched scan load the rq fields
     // far less often (a busy core's remaining siblings are skipped).

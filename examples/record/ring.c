@@ -1,9 +1,10 @@
 /* A single-producer single-consumer queue whose head and tail share a line: the producer
  * stores `head` after each push, the consumer stores `tail` after each pop, and each reads
- * the other's index. Part of that traffic is true sharing (each needs the other's index),
- * part is false sharing (each index moves with the other one's line). The fix: head and
- * tail on separate lines (and each side caching the other's index). The queue is on the
- * heap: lineup types the block from the allocating function. */
+ * the other's index on every push and pop. That traffic is true sharing: each side needs
+ * the other's index, so head and tail on separate lines alone move the lines as often; the
+ * fix is each side caching the other's index (read again only when the ring looks full or
+ * empty), then the indices on separate lines. The queue is on the heap: lineup types the
+ * block from the allocating function. */
 #include <pthread.h>
 #include <stdio.h>
 #include <sched.h>

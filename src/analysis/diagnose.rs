@@ -1,19 +1,26 @@
 //! `diagnose`: for one struct and one access profile, who touches each member and what each
 //! cache line suffers from, in the words the seeds' engineers use.
 //!
-//! For sampled and sketched evidence, a line's verdict is the cost model's
-//! (`contention::verdict`): the class of its largest terms, false sharing when a fifth of
+//! A line's verdict is the cost model's (`contention::verdict_for`), for sampled, sketched
+//! and recorded evidence alike: the class of its largest terms, false sharing when a fifth of
 //! its modeled cycles are removable by moving, co-written, true sharing (a lock's critical
-//! section included); locality and adjacent-line pairs are `findings` beside the lines. The
-//! rules below remain only where the model cannot price a line: no CPU information at all
-//! (read-mostly next to write-hot), loads whose writer was not sampled, and recordings, whose
-//! exact per-thread evidence is judged by who writes what (`judge_exact`):
-//! - **false sharing**: different members, at least one written, touched from more than one
-//!   CPU: removable by moving them apart;
+//! section included); locality and adjacent-line pairs are `findings` beside the lines. A
+//! recording is priced at its threads' concurrent rates, its threads too rare on a line to
+//! make it matter left out (`rare_threads_left_out`), and a line under the run's floor is
+//! negligible or handed over under a lock. The rules below remain only where the model cannot
+//! price a line: no CPU information at all (read-mostly next to write-hot), loads whose writer
+//! was not sampled, and, for exact per-thread evidence (`judge_exact`, who writes what),
+//! elements of an array and neighbouring instances (each its own object, one thread per
+//! member in the type's view: the model's streams cannot see the threads sharing the physical
+//! line), lines too rarely touched to count, and lines the model prices at nothing:
+//! - **false sharing**: different members (or elements of different threads on one physical
+//!   line), at least one written, touched from more than one CPU: removable by moving them
+//!   apart or padding the elements;
 //! - **true sharing**: one member written from many CPUs and nothing else of note on the line:
 //!   no layout helps, only splitting the data (per CPU, per node) or sharding;
 //! - **read-mostly next to write-hot**: a written member beside read members, without evidence
 //!   that more than one CPU is involved (a sketch without CPU counts, a single-CPU profile);
+//! - **not shared**: written by one CPU, touched by no other more than negligibly;
 //! - **read-shared**: only loads: cheap, copies stay valid in every cache;
 //! - **cold**: no recorded access.
 
@@ -626,17 +633,21 @@ pub fn diagnose_with(
     };
     // A recording is priced at what its threads do at the same time (`concurrent_share`);
     // the whole rates say what the line would cost if their windows overlapped.
-    let concurrent = run.and_then(|_| super::model::concurrent_accesses(accesses));
+    // Threads of a recording too rare on a line's streams to make it matter are left out of
+    // the model's view of it (`rare_threads_left_out`); the members still show every access.
+    let kept = run.map(|r| rare_threads_left_out(accesses, cls, r.floor()));
+    let priced = kept.as_deref().unwrap_or(accesses);
+    let concurrent = run.and_then(|_| super::model::concurrent_accesses(priced));
     let model = Model::new(
         layout,
-        concurrent.as_deref().unwrap_or(accesses),
+        concurrent.as_deref().unwrap_or(priced),
         machine_cpus,
         machine,
         instances,
     );
     let whole_model = concurrent
         .as_ref()
-        .map(|_| Model::new(layout, accesses, machine_cpus, machine, instances));
+        .map(|_| Model::new(layout, priced, machine_cpus, machine, instances));
     // Per line: (element writes, element reads) at their concurrent share, and the
     // sequential accesses.
     let mut overlap_by_line: BTreeMap<u64, (f64, f64, f64)> = BTreeMap::new();
@@ -884,12 +895,16 @@ pub fn diagnose_with(
                     }
                 }
             };
+            // The whole rates' line: what a recorded line whose accesses cannot meet would
+            // be if they did.
+            let whole_line = whole_model.as_ref().map_or(m, |w| w.lines.get(&line));
             judge(
                 line,
                 cls,
                 members,
                 scale,
                 m.map(|m| (m, per_cpu)),
+                whole_line,
                 price,
                 machine,
             )
@@ -992,6 +1007,55 @@ pub fn diagnose_with(
             model.queueing.utilization, model.utilization_source
         ),
     }
+}
+
+/// A recording's accesses less, on each line, the rarest of its threads' shares of the
+/// line's streams (one thread's accesses to some bytes from one code path) while those left
+/// out together, twice (each access at most its own miss and the miss of the writer it took
+/// the line from), stay under the run's `floor`: together they cannot make the line matter,
+/// and the model would price them at their stream's rate, since a stream spreads its
+/// accesses evenly over every CPU it was seen on (main's one store to each element it fills
+/// in beside a worker's million from the same site, a worker's one read of its neighbour's
+/// slot at the end). The line's largest share always stays. Accesses that do not name one
+/// thread are kept.
+fn rare_threads_left_out(accesses: &[Access], cls: u64, floor: f64) -> Vec<Access> {
+    // (offset, size, code path, thread)
+    type Share = (u64, u64, String, u32);
+    let share = |a: &Access| -> Option<(u64, Share)> {
+        let thread = a
+            .cpus
+            .as_ref()
+            .filter(|c| !c.all && c.list.len() == 1)
+            .map(|c| c.list[0])?;
+        let off = a.offset?;
+        let path = a.code.as_ref().map(|c| c.function()).unwrap_or_default();
+        Some((off / cls, (off, a.size.unwrap_or(0), path, thread)))
+    };
+    let mut per_line: BTreeMap<u64, BTreeMap<Share, f64>> = BTreeMap::new();
+    for a in accesses {
+        if let Some((line, key)) = share(a) {
+            *per_line.entry(line).or_default().entry(key).or_default() += a.counts.accesses();
+        }
+    }
+    let mut left_out: BTreeSet<(u64, Share)> = BTreeSet::new();
+    for (line, shares) in per_line {
+        let mut by_use: Vec<(Share, f64)> = shares.into_iter().collect();
+        by_use.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        by_use.pop();
+        let mut together = 0.0;
+        for (key, n) in by_use {
+            together += n;
+            if 2.0 * together >= floor {
+                break;
+            }
+            left_out.insert((line, key));
+        }
+    }
+    accesses
+        .iter()
+        .filter(|a| share(a).is_none_or(|k| !left_out.contains(&k)))
+        .cloned()
+        .collect()
 }
 
 /// The cost model's view of the diagnosed layout in place.
@@ -1534,12 +1598,77 @@ fn accessors(map: &BTreeMap<u32, (f64, f64)>) -> BTreeSet<u32> {
     out
 }
 
+/// A line as the model classes it (`contention::verdict_for`): the class of its largest
+/// terms, its explanation and terms, at the model's cycles; `None` where it prices nothing.
+/// The model's streams are the struct's members, so an array member is one stream: where
+/// the line's false sharing is between slots of one array (`hits[0]`, `hits[1]`, each
+/// thread its own), the explanation names the slots and says what parts them, padding each
+/// slot, since moving members cannot.
+fn modeled_line(
+    index: u64,
+    cls: u64,
+    members: &[MemberUse],
+    significant: &[&MemberUse],
+    line: &contention::LineModel,
+    per_cpu: bool,
+) -> Option<LineDiagnosis> {
+    let (verdict, mut explanation) = contention::verdict_for(line, per_cpu)?;
+    if verdict == Verdict::FalseSharing
+        && let Some(array) = slots_of_one_array(significant.iter().map(|m| m.name.as_str()))
+    {
+        let (written, read): (Vec<&MemberUse>, Vec<&MemberUse>) = significant
+            .iter()
+            .copied()
+            .partition(|m| m.counts.writes() > 0.0);
+        let mut text = written
+            .iter()
+            .map(|w| describe_writes(w))
+            .collect::<Vec<_>>()
+            .join(", and ");
+        if !read.is_empty() {
+            text.push_str(&format!(
+                " while {} on the same line {} {}",
+                names(&read),
+                if read.len() == 1 { "is" } else { "are" },
+                describe_reads(&read)
+            ));
+        }
+        explanation = format!(
+            "{text}: {:.0}% of the line's modeled cycles are misses of one thread on a slot another thread writes{}",
+            pct(
+                line.class_cycles(contention::TermClass::FalseSharing),
+                line.cycles
+            ),
+            slots_advice(array, cls)
+        );
+    }
+    Some(LineDiagnosis {
+        index,
+        start: index * cls,
+        end: (index + 1) * cls - 1,
+        verdict,
+        explanation,
+        cost: line.cycles,
+        members: members.to_vec(),
+        elements: None,
+        terms: line.terms.clone(),
+    })
+}
+
+/// What parts slots of one array member that different threads use: not a move.
+fn slots_advice(array: &str, cls: u64) -> String {
+    format!(
+        ". They are slots of one array member, `{array}`: moving members cannot part them, padding each slot to a line of its own does (an element type of a whole line, `struct {{ alignas({cls}) T v; }} {array}[N]`; `lineup optimize` prices it and, where the model prices it below the layout as it is and the best order without it, writes the patch)"
+    )
+}
+
 fn judge(
     index: u64,
     cls: u64,
     members: Vec<MemberUse>,
     scale: Scale,
     model: Option<(&contention::LineModel, bool)>,
+    whole: Option<&contention::LineModel>,
     price: RunPrice,
     machine: &MachineModel,
 ) -> LineDiagnosis {
@@ -1554,6 +1683,14 @@ fn judge(
         .filter(|m| total > 0.0 && m.total() / total >= NEGLIGIBLE)
         .collect();
     if !significant.is_empty() && significant.iter().all(|m| m.per_cpu.is_some()) {
+        // Elements of an array (a recording's `element_line_writes`/`element_line_reads`):
+        // each element is its own object, so the struct's view holds one thread per member
+        // and the model's streams cannot see the threads sharing the physical line; its
+        // price there is `line_price`'s, totals without terms. Exact evidence's own rules
+        // class those lines until the model has streams per element.
+        let elements = members
+            .iter()
+            .any(|m| m.element_writes > 0.0 || m.element_reads > 0.0);
         return match scale {
             Scale::Struct { rare } => {
                 // The model's verdict where it prices the line, as for any other evidence:
@@ -1561,27 +1698,18 @@ fn judge(
                 // written by two CPUs beside members other CPUs write is false sharing
                 // between those writers, not true sharing of the line). Exact evidence's own
                 // rules below only where the model has nothing to price, for a line too
-                // rarely touched to count, or for elements of an array (a recording's).
-                let elements = members.iter().any(|m| {
-                    m.element_writes > 0.0
-                        || m.element_reads > 0.0
-                        || m.sim_split.0 + m.sim_split.1 > 0.0
-                });
+                // rarely touched to count, or for elements of an array (simulated transfers
+                // without a run: neighbouring instances, `between_objects`).
+                let simulated = members.iter().any(|m| m.sim_split.0 + m.sim_split.1 > 0.0);
                 if total >= rare
                     && !elements
-                    && let Some(m) = model
-                    && let Some((verdict, explanation)) = contention::verdict_for(m, per_cpu)
+                    && !simulated
+                    && let Some(d) = model
+                        .and_then(|m| modeled_line(index, cls, &members, &significant, m, per_cpu))
                 {
                     return LineDiagnosis {
-                        index,
-                        start: index * cls,
-                        end: (index + 1) * cls - 1,
-                        verdict,
-                        explanation,
                         cost: price.whole.1,
-                        members,
-                        elements: None,
-                        terms: m.terms.clone(),
+                        ..d
                     };
                 }
                 // Who writes what names the class; the model prices it (never an access
@@ -1594,20 +1722,50 @@ fn judge(
                 d
             }
             Scale::Run(run) => {
-                // Who writes what names the class; the model, priced at the rates of the
-                // accesses that can meet another thread's, says whether it matters and what
-                // it costs.
-                if run.matters(price.concurrent.0) {
-                    let mut d =
-                        judge_exact(index, cls, &members, &significant, total, 0.0, run.floor());
+                // The model's verdict, as for sampled and sketched evidence, so that a
+                // recording and the same accesses given any other way get one answer, and
+                // never this run's interleaving (its simulated split): the class of the
+                // line's terms at the rates of the accesses that can meet another thread's;
+                // for a line under the run's floor, what it would be, at those rates or,
+                // where none of its accesses can meet (handed over under a lock), at the
+                // whole rates. The model, priced at the concurrent rates, says whether it
+                // matters and what it costs.
+                let matters = run.matters(price.concurrent.0);
+                let modeled = if elements {
+                    None
+                } else {
+                    model
+                        .and_then(|m| modeled_line(index, cls, &members, &significant, m, per_cpu))
+                        .or_else(|| {
+                            whole.filter(|_| !matters).and_then(|w| {
+                                modeled_line(index, cls, &members, &significant, w, per_cpu)
+                            })
+                        })
+                };
+                // Exact evidence's rules where the model has nothing to price: elements
+                // (above), neighbouring instances of the type, each used by its own thread
+                // (the struct's view holds one thread per member, so the model finds one CPU
+                // on the line; `between_objects` reads the simulated split), and a line whose
+                // other threads were too rare to keep (`rare_threads_left_out`): a thread
+                // under the run's floor neither writes nor shares a member. Only a line too
+                // small to matter as a whole is judged with every thread, to say what it
+                // would be.
+                let mut d = modeled.unwrap_or_else(|| {
+                    let whole_line_rare = 2.0 * total < run.floor();
+                    let cpu_floor = if matters || !whole_line_rare {
+                        run.floor()
+                    } else {
+                        0.0
+                    };
+                    judge_exact(index, cls, &members, &significant, total, 0.0, cpu_floor)
+                });
+                if matters {
                     priced_in_run(&mut d, total, &run, &price);
-                    d
                 } else {
                     // What it would be, named negligible or handed over.
-                    let mut d = judge_exact(index, cls, &members, &significant, total, 0.0, 0.0);
                     not_contended_in_run(&mut d, total, &run, &price);
-                    d
                 }
+                d
             }
         };
     }
@@ -1792,10 +1950,11 @@ fn judge(
     }
 }
 
-/// The verdict from exact evidence (every access names its one CPU; counts are exact): a
-/// line falsely shares when a member written by one CPU sits beside a member another CPU
-/// touches; a member is truly shared when several CPUs write it, or one writes and another
-/// reads it. A CPU's writes (reads) below [`NEGLIGIBLE`] of the busiest writer's (reader's)
+/// The verdict from exact evidence (every access names its one CPU; counts are exact), where
+/// the cost model has nothing to price (`judge`: elements of an array, neighbouring
+/// instances, rare lines, lines priced at nothing): a line falsely shares when a member
+/// written by one CPU sits beside a member another CPU touches; a member is truly shared
+/// when several CPUs write it, or one writes and another reads it. A CPU's writes (reads) below [`NEGLIGIBLE`] of the busiest writer's (reader's)
 /// do not count (main filling in a table before the workers start, summing per-thread
 /// counts after they stop). A line whose every written member has several writers is true
 /// sharing even where members differ (a lock and the data it guards). Simulated transfers,
@@ -1867,7 +2026,10 @@ fn weigh_against_runs(
 fn is_contention(v: Verdict) -> bool {
     matches!(
         v,
-        Verdict::FalseSharing | Verdict::TrueSharing | Verdict::ReadMostlyNextToWriteHot
+        Verdict::FalseSharing
+            | Verdict::TrueSharing
+            | Verdict::CoWritten
+            | Verdict::ReadMostlyNextToWriteHot
     )
 }
 
@@ -2092,9 +2254,7 @@ fn judge_exact(
             text.push_str(&split);
             match slots_of_one_array(written.iter().map(|w| w.m.name.as_str())) {
                 // `hits[0]` and `hits[1]` are one member: no order of members parts them.
-                Some(array) if others.is_empty() => text.push_str(&format!(
-                    ". They are slots of one array member, `{array}`: moving members cannot part them, padding each slot to a line of its own does (an element type of a whole line, `struct {{ alignas({cls}) T v; }} {array}[N]`; `lineup optimize` prices it and, where the model prices it below the layout as it is and the best order without it, writes the patch)"
-                )),
+                Some(array) if others.is_empty() => text.push_str(&slots_advice(array, cls)),
                 _ => text.push_str(". Moving them apart removes the false sharing"),
             }
             if !truly.is_empty() {
