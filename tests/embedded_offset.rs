@@ -47,9 +47,11 @@ weight = 100
 cpus = "all"
 "#;
 
+/// A directory of the calling test's own, with the sketch in it: the tests run on parallel
+/// threads, and one shared directory had each test rewrite `sketch.toml` while another's
+/// lineup read it.
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lineup-embedded-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
+    let d = common::test_dir("lineup-embedded");
     std::fs::write(d.join("sketch.toml"), SKETCH).unwrap();
     d
 }

@@ -21,9 +21,10 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
@@ -53,10 +54,30 @@ fn recorded(src: &str, cc: &str, opt: &str, args: &[&str]) -> PathBuf {
     recorded_with(src, cc, &[opt], args)
 }
 
-/// As `recorded`, with the compiler flags `flags` (the level and any `-D`).
+/// As `recorded`, with the compiler flags `flags` (the level and any `-D`). Built and recorded
+/// once per test binary for each source, compiler, flags and arguments: tests run on parallel
+/// threads, and two asking for the same program (streamcluster, gcc -O2) wrote one path, one
+/// test's `lineup cc` and `record` overwriting the program and profile the other ran and read.
 fn recorded_with(src: &str, cc: &str, flags: &[&str], args: &[&str]) -> PathBuf {
+    type Runs = HashMap<String, (usize, Arc<OnceLock<PathBuf>>)>;
+    static RUNS: Mutex<Option<Runs>> = Mutex::new(None);
+    let key = format!("{src}\0{cc}\0{}\0{}", flags.join(" "), args.join(" "));
+    let (n, cell) = {
+        let mut runs = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+        let runs = runs.get_or_insert_with(HashMap::new);
+        let n = runs.len();
+        runs.entry(key)
+            .or_insert_with(|| (n, Arc::default()))
+            .clone()
+    };
+    cell.get_or_init(|| build_and_record(src, cc, flags, args, n))
+        .clone()
+}
+
+/// Builds and records one program, under a name of its own (`n`: no two runs share a path).
+fn build_and_record(src: &str, cc: &str, flags: &[&str], args: &[&str], n: usize) -> PathBuf {
     let stem = Path::new(src).file_stem().unwrap().to_string_lossy();
-    let prog = scratch().join(format!("{stem}-{cc}{}", flags.join("")));
+    let prog = scratch().join(format!("{stem}-{cc}{}-{n}", flags.join("")));
     ok(lineup()
         .env("LINEUP_CC", cc)
         .arg("cc")

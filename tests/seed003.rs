@@ -9,9 +9,10 @@
 //! - the C replica (`cpupri.c`), recorded with `lineup cc`/`lineup record`, shows the same two
 //!   vectors (levels 0 and 99) as its contended lines (its threads taking turns, so that the
 //!   recording is the same in every run, however loaded the machine);
-//! - measured A/B of the replica, kernel layout against patch 1, in the seed's configuration
-//!   (CONFIG_CPUMASK_OFFSTACK=y: `mask` is a pointer beside the written `count`): patch 1 is
-//!   significantly faster, as in the seed.
+//! - the model prices patch 1 as the replicas measured, with the mask inline and offstack.
+//!
+//! The measured A/B of the replica (kernel layout against patch 1, CONFIG_CPUMASK_OFFSTACK=y)
+//! is a timing outcome, not a test: `bench/seeds_ab.sh` runs it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -225,3 +225,18 @@ pub fn run_ok(cmd: &mut std::process::Command) -> Vec<u8> {
     );
     out.stdout
 }
+
+/// A fresh scratch directory of the calling test's own: `prefix`, this process's id and the
+/// test's name (libtest runs each test on a thread named after it). The tests of one binary
+/// run on parallel threads of one process, so a directory per process is shared by them, and
+/// one test's writing, compiling or removing there lands under another's reads.
+pub fn test_dir(prefix: &str) -> PathBuf {
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("main")
+        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "-");
+    let d = std::env::temp_dir().join(format!("{prefix}-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
