@@ -27,6 +27,9 @@ pub struct Model {
     /// Where instances start in their cache line: every layout is priced over those starts
     /// ([`Instances::evaluate`]).
     pub instances: Instances,
+    /// How many instances live, where the evidence or the types know: what growth takes from
+    /// the cache ([`cost::size_term`]); not known (many) by default.
+    pub instance_count: cost::InstanceCount,
 }
 
 impl Model {
@@ -99,6 +102,7 @@ impl Model {
             utilization_source,
             allocator: cost::Allocator::default(),
             instances,
+            instance_count: cost::InstanceCount::default(),
         })
     }
 
@@ -121,7 +125,7 @@ impl Model {
     /// addresses of the lines `bindings` bound; line-aligned where none says. Errors name the
     /// flag or the sketch.
     pub fn with_evidence_instances(
-        self,
+        mut self,
         profile: &Profile,
         type_name: &str,
         bindings: &[crate::analysis::bind::LineBinding],
@@ -130,6 +134,10 @@ impl Model {
         let facts = profile
             .type_profile(type_name)
             .and_then(|t| t.instances.as_ref());
+        // The evidence's count, where it has one, over what the types said (per-CPU copies).
+        if let Some(count) = facts.and_then(crate::analysis::instances::count_of) {
+            self.instance_count = count;
+        }
         let i = crate::analysis::instances::of_evidence(
             flag,
             facts,
@@ -163,7 +171,7 @@ impl Model {
                 self.footprint(),
                 self.cls,
                 &self.machine,
-                self.allocator,
+                (self.allocator, &self.instance_count),
             )
     }
 }

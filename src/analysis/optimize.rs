@@ -34,6 +34,8 @@ pub struct Constraints {
     pub max_size: Option<u64>,
     /// How instances are allocated: what growth costs ([`cost::size_term`]).
     pub allocator: cost::Allocator,
+    /// How many instances live: what growth takes from the cache ([`cost::size_term`]).
+    pub instance_count: cost::InstanceCount,
     /// Where instances start in their cache line: every candidate is priced, and ranked,
     /// over those starts ([`Instances::evaluate`]).
     pub instances: Instances,
@@ -494,7 +496,14 @@ fn optimize_spaced(
     let allocator = constraints.allocator;
     let from = cost::Footprint::of(streams, current, cls);
     let price = |c: Cost, p: &Placement| {
-        c.with_size_term(streams, p, from, cls, machine, constraints.allocator)
+        c.with_size_term(
+            streams,
+            p,
+            from,
+            cls,
+            machine,
+            (constraints.allocator, &constraints.instance_count),
+        )
     };
     let fits = |size: u64| constraints.max_size.is_none_or(|m| size <= m);
     let now_lines = allocator.lines(current.size, cls);
@@ -808,14 +817,23 @@ fn optimize_lines(
             .then(kb.1.total_cmp(&ka.1))
             .then(kb.2.total_cmp(&ka.2))
     });
-    let mut paths: BTreeMap<&str, (f64, BTreeSet<usize>)> = BTreeMap::new();
-    for &i in &hot {
-        for &s in &items[i].streams {
-            let e = paths.entry(streams[s].path.as_str()).or_default();
-            e.0 = e.0.max(streams[s].reads + streams[s].writes);
-            e.1.insert(i);
-        }
-    }
+    // The hot items each run of a path touches, at the run's rate: the model's runs
+    // ([`cost::path_runs`]), so that a function on disjoint CPUs (each thread its own slot)
+    // is one run per CPU set, touching its own line, as the model prices the layout.
+    let hot_set: BTreeSet<usize> = hot.iter().copied().collect();
+    let paths: Vec<(f64, Vec<usize>)> = cost::path_runs(&streams)
+        .into_iter()
+        .map(|r| {
+            let touched: BTreeSet<usize> = r
+                .streams
+                .iter()
+                .map(|&s| item_of[streams[s].unit])
+                .filter(|i| hot_set.contains(i))
+                .collect();
+            (r.rate, touched.into_iter().collect::<Vec<usize>>())
+        })
+        .filter(|(_, touched)| !touched.is_empty())
+        .collect();
     let max_bins = match (
         constraints.max_size.map(|m| (m / spacing).max(1) as usize),
         hot_lines,
@@ -831,10 +849,7 @@ fn optimize_lines(
         cls: spacing,
         order: order.clone(),
         alone: alone.clone(),
-        paths: paths
-            .into_values()
-            .map(|(r, s)| (r, s.into_iter().collect()))
-            .collect(),
+        paths,
         read_line: items
             .iter()
             .map(|it| (current.offsets[it.units[0]] / spacing) as usize + 1)
@@ -1036,7 +1051,14 @@ fn optimize_lines(
         constraints
             .instances
             .evaluate(units, &unit_streams, p, cls, machine, q)
-            .with_size_term(&unit_streams, p, from, cls, machine, constraints.allocator)
+            .with_size_term(
+                &unit_streams,
+                p,
+                from,
+                cls,
+                machine,
+                (constraints.allocator, &constraints.instance_count),
+            )
             .total_cycles()
     };
     let mut cycles = priced(&placement);
@@ -2187,7 +2209,7 @@ mod tests {
                     from,
                     64,
                     m,
-                    cost::Allocator::Lines,
+                    (cost::Allocator::Lines, &cost::InstanceCount::default()),
                 );
             assert!(plan.cost.size_cycles > 0.0, "{plan:?}");
             assert!(
@@ -2230,7 +2252,7 @@ mod tests {
                 from,
                 64,
                 &pairs,
-                cost::Allocator::Lines,
+                (cost::Allocator::Lines, &cost::InstanceCount::default()),
             );
         assert!(line_on_pairs.pair_cycles > 0.0, "{line_on_pairs:?}");
         assert!(

@@ -33,8 +33,8 @@ use toml::Spanned;
 
 use super::error::ProfileError;
 use super::model::{
-    Access, AccessGroup, CodeLocation, Counts, CpuUse, DEFAULT_CACHELINE_SIZE, GroupMember,
-    InstanceFacts, Latency, Place, Profile, ThreadUse, Unit,
+    Access, AccessGroup, CodeLocation, CountSource, Counts, CpuUse, DEFAULT_CACHELINE_SIZE,
+    GroupMember, InstanceFacts, Latency, Place, Profile, ThreadUse, Unit,
 };
 
 /// Largest weight or rate (per second) an access may have: far above any real rate (a
@@ -124,21 +124,27 @@ struct RawInstances {
     align: Option<u64>,
     honours_alignment: Option<bool>,
     at: Option<String>,
+    /// How many instances live (a global: 1), which prices growth (`cost::size_term`).
+    count: Option<u64>,
     #[allow(dead_code)]
     note: Option<String>,
 }
 
 /// `[type.instances]` checked: offsets below the line, an alignment that is a power of two,
-/// one of the two.
+/// one of the two, unless it states only how many instances there are (`count`, at least 1).
 fn instance_facts(i: &RawInstances, ty: &str, cls: u64) -> Result<InstanceFacts, ProfileError> {
     let bad = |what: String| {
         Err(ProfileError::Sketch(format!(
             "type {ty:?}: [type.instances] {what}"
         )))
     };
+    if i.count == Some(0) {
+        return bad("count = 0: there is at least the one instance the accesses go to".into());
+    }
     match (&i.offsets, i.align) {
         (Some(_), Some(_)) => return bad("gives offsets and align: one of them".into()),
-        (None, None) => return bad("needs offsets = [...] or align = N".into()),
+        (None, None) if i.count.is_some() && i.honours_alignment.is_none() => {}
+        (None, None) => return bad("needs offsets = [...] or align = N (or count = N)".into()),
         (Some(o), None) if o.is_empty() || o.iter().any(|&x| x >= cls) => {
             return bad(format!(
                 "offsets = {o:?}: each must be below the {cls}-byte line, at least one"
@@ -154,6 +160,8 @@ fn instance_facts(i: &RawInstances, ty: &str, cls: u64) -> Result<InstanceFacts,
         align: i.align,
         honours_alignment: i.honours_alignment,
         at: i.at.clone(),
+        count: i.count,
+        counted_by: i.count.map(|_| CountSource::Sketch),
     })
 }
 
