@@ -88,6 +88,7 @@ impl Model {
                 &streams,
             ),
         };
+        let instance_count = per_cpu_count(types, id, &machine);
         Ok(Model {
             layout,
             units,
@@ -102,7 +103,7 @@ impl Model {
             utilization_source,
             allocator: cost::Allocator::default(),
             instances,
-            instance_count: cost::InstanceCount::default(),
+            instance_count,
         })
     }
 
@@ -173,6 +174,20 @@ impl Model {
                 &self.machine,
                 (self.allocator, &self.instance_count),
             )
+    }
+}
+
+/// The instances of struct `id` where the image shows every one to be per-CPU data
+/// ([`Types::per_cpu_instances`]): its copies on each CPU of `machine`; not known otherwise.
+/// The evidence's own count, where it has one, replaces it
+/// ([`Model::with_evidence_instances`]).
+pub fn per_cpu_count(types: &Types<'_>, id: TypeId, machine: &MachineModel) -> cost::InstanceCount {
+    match types.per_cpu_instances(id) {
+        Some(copies) => cost::InstanceCount::known(
+            copies.saturating_mul(u64::from(machine.cpus.max(1))),
+            crate::profile::CountSource::PerCpu,
+        ),
+        None => cost::InstanceCount::default(),
     }
 }
 
