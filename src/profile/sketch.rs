@@ -144,6 +144,9 @@ fn instance_facts(i: &RawInstances, ty: &str, cls: u64) -> Result<InstanceFacts,
     match (&i.offsets, i.align) {
         (Some(_), Some(_)) => return bad("gives offsets and align: one of them".into()),
         (None, None) if i.count.is_some() && i.honours_alignment.is_none() => {}
+        (None, None) if i.count.is_some() => {
+            return bad("honours_alignment needs offsets = [...] or align = N".into());
+        }
         (None, None) => return bad("needs offsets = [...] or align = N (or count = N)".into()),
         (Some(o), None) if o.is_empty() || o.iter().any(|&x| x >= cls) => {
             return bad(format!(
@@ -649,6 +652,34 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("name the lock"), "{e}");
+    }
+
+    /// `[type.instances] count = N` alone says how many instances live, for the size term,
+    /// and nothing about where they start; 0 is refused.
+    #[test]
+    fn instances_may_give_only_their_count() {
+        let sketch = |block: &str| {
+            import_sketch(&format!(
+                "[[type]]\nname = \"s\"\n{block}[[type.access]]\nfield = \"a\"\nkind = \"load\"\nweight = 1\n"
+            ))
+        };
+        let p = sketch("[type.instances]\ncount = 1\n").unwrap();
+        let facts = p.type_profile("s").unwrap().instances.clone().unwrap();
+        assert_eq!(
+            (facts.count, facts.counted_by),
+            (Some(1), Some(CountSource::Sketch))
+        );
+        assert_eq!((facts.offsets, facts.align), (None, None));
+        let e = sketch("[type.instances]\ncount = 0\n").unwrap_err();
+        assert!(e.to_string().contains("count = 0"), "{e}");
+        let e = sketch("[type.instances]\ncount = 2\nhonours_alignment = true\n").unwrap_err();
+        assert!(e.to_string().contains("honours_alignment needs"), "{e}");
+        let e = sketch("[type.instances]\nat = \"main\"\n").unwrap_err();
+        assert!(e.to_string().contains("or count = N"), "{e}");
+        // With the starts: both kept.
+        let p = sketch("[type.instances]\noffsets = [16]\ncount = 8\n").unwrap();
+        let facts = p.type_profile("s").unwrap().instances.clone().unwrap();
+        assert_eq!((facts.offsets, facts.count), (Some(vec![16]), Some(8)));
     }
 
     #[test]
