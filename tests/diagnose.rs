@@ -539,6 +539,9 @@ fn a_per_cpu_struct_is_not_told_to_split() {
     let tg = types.find_composites("task_group")[0];
     assert!(types.is_per_cpu(rq));
     assert!(!types.is_per_cpu(tg));
+    // `runqueues` is every rq there is: one per CPU, what the size term counts on.
+    assert_eq!(types.per_cpu_instances(rq), Some(1));
+    assert_eq!(types.per_cpu_instances(tg), None);
     let dir = std::env::temp_dir().join(format!("lineup-percpu-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // The owner stores a counter; four other CPUs read it while balancing.
@@ -571,5 +574,26 @@ fn a_per_cpu_struct_is_not_told_to_split() {
     assert!(!per_cpu.contains("only splitting"), "{per_cpu}");
     let shared = run("task_group", "shares");
     assert!(shared.contains("only splitting it (per CPU"), "{shared}");
+    // The size term counts one rq per CPU of the machine modeled, from BTF
+    // (docs/cost-model.md, Size); task_group's instances are not known.
+    let profile = lineup::profile::import_sketch(&sketch("rq", "nr_running")).unwrap();
+    let machine = lineup::analysis::machine::preset("icelake-2s").unwrap();
+    let count = |id| {
+        lineup::analysis::model::Model::build(
+            &types,
+            id,
+            &profile,
+            &[],
+            machine.clone(),
+            None,
+            None,
+        )
+        .unwrap()
+        .instance_count
+    };
+    let rq_count = count(rq);
+    assert_eq!(rq_count.count, Some(u64::from(machine.cpus)));
+    assert_eq!(rq_count.source, lineup::profile::CountSource::PerCpu);
+    assert_eq!(count(tg).count, None);
     let _ = std::fs::remove_dir_all(&dir);
 }

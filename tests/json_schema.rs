@@ -608,8 +608,20 @@ fn the_size_term_matches_its_schema() {
     let num = |k: &str| g[k].as_f64().unwrap_or_else(|| panic!("{k}: {g}"));
     let share = 1.0 - num("from_hot_lines") / num("to_hot_lines");
     assert!(share > 0.0 && (num("share") - share).abs() < 1e-9, "{g}");
-    let cycles = num("fetches") * num("share") * num("price");
+    let cycles = num("fetches") * num("share") * num("price") * num("pressure");
     assert!((num("cycles") - cycles).abs() <= 1e-6 * cycles, "{g}");
+    // The sketch gives no count: many instances, the whole share priced, against the
+    // preset's L1 data cache.
+    assert_eq!(g["instances_from"], "assumed", "{g}");
+    assert!(g.get("instances").is_none(), "{g}");
+    assert_eq!(num("pressure"), 1.0, "{g}");
+    assert_eq!(
+        (num("cache_bytes"), &g["cache_from"]),
+        (49152.0, &"machine".into())
+    );
+    let mut wrong = v.clone();
+    wrong["plan"]["cost"]["growth"]["instances_from"] = "guessed".into();
+    assert!(!errors("optimize", &wrong).is_empty());
     let mut wrong = v.clone();
     wrong["plan"]["cost"]["growth"]["share"] = "half".into();
     assert!(!errors("optimize", &wrong).is_empty());
@@ -634,6 +646,62 @@ fn the_size_term_matches_its_schema() {
         "{grown}"
     );
     assert_valid("predict", &p);
+}
+
+/// A sketch that says how many instances live (`[type.instances] count = 1`: redis's one
+/// global `io_threads_pending`): the size term's basis names the count and its source, and the
+/// growth of one instance takes a sliver of the cache, as documented.
+#[test]
+fn the_size_term_names_the_instances_it_assumed() {
+    let dir = scratch().join("size-count");
+    std::fs::create_dir_all(&dir).unwrap();
+    let case = common::repo().join("tests/cases/redis_io_threads_pending");
+    let obj = dir.join("before.o");
+    let st = std::process::Command::new("cc")
+        .args(["-g", "-c"])
+        .arg(case.join("before.c"))
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .expect("cc");
+    assert!(st.success());
+    let (obj, sketch) = (
+        obj.display().to_string(),
+        case.join("sketch.toml").display().to_string(),
+    );
+    let v = run_json(
+        &[
+            "optimize",
+            "--type",
+            "io_pending",
+            "--dwarf",
+            obj.as_str(),
+            "--sketch",
+            sketch.as_str(),
+            "--machine",
+            "icelake-2s",
+            "--json",
+        ],
+        0,
+    );
+    let g = &v["plan"]["cost"]["growth"];
+    assert_eq!(g["instances"], 1, "{g}");
+    assert_eq!(g["instances_from"], "sketch", "{g}");
+    let num = |k: &str| g[k].as_f64().unwrap_or_else(|| panic!("{k}: {g}"));
+    let added = (num("to_hot_lines") - num("from_hot_lines")) * 64.0;
+    assert!(added > 0.0, "{g}");
+    assert_eq!(num("added_hot_bytes"), added, "{g}");
+    assert_eq!(num("pressure"), added / num("cache_bytes"), "{g}");
+    assert!(num("pressure") < 0.01, "{g}");
+    let cycles = num("fetches") * num("share") * num("price") * num("pressure");
+    assert!(
+        (num("cycles") - cycles).abs() <= 1e-6 * cycles.max(1.0),
+        "{g}"
+    );
+    assert_valid("optimize", &v);
+    let mut wrong = v.clone();
+    wrong["plan"]["cost"]["growth"]["instances"] = "one".into();
+    assert!(!errors("optimize", &wrong).is_empty());
 }
 
 /// Instances that do not start a line (issue 24 item 5): the sketch's `[type.instances]` in the

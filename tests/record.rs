@@ -818,3 +818,38 @@ fn an_instrumented_shared_object_dlopened_by_the_program_is_recorded() {
         assert!((200_000.0..200_100.0).contains(&accesses), "{accesses}");
     }
 }
+
+/// A recording that saw every access (`--sample 1`) counts the instances of each type it saw
+/// touched, for the size term (docs/cost-model.md, Size): the one global `counters`, the
+/// three `lreg_args` of one calloc'd array. A sampled one sees only some accesses and says
+/// nothing.
+#[test]
+fn a_full_recording_counts_the_instances_it_touched() {
+    let count = |profile: &Path, ty: &str| {
+        let v: Value = serde_json::from_slice(&std::fs::read(profile).unwrap()).unwrap();
+        let t = v["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["type_name"] == ty)
+            .unwrap_or_else(|| panic!("no type {ty}"))
+            .clone();
+        t["instances"].clone()
+    };
+    let counters = build("examples/record/counters.c");
+    let (o, profile) = record(&counters, &["--sample", "1"], &[]);
+    assert!(o.status.success(), "record: {}", text(&o.stderr));
+    let i = count(&profile, "counters");
+    assert_eq!(
+        (&i["count"], &i["counted_by"]),
+        (&1.into(), &"recording".into()),
+        "{i}"
+    );
+    let linreg = build("examples/record/linreg.c");
+    let (o, profile) = record(&linreg, &["--sample", "1"], &["3", "0"]);
+    assert!(o.status.success(), "record: {}", text(&o.stderr));
+    assert_eq!(count(&profile, "lreg_args")["count"], 3);
+    let (o, profile) = record(&linreg, &["--sample", "16"], &["3", "0"]);
+    assert!(o.status.success(), "record: {}", text(&o.stderr));
+    assert!(count(&profile, "lreg_args")["count"].is_null());
+}

@@ -34,7 +34,7 @@ use serde::Serialize;
 
 use super::machine::MachineModel;
 use crate::layout::Layout;
-use crate::profile::Access;
+use crate::profile::{Access, CountSource};
 use crate::types::Types;
 
 /// What a code path pays per run for each cache line of the struct it touches beyond the
@@ -263,9 +263,9 @@ impl Cost {
         from: Footprint,
         cls: u64,
         machine: &MachineModel,
-        allocator: Allocator,
+        (allocator, count): (Allocator, &InstanceCount),
     ) -> Cost {
-        let t = size_term(streams, placement, from, cls, machine, allocator);
+        let t = size_term(streams, placement, from, cls, machine, (allocator, count));
         self.size_cycles = t.cycles;
         self.growth = (t.lines_grown > 0.0).then_some(t);
         self
@@ -350,6 +350,25 @@ impl Allocator {
     }
 }
 
+/// How many instances of the struct live, as the size term takes it: known from the
+/// evidence, or not (many).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct InstanceCount {
+    /// Instances; `None`: not known, taken to be many.
+    pub count: Option<u64>,
+    pub source: CountSource,
+}
+
+impl InstanceCount {
+    /// `n` instances, as `source` counted them.
+    pub fn known(n: u64, source: CountSource) -> InstanceCount {
+        InstanceCount {
+            count: Some(n),
+            source,
+        }
+    }
+}
+
 /// The size term of one layout against the current one, with its basis.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SizeTerm {
@@ -375,7 +394,24 @@ pub struct SizeTerm {
     pub fetches: f64,
     /// Cycles per fetch that capacity turns into a miss: an L2 hit ([`locality_price`]).
     pub price: f64,
-    /// `fetches * share * price`.
+    /// Instances taken to live; absent: not known, taken to be many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instances: Option<u64>,
+    /// Where that came from.
+    pub instances_from: CountSource,
+    /// The cache the instances' added hot lines are weighed against: one core's L1 data
+    /// cache ([`MachineModel::capacity_cache`]), and where its size came from.
+    pub cache_bytes: u64,
+    pub cache_from: &'static str,
+    /// With a known count: the hot bytes all the instances add, `instances x (to_hot_lines -
+    /// from_hot_lines) x line`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added_hot_bytes: Option<f64>,
+    /// The share of the cache the growth takes from what it held: `added_hot_bytes /
+    /// cache_bytes`, at most 1; 1 where the count is not known (many instances whose hot
+    /// lines fill it).
+    pub pressure: f64,
+    /// `fetches * share * price * pressure`.
     pub cycles: f64,
 }
 
@@ -392,13 +428,20 @@ pub struct SizeTerm {
 /// rest); within the current allocation, and for shrinking, 0. Padding that only moves the
 /// hot lines apart grows no working set the runs do not already touch beyond what it
 /// separates; padding whose new hot lines are many beside few removed transfers loses.
+///
+/// That share is what capacity loses only where the instances' hot lines fill the cache.
+/// Where the evidence knows how many instances there are (`count`), the growth takes from
+/// the cache only the bytes they add, `count x new hot lines x line`, against the cache
+/// whose misses the price is, one core's L1 data cache: the term is scaled by that share
+/// of it (`pressure`, at most 1). One global growing by a line takes ~0 of it; with the
+/// count unknown, the instances are taken to be many (pressure 1).
 pub fn size_term(
     streams: &[Stream],
     placement: &Placement,
     from: Footprint,
     cls: u64,
     machine: &MachineModel,
-    allocator: Allocator,
+    (allocator, count): (Allocator, &InstanceCount),
 ) -> SizeTerm {
     let to_size = placement.size;
     let cls = cls.max(1);
@@ -426,6 +469,14 @@ pub fn size_term(
         0.0
     };
     let price = locality_price(machine);
+    let cache = machine.capacity_cache();
+    let added_hot_bytes = count
+        .count
+        .map(|n| n as f64 * (to_hot - from_hot).max(0.0) * cls as f64);
+    let pressure = match added_hot_bytes {
+        Some(b) => (b / cache.bytes.max(1) as f64).min(1.0),
+        None => 1.0,
+    };
     SizeTerm {
         allocator,
         from_bytes: from.size,
@@ -438,7 +489,13 @@ pub fn size_term(
         share,
         fetches,
         price,
-        cycles: fetches * share * price,
+        instances: count.count,
+        instances_from: count.source,
+        cache_bytes: cache.bytes,
+        cache_from: cache.from,
+        added_hot_bytes,
+        pressure,
+        cycles: fetches * share * price * pressure,
     }
 }
 
@@ -1838,6 +1895,7 @@ mod tests {
         assert_eq!(Allocator::Lines.lines(184, 64), 3.0);
         assert_eq!(Allocator::Kmalloc.lines(96, 64), 1.5);
         let m = preset("icelake-2s").unwrap();
+        let many = InstanceCount::default();
         let streams = [stream(0, 0.0, 100.0, 1, "f"), stream(1, 50.0, 0.0, 1, "g")];
         let at = |a: u64, b: u64, size: u64| Placement {
             offsets: vec![a, b],
@@ -1851,18 +1909,32 @@ mod tests {
         // 184 -> 190 bytes: the same kmalloc-192, the same 3 lines, even with g moved away.
         for a in [Allocator::Kmalloc, Allocator::Lines] {
             assert_eq!(
-                size_term(&streams, &at(0, 128, 190), from, 64, &m, a).cycles,
+                size_term(&streams, &at(0, 128, 190), from, 64, &m, (a, &many)).cycles,
                 0.0
             );
         }
         // 184 -> 256 with both still on line 0: a line more per instance that no run
         // touches costs nothing.
-        let t = size_term(&streams, &at(0, 8, 256), from, 64, &m, Allocator::Kmalloc);
+        let t = size_term(
+            &streams,
+            &at(0, 8, 256),
+            from,
+            64,
+            &m,
+            (Allocator::Kmalloc, &many),
+        );
         assert_eq!(t.lines_grown, 1.0);
         assert_eq!(t.cycles, 0.0, "{t:?}");
         // 184 -> 256 with g on a line of its own: the hot working set doubles, so half of
         // every fetch (f's line and g's, each run one line) is priced an L2 hit.
-        let t = size_term(&streams, &at(0, 192, 256), from, 64, &m, Allocator::Kmalloc);
+        let t = size_term(
+            &streams,
+            &at(0, 192, 256),
+            from,
+            64,
+            &m,
+            (Allocator::Kmalloc, &many),
+        );
         assert_eq!((t.from_hot_lines, t.to_hot_lines), (1.0, 2.0), "{t:?}");
         assert_eq!(t.share, 0.5);
         assert_eq!(t.fetches, 150.0);
@@ -1870,14 +1942,96 @@ mod tests {
         // A 16-byte kmalloc-16 object takes a quarter line: apart on two lines of a
         // kmalloc-128 one, its hot working set is 8 times what it was.
         let small = Footprint::of(&streams, &at(0, 8, 16), 64);
-        let t = size_term(&streams, &at(0, 64, 128), small, 64, &m, Allocator::Kmalloc);
+        let t = size_term(
+            &streams,
+            &at(0, 64, 128),
+            small,
+            64,
+            &m,
+            (Allocator::Kmalloc, &many),
+        );
         assert_eq!((t.from_hot_lines, t.to_hot_lines), (0.25, 2.0), "{t:?}");
         assert_eq!(t.share, 0.875);
         // Shrinking is not a gain.
         let big = Footprint::of(&streams, &at(0, 128, 256), 64);
         assert_eq!(
-            size_term(&streams, &at(0, 8, 64), big, 64, &m, Allocator::Lines).cycles,
+            size_term(
+                &streams,
+                &at(0, 8, 64),
+                big,
+                64,
+                &m,
+                (Allocator::Lines, &many)
+            )
+            .cycles,
             0.0
+        );
+    }
+
+    /// The same growth, priced with the instances' count: one instance adding a hot line
+    /// takes a sliver of one core's L1 data cache, so its term is near 0; with the count not
+    /// known, or with so many instances that their added lines fill the cache, it is the
+    /// whole share of the fetches, as before counts were known.
+    #[test]
+    fn growth_is_priced_by_the_instances_it_adds_to_the_cache() {
+        let m = preset("icelake-2s").unwrap();
+        let l1d = m.capacity_cache();
+        assert_eq!(l1d.from, "machine");
+        let streams = [stream(0, 0.0, 100.0, 1, "f"), stream(1, 50.0, 0.0, 1, "g")];
+        let at = |a: u64, b: u64, size: u64| Placement {
+            offsets: vec![a, b],
+            size,
+            align: 8,
+        };
+        // 64 -> 128 bytes with g on a line of its own: one hot line more per instance.
+        let from = Footprint::of(&streams, &at(0, 8, 64), 64);
+        let grown = at(0, 64, 128);
+        let price = |count: InstanceCount| {
+            size_term(&streams, &grown, from, 64, &m, (Allocator::Lines, &count))
+        };
+        let many = price(InstanceCount::default());
+        assert_eq!(many.instances, None);
+        assert_eq!(many.instances_from, CountSource::Assumed);
+        assert_eq!(many.pressure, 1.0);
+        assert_eq!(many.share, 0.5);
+        assert!(many.cycles > 0.0);
+        assert_eq!(many.cycles, many.fetches * many.share * many.price);
+        let one = price(InstanceCount::known(1, CountSource::Sketch));
+        assert_eq!(one.instances, Some(1));
+        assert_eq!(one.instances_from, CountSource::Sketch);
+        assert_eq!(one.added_hot_bytes, Some(64.0));
+        assert_eq!(one.pressure, 64.0 / l1d.bytes as f64);
+        assert_eq!(one.cycles, many.cycles * one.pressure);
+        assert!(one.cycles < 0.01 * many.cycles, "{one:?}");
+        // As many instances as fill the cache with their new lines: as if many.
+        let full = l1d.bytes / 64;
+        let filling = price(InstanceCount::known(full, CountSource::Recording));
+        assert_eq!(filling.pressure, 1.0);
+        assert_eq!(filling.cycles, many.cycles);
+        let more = price(InstanceCount::known(10 * full, CountSource::Recording));
+        assert_eq!(more.cycles, many.cycles);
+        // Half as many: half the price; a growth that adds no hot line stays free.
+        let half = price(InstanceCount::known(full / 2, CountSource::PerCpu));
+        assert!((half.cycles - many.cycles / 2.0).abs() < 1e-9 * many.cycles);
+        let cold = size_term(
+            &streams,
+            &at(0, 8, 128),
+            from,
+            64,
+            &m,
+            (
+                Allocator::Lines,
+                &InstanceCount::known(1, CountSource::Sketch),
+            ),
+        );
+        assert_eq!((cold.cycles, cold.added_hot_bytes), (0.0, Some(0.0)));
+        // A machine that does not say its L1 data cache: the low end, assumed.
+        let mut unknown = m.clone();
+        unknown.l1d_bytes = None;
+        let c = unknown.capacity_cache();
+        assert_eq!(
+            (c.bytes, c.from),
+            (crate::analysis::machine::DEFAULT_L1D_BYTES, "assumed")
         );
     }
 

@@ -402,6 +402,24 @@ impl Instances {
 /// `[type.instances]`, `TypeProfile::instances`).
 pub use crate::profile::InstanceFacts;
 
+/// The number of instances the evidence states (a sketch's `count`, a recording's), if any.
+pub fn count_of(facts: &InstanceFacts) -> Option<cost::InstanceCount> {
+    facts.count.map(|n| {
+        cost::InstanceCount::known(
+            n,
+            facts
+                .counted_by
+                .unwrap_or(crate::profile::CountSource::Sketch),
+        )
+    })
+}
+
+/// Whether the facts say where instances start (offsets or an alignment), not only how many
+/// there are.
+fn states_starts(facts: &InstanceFacts) -> bool {
+    facts.offsets.is_some() || facts.align.is_some()
+}
+
 /// The instances of `type_name` as the evidence shows them, in lines of `cls` bytes:
 /// `--instance-align` (`flag`) first, then what the profile states (a sketch), then the data
 /// addresses of the bound lines; line-aligned where none says. `layout_align` is the current
@@ -428,7 +446,7 @@ pub fn of_evidence(
             return Err(format!("--instance-align {n}: not a power of two"));
         }
         Instances::every(n, cls, InstanceSource::Flag)
-    } else if let Some(f) = facts {
+    } else if let Some(f) = facts.filter(|f| states_starts(f)) {
         let mut i = match (&f.offsets, f.align) {
             (Some(o), _) if !o.is_empty() => Instances::at(&widen(o), cls, InstanceSource::Sketch),
             (_, Some(a)) if a.is_power_of_two() => Instances::every(a, cls, InstanceSource::Sketch),
@@ -648,7 +666,30 @@ mod tests {
             align: None,
             honours_alignment: None,
             at: Some("calloc in main".into()),
+            ..Default::default()
         };
+        // Facts that say only how many instances there are leave the starts to the rest
+        // of the evidence (here none: line-aligned, assumed), and give the size term its count.
+        let counted = InstanceFacts {
+            count: Some(1),
+            counted_by: Some(crate::profile::CountSource::Sketch),
+            ..Default::default()
+        };
+        assert_eq!(
+            of_evidence(None, Some(&counted), &[], (64, 64), 8).unwrap(),
+            Instances {
+                layout_align: 8,
+                ..Instances::aligned()
+            }
+        );
+        assert_eq!(
+            count_of(&counted),
+            Some(cost::InstanceCount::known(
+                1,
+                crate::profile::CountSource::Sketch
+            ))
+        );
+        assert_eq!(count_of(&facts), None);
         let i = of_evidence(None, Some(&facts), &[], (64, 64), 8).unwrap();
         assert_eq!(
             i.starts,

@@ -37,6 +37,25 @@ pub struct MachineModel {
     /// presets' guess, `contention::PAIR_PREFETCH_SHARE`). Above 1 where the pair costs more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pair_share: Option<f64>,
+    /// Bytes of one core's L1 data cache, where the part's published figure (a preset) or
+    /// sysfs (the host) says: what the size term weighs a known number of instances' added hot
+    /// lines against ([`MachineModel::capacity_cache`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l1d_bytes: Option<u64>,
+}
+
+/// L1 data cache where the machine does not say: 32 KiB, the smallest of the parts modeled
+/// here (every x86 server core since Core 2). The smaller the cache, the more of it the
+/// added lines take, so a guess at the low end keeps the size term's price on the high side.
+pub const DEFAULT_L1D_BYTES: u64 = 32 * 1024;
+
+/// The cache the size term weighs growth against, and where its size came from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CapacityCache {
+    pub bytes: u64,
+    /// `machine`: the machine model's `l1d_bytes` (a preset's published figure, the host's
+    /// sysfs); `assumed`: [`DEFAULT_L1D_BYTES`].
+    pub from: &'static str,
 }
 
 /// An L2 hit where a machine file does not say: the presets' middle (14-16 cycles).
@@ -277,6 +296,24 @@ impl MachineModel {
             remote_hitm: 250.0,
             adjacent_line_pairs: false,
             pair_share: None,
+            l1d_bytes: None,
+        }
+    }
+
+    /// The cache whose capacity growth takes from: one core's L1 data cache. The size term
+    /// prices each fetch capacity loses at an L2 hit, a line that no longer stays in L1;
+    /// and a core may run every instance's hot path, so the smallest cache, one core's, is
+    /// the one the added lines must fit beside everything else.
+    pub fn capacity_cache(&self) -> CapacityCache {
+        match self.l1d_bytes {
+            Some(b) if b > 0 => CapacityCache {
+                bytes: b,
+                from: "machine",
+            },
+            _ => CapacityCache {
+                bytes: DEFAULT_L1D_BYTES,
+                from: "assumed",
+            },
         }
     }
 

@@ -28,6 +28,9 @@ pub struct Model {
     /// Where instances start in their cache line: every layout is priced over those starts
     /// ([`Instances::evaluate`]).
     pub instances: Instances,
+    /// How many instances live, where the evidence or the types know: what growth takes from
+    /// the cache ([`cost::size_term`]); not known (many) by default.
+    pub instance_count: cost::InstanceCount,
 }
 
 impl Model {
@@ -91,6 +94,7 @@ impl Model {
                 &streams,
             ),
         };
+        let instance_count = per_cpu_count(types, id, &machine);
         Ok(Model {
             layout,
             units,
@@ -105,6 +109,7 @@ impl Model {
             utilization_source,
             allocator: cost::Allocator::default(),
             instances,
+            instance_count,
         })
     }
 
@@ -127,7 +132,7 @@ impl Model {
     /// addresses of the lines `bindings` bound; line-aligned where none says. Errors name the
     /// flag or the sketch.
     pub fn with_evidence_instances(
-        self,
+        mut self,
         profile: &Profile,
         type_name: &str,
         bindings: &[crate::analysis::bind::LineBinding],
@@ -136,6 +141,10 @@ impl Model {
         let facts = profile
             .type_profile(type_name)
             .and_then(|t| t.instances.as_ref());
+        // The evidence's count, where it has one, over what the types said (per-CPU copies).
+        if let Some(count) = facts.and_then(crate::analysis::instances::count_of) {
+            self.instance_count = count;
+        }
         let i = crate::analysis::instances::of_evidence(
             flag,
             facts,
@@ -169,8 +178,22 @@ impl Model {
                 self.footprint(),
                 self.cls,
                 &self.machine,
-                self.allocator,
+                (self.allocator, &self.instance_count),
             )
+    }
+}
+
+/// The instances of struct `id` where the image shows every one to be per-CPU data
+/// ([`Types::per_cpu_instances`]): its copies on each CPU of `machine`; not known otherwise.
+/// The evidence's own count, where it has one, replaces it
+/// ([`Model::with_evidence_instances`]).
+pub fn per_cpu_count(types: &Types<'_>, id: TypeId, machine: &MachineModel) -> cost::InstanceCount {
+    match types.per_cpu_instances(id) {
+        Some(copies) => cost::InstanceCount::known(
+            copies.saturating_mul(u64::from(machine.cpus.max(1))),
+            crate::profile::CountSource::PerCpu,
+        ),
+        None => cost::InstanceCount::default(),
     }
 }
 

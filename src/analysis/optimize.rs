@@ -34,6 +34,8 @@ pub struct Constraints {
     pub max_size: Option<u64>,
     /// How instances are allocated: what growth costs ([`cost::size_term`]).
     pub allocator: cost::Allocator,
+    /// How many instances live: what growth takes from the cache ([`cost::size_term`]).
+    pub instance_count: cost::InstanceCount,
     /// Where instances start in their cache line: every candidate is priced, and ranked,
     /// over those starts ([`Instances::evaluate`]).
     pub instances: Instances,
@@ -494,7 +496,14 @@ fn optimize_spaced(
     let allocator = constraints.allocator;
     let from = cost::Footprint::of(streams, current, cls);
     let price = |c: Cost, p: &Placement| {
-        c.with_size_term(streams, p, from, cls, machine, constraints.allocator)
+        c.with_size_term(
+            streams,
+            p,
+            from,
+            cls,
+            machine,
+            (constraints.allocator, &constraints.instance_count),
+        )
     };
     let fits = |size: u64| constraints.max_size.is_none_or(|m| size <= m);
     let now_lines = allocator.lines(current.size, cls);
@@ -807,14 +816,23 @@ fn optimize_lines(
             .then(kb.1.total_cmp(&ka.1))
             .then(kb.2.total_cmp(&ka.2))
     });
-    let mut paths: BTreeMap<&str, (f64, BTreeSet<usize>)> = BTreeMap::new();
-    for &i in &hot {
-        for &s in &items[i].streams {
-            let e = paths.entry(streams[s].path.as_str()).or_default();
-            e.0 = e.0.max(streams[s].reads + streams[s].writes);
-            e.1.insert(i);
-        }
-    }
+    // The hot items each run of a path touches, at the run's rate: the model's runs
+    // ([`cost::path_runs`]), so that a function on disjoint CPUs (each thread its own slot)
+    // is one run per CPU set, touching its own line, as the model prices the layout.
+    let hot_set: BTreeSet<usize> = hot.iter().copied().collect();
+    let paths: Vec<(f64, Vec<usize>)> = cost::path_runs(&streams)
+        .into_iter()
+        .map(|r| {
+            let touched: BTreeSet<usize> = r
+                .streams
+                .iter()
+                .map(|&s| item_of[streams[s].unit])
+                .filter(|i| hot_set.contains(i))
+                .collect();
+            (r.rate, touched.into_iter().collect::<Vec<usize>>())
+        })
+        .filter(|(_, touched)| !touched.is_empty())
+        .collect();
     let max_bins = match (
         constraints.max_size.map(|m| (m / spacing).max(1) as usize),
         hot_lines,
@@ -830,10 +848,7 @@ fn optimize_lines(
         cls: spacing,
         order: order.clone(),
         alone: alone.clone(),
-        paths: paths
-            .into_values()
-            .map(|(r, s)| (r, s.into_iter().collect()))
-            .collect(),
+        paths,
         read_line: items
             .iter()
             .map(|it| (current.offsets[it.units[0]] / spacing) as usize + 1)
@@ -1059,7 +1074,14 @@ fn optimize_lines(
         constraints
             .instances
             .evaluate(units, &unit_streams, p, cls, machine, q)
-            .with_size_term(&unit_streams, p, from, cls, machine, constraints.allocator)
+            .with_size_term(
+                &unit_streams,
+                p,
+                from,
+                cls,
+                machine,
+                (constraints.allocator, &constraints.instance_count),
+            )
             .total_cycles()
     };
     let mut cycles = priced(&placement);
@@ -2090,6 +2112,63 @@ mod tests {
         }
     }
 
+    /// Redis's IO threads: each spins on its own count (on its own CPU) and the main thread
+    /// sets and sums them all. One function on disjoint CPUs is one run per CPU that touches
+    /// its own line (`cost::path_runs`), so parting the counts costs only the sum's extra
+    /// lines, and for one instance (its growth ~0) the search puts each on a line of its own,
+    /// as the model prices that layout cheapest.
+    #[test]
+    fn a_function_on_disjoint_cpus_is_searched_as_one_run_per_cpu() {
+        let units = [unit("t1", 0, 8), unit("t2", 8, 8), unit("t3", 16, 8)];
+        let with = |unit: usize, path: &str, reads: f64, writes: f64, cpu: u32| Stream {
+            reads,
+            ..stream(unit, path, writes, &[cpu])
+        };
+        let mut streams = Vec::new();
+        for u in 0..3 {
+            streams.push(with(u, "IOThreadMain", 100.0, 10.0, u as u32 + 1));
+            streams.push(with(u, "setIOPendingCount", 0.0, 10.0, 0));
+            streams.push(with(u, "getIOPendingCount", 100.0, 0.0, 0));
+        }
+        let mut m = crate::analysis::machine::preset("icelake-2s").unwrap();
+        m.adjacent_line_pairs = false;
+        let current = Placement {
+            offsets: units.iter().map(|u| u.offset).collect(),
+            size: 24,
+            align: 8,
+        };
+        let q = Queueing {
+            reference: cost::busiest_line(&streams, &current, 64, &m),
+            utilization: 0.5,
+        };
+        let c = Constraints {
+            instance_count: cost::InstanceCount::known(1, crate::profile::CountSource::Sketch),
+            ..Constraints::default()
+        };
+        let plan = optimize(&units, &streams, &current, 8, &c, 64, &m, &q).unwrap();
+        let lines: BTreeSet<u64> = plan.placement.offsets.iter().map(|o| o / 64).collect();
+        assert_eq!(lines.len(), 3, "{:?}", plan.placement);
+        // The model agrees: t1 and t3 kept together cost more.
+        let together = Placement {
+            offsets: vec![0, 64, 8],
+            size: 128,
+            align: 64,
+        };
+        let price = |p: &Placement| {
+            cost::evaluate(&units, &streams, p, 64, &m, &q)
+                .with_size_term(
+                    &streams,
+                    p,
+                    cost::Footprint::of(&streams, &current, 64),
+                    64,
+                    &m,
+                    (cost::Allocator::Lines, &c.instance_count),
+                )
+                .total_cycles()
+        };
+        assert!(plan.cost.total_cycles() < price(&together), "{plan:?}");
+    }
+
     #[test]
     fn a_size_budget_is_searched_within_not_refused() {
         // Three members written by three CPUs and a 72-byte cold member: apart, each writer
@@ -2211,7 +2290,7 @@ mod tests {
                     from,
                     64,
                     m,
-                    cost::Allocator::Lines,
+                    (cost::Allocator::Lines, &cost::InstanceCount::default()),
                 );
             assert!(plan.cost.size_cycles > 0.0, "{plan:?}");
             assert!(
@@ -2254,7 +2333,7 @@ mod tests {
                 from,
                 64,
                 &pairs,
-                cost::Allocator::Lines,
+                (cost::Allocator::Lines, &cost::InstanceCount::default()),
             );
         assert!(line_on_pairs.pair_cycles > 0.0, "{line_on_pairs:?}");
         assert!(

@@ -234,7 +234,7 @@ pub fn slots_padded_plan(
             model.footprint(),
             cls,
             &model.machine,
-            model.allocator,
+            (model.allocator, &model.instance_count),
         );
         let cheaper = best
             .as_ref()
@@ -546,6 +546,7 @@ fn constraints(model: &Model, request: &Request<'_>) -> (Constraints, Vec<Vec<St
         together: request.together.clone(),
         max_size: request.max_size.or(request.max_lines.map(|n| n * cls)),
         allocator: model.allocator,
+        instance_count: model.instance_count,
         instances: model.instances.clone(),
     };
     if let Some(cs) = request.header {

@@ -29,6 +29,7 @@ pub fn lineup_plan(model: &Model, type_name: &str) -> Result<Plan, String> {
     let min_align = model.layout.forced_align.unwrap_or(1);
     let constraints = optimize::Constraints {
         instances: model.instances.clone(),
+        instance_count: model.instance_count,
         ..Default::default()
     };
     let plan = optimize::optimize(
@@ -202,6 +203,7 @@ fn lineup_with_slots_padded(
     let min_align = model.layout.forced_align.unwrap_or(1);
     let constraints = optimize::Constraints {
         instances: model.instances.clone(),
+        instance_count: model.instance_count,
         ..Default::default()
     };
     let Some((_, (pu, _), padded)) =

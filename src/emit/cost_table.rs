@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::analysis::cost::{Allocator, Cost, SizeTerm};
+use crate::profile::CountSource;
 
 /// One row per `(name, cost)`; the first row is the base of "vs current".
 pub fn cost_table(rows: &[(String, &Cost)]) -> String {
@@ -69,8 +70,29 @@ pub fn size_line(name: &str, g: &SizeTerm, cycles: f64) -> String {
             g.from_allocated, g.to_allocated
         ),
     };
+    // With a known count, what the instances' new hot lines take of the cache; unknown:
+    // many instances, whose lines fill it (the whole share, nothing to say).
+    let pressure = match (g.instances, g.added_hot_bytes) {
+        (Some(n), Some(added)) => format!(
+            " x {:.4} of the cache ({} ({}) add {added:.0} hot bytes to a {} KiB L1 data cache{})",
+            g.pressure,
+            if n == 1 {
+                "1 instance".to_string()
+            } else {
+                format!("{n} instances")
+            },
+            count_source(g.instances_from),
+            g.cache_bytes / 1024,
+            if g.cache_from == "assumed" {
+                ", assumed"
+            } else {
+                ""
+            },
+        ),
+        _ => String::new(),
+    };
     format!(
-        "{name}: size {:+} bytes ({} -> {}{alloc}): +{} line(s) per instance, hot lines {} -> {} ({:.2} of them new) x {:.0} line fetches x {:.0} cycles (an L2 hit) = {cycles:.0} modeled cycles, in the total",
+        "{name}: size {:+} bytes ({} -> {}{alloc}): +{} line(s) per instance, hot lines {} -> {} ({:.2} of them new) x {:.0} line fetches x {:.0} cycles (an L2 hit){pressure} = {cycles:.0} modeled cycles, in the total",
         g.to_bytes as i64 - g.from_bytes as i64,
         g.from_bytes,
         g.to_bytes,
@@ -81,6 +103,16 @@ pub fn size_line(name: &str, g: &SizeTerm, cycles: f64) -> String {
         g.fetches,
         g.price,
     )
+}
+
+/// Who counted the instances, in words.
+fn count_source(s: CountSource) -> &'static str {
+    match s {
+        CountSource::Assumed => "assumed",
+        CountSource::Sketch => "the sketch's count",
+        CountSource::Recording => "touched in the recording",
+        CountSource::PerCpu => "one per CPU: a per-CPU variable's type",
+    }
 }
 
 fn fmt_lines(x: f64) -> String {

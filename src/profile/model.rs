@@ -245,6 +245,31 @@ pub struct InstanceFacts {
     /// Where the instances are allocated or embedded, in the evidence's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<String>,
+    /// How many instances live, where the evidence knows (a sketch's `count`: a global is 1;
+    /// a recording that saw every access: the instances it saw touched); absent where it does
+    /// not, and the size term takes them to be many (`cost::size_term`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// Who counted them, with `count`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_by: Option<CountSource>,
+}
+
+/// Where the number of instances the size term assumes came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CountSource {
+    /// Nothing says: taken to be many, their hot lines filling the cache.
+    #[default]
+    Assumed,
+    /// The sketch's `[type.instances] count`.
+    Sketch,
+    /// A recording that saw every access: the instances of the type it saw touched, live at
+    /// once or one after another (an upper bound on those live at once).
+    Recording,
+    /// The type of per-CPU variables (BTF's `.data..percpu` section): one copy of each per
+    /// CPU of the machine modeled.
+    PerCpu,
 }
 
 /// One code site's accesses by one thread, counted as a whole over a range of one object's

@@ -33,8 +33,8 @@ use toml::Spanned;
 
 use super::error::ProfileError;
 use super::model::{
-    Access, AccessGroup, CodeLocation, Counts, CpuUse, DEFAULT_CACHELINE_SIZE, GroupMember,
-    InstanceFacts, Latency, Place, Profile, ThreadUse, Unit,
+    Access, AccessGroup, CodeLocation, CountSource, Counts, CpuUse, DEFAULT_CACHELINE_SIZE,
+    GroupMember, InstanceFacts, Latency, Place, Profile, ThreadUse, Unit,
 };
 
 /// Largest weight or rate (per second) an access may have: far above any real rate (a
@@ -139,21 +139,30 @@ struct RawInstances {
     align: Option<u64>,
     honours_alignment: Option<bool>,
     at: Option<String>,
+    /// How many instances live (a global: 1), which prices growth (`cost::size_term`).
+    count: Option<u64>,
     #[allow(dead_code)]
     note: Option<String>,
 }
 
 /// `[type.instances]` checked: offsets below the line, an alignment that is a power of two,
-/// one of the two.
+/// one of the two, unless it states only how many instances there are (`count`, at least 1).
 fn instance_facts(i: &RawInstances, ty: &str, cls: u64) -> Result<InstanceFacts, ProfileError> {
     let bad = |what: String| {
         Err(ProfileError::Sketch(format!(
             "type {ty:?}: [type.instances] {what}"
         )))
     };
+    if i.count == Some(0) {
+        return bad("count = 0: there is at least the one instance the accesses go to".into());
+    }
     match (&i.offsets, i.align) {
         (Some(_), Some(_)) => return bad("gives offsets and align: one of them".into()),
-        (None, None) => return bad("needs offsets = [...] or align = N".into()),
+        (None, None) if i.count.is_some() && i.honours_alignment.is_none() => {}
+        (None, None) if i.count.is_some() => {
+            return bad("honours_alignment needs offsets = [...] or align = N".into());
+        }
+        (None, None) => return bad("needs offsets = [...] or align = N (or count = N)".into()),
         (Some(o), None) if o.is_empty() || o.iter().any(|&x| x >= cls) => {
             return bad(format!(
                 "offsets = {o:?}: each must be below the {cls}-byte line, at least one"
@@ -169,6 +178,8 @@ fn instance_facts(i: &RawInstances, ty: &str, cls: u64) -> Result<InstanceFacts,
         align: i.align,
         honours_alignment: i.honours_alignment,
         at: i.at.clone(),
+        count: i.count,
+        counted_by: i.count.map(|_| CountSource::Sketch),
     })
 }
 
@@ -745,6 +756,34 @@ mod tests {
             let e = import_sketch(&sketch(path)).unwrap_err().to_string();
             assert!(e.contains(says) && e.contains("line "), "{path}: {e}");
         }
+    }
+
+    /// `[type.instances] count = N` alone says how many instances live, for the size term,
+    /// and nothing about where they start; 0 is refused.
+    #[test]
+    fn instances_may_give_only_their_count() {
+        let sketch = |block: &str| {
+            import_sketch(&format!(
+                "[[type]]\nname = \"s\"\n{block}[[type.access]]\nfield = \"a\"\nkind = \"load\"\nweight = 1\n"
+            ))
+        };
+        let p = sketch("[type.instances]\ncount = 1\n").unwrap();
+        let facts = p.type_profile("s").unwrap().instances.clone().unwrap();
+        assert_eq!(
+            (facts.count, facts.counted_by),
+            (Some(1), Some(CountSource::Sketch))
+        );
+        assert_eq!((facts.offsets, facts.align), (None, None));
+        let e = sketch("[type.instances]\ncount = 0\n").unwrap_err();
+        assert!(e.to_string().contains("count = 0"), "{e}");
+        let e = sketch("[type.instances]\ncount = 2\nhonours_alignment = true\n").unwrap_err();
+        assert!(e.to_string().contains("honours_alignment needs"), "{e}");
+        let e = sketch("[type.instances]\nat = \"main\"\n").unwrap_err();
+        assert!(e.to_string().contains("or count = N"), "{e}");
+        // With the starts: both kept.
+        let p = sketch("[type.instances]\noffsets = [16]\ncount = 8\n").unwrap();
+        let facts = p.type_profile("s").unwrap().instances.clone().unwrap();
+        assert_eq!((facts.offsets, facts.count), (Some(vec![16]), Some(8)));
     }
 
     #[test]

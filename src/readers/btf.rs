@@ -247,6 +247,7 @@ fn read_types<'a>(
     // Variables' types by variable id, and the variables of the per-CPU section.
     let mut var_type: std::collections::HashMap<usize, u32> = std::collections::HashMap::new();
     let mut per_cpu_vars: Vec<usize> = Vec::new();
+    let mut other_vars: Vec<usize> = Vec::new();
     while c.pos < c.data.len() {
         let id = types.types.len();
         let name_off = c.u32()?;
@@ -401,6 +402,8 @@ fn read_types<'a>(
                     c.pos += 8;
                     if name == ".data..percpu" {
                         per_cpu_vars.push(var as usize);
+                    } else {
+                        other_vars.push(var as usize);
                     }
                 }
                 Kind::Other
@@ -425,6 +428,12 @@ fn read_types<'a>(
     let n = types.types.len() as u64;
     types.per_cpu.extend(
         per_cpu_vars
+            .iter()
+            .filter_map(|v| var_type.get(v))
+            .filter(|&&t| u64::from(t) < n),
+    );
+    types.globals.extend(
+        other_vars
             .iter()
             .filter_map(|v| var_type.get(v))
             .filter(|&&t| u64::from(t) < n),

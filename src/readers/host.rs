@@ -42,7 +42,28 @@ pub fn read_host(sys: &Path) -> MachineModel {
         .unwrap_or(1)
         .max(1);
     let cores_per_llc = llc_cpus.unwrap_or(cpus) / smt.max(1);
-    MachineModel::from_topology("host", cpus, smt, cores_per_llc, nodes, line.unwrap_or(64))
+    let mut m =
+        MachineModel::from_topology("host", cpus, smt, cores_per_llc, nodes, line.unwrap_or(64));
+    m.l1d_bytes = l1_data_bytes(&cpu.join("cpu0/cache"));
+    m
+}
+
+/// The size of a CPU's level-1 data cache, from its `cache/indexN` directories (`level` 1,
+/// `type` Data or Unified); None where sysfs does not describe one.
+fn l1_data_bytes(cache: &Path) -> Option<u64> {
+    let read = |p: &Path| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    (0..8).find_map(|index| {
+        let dir = cache.join(format!("index{index}"));
+        let level = read(&dir.join("level"))?;
+        let kind = read(&dir.join("type"))?;
+        (level == "1" && (kind == "Data" || kind == "Unified"))
+            .then(|| read(&dir.join("size")).and_then(|s| parse_size(&s)))
+            .flatten()
+    })
 }
 
 /// One cache of a CPU, from `cpuN/cache/indexM`.
@@ -419,6 +440,7 @@ pub fn calibration_path(cache_dir: &Path, key: &str) -> std::path::PathBuf {
 /// not used (and said).
 pub fn host_machine(sys: &Path, cpuinfo: &str, cache_dir: &Path) -> MachineModel {
     let mut m = read_host(sys);
+    let l1d_bytes = m.l1d_bytes;
     let key = read_topology(sys).key(&cpu_model(cpuinfo));
     let path = calibration_path(cache_dir, &key);
     let found = std::fs::read_to_string(&path).ok().map(|text| {
@@ -471,6 +493,8 @@ pub fn host_machine(sys: &Path, cpuinfo: &str, cache_dir: &Path) -> MachineModel
         m.adjacent_line_pairs = intel;
         m.pair_share = None;
     }
+    // A machine file calibrated before it recorded the L1 data cache: sysfs's.
+    m.l1d_bytes = m.l1d_bytes.or(l1d_bytes);
     m
 }
 
@@ -552,7 +576,11 @@ mod tests {
         let root = std::env::temp_dir().join(format!("lineup-topo-{}", std::process::id()));
         fake_two_node_tree(&root);
         let t = read_topology(&root);
+        // The host's model takes its L1 data cache (48K here), not the instruction cache.
+        let m = read_host(&root);
         std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(m.l1d_bytes, Some(48 * 1024));
+        assert_eq!(m.capacity_cache().from, "machine");
         assert_eq!((t.cpus.len(), t.nodes), (16, 2));
         let c5 = t.get(5).unwrap();
         assert_eq!(
@@ -785,6 +813,8 @@ mod tests {
         std::fs::write(cpu.join("cpu0/cache/index3/coherency_line_size"), "128\n").unwrap();
         let m = read_host(&root);
         std::fs::remove_dir_all(&root).unwrap();
+        // No level-1 cache described: the size term's assumed one.
+        assert_eq!(m.l1d_bytes, None);
         assert_eq!(
             (
                 m.cpus,

@@ -19,7 +19,7 @@ pub mod overview;
 pub mod sim;
 pub mod trace;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 use crate::analysis::fields::{self, Leaf};
@@ -602,6 +602,11 @@ pub fn build(
     // (type, object base, birth, tid, code, kind) -> accesses the memory budget summarized
     // over a range of the object whose per-place split is not known.
     let mut degraded: BTreeMap<(u32, u64, u64, u32, u64, u8), DegradedRange> = BTreeMap::new();
+    // Instances of each type the program touched, for the size term (`cost::size_term`):
+    // (type, object base, birth, element) for accesses placed in an element, and whole
+    // objects (every element) where a summary of many places names only the object.
+    let mut touched: HashSet<(u32, u64, u64, u64), FastHash> = HashSet::default();
+    let mut touched_whole: HashMap<(u32, u64, u64), u64, FastHash> = HashMap::default();
     let mut type_sizes: HashMap<u32, u64> = HashMap::new();
     let mut total = 0.0f64;
     let mut attributed = 0.0f64;
@@ -816,6 +821,7 @@ pub fn build(
         let mut line_users: HashMap<(u64, u64), Vec<ElementUse>, FastHash> = HashMap::default();
         let process_start = total;
         let mut last_thread = None;
+        let mut last_object: Option<(*const attribute::Object, u32)> = None;
         for k in tally {
             let n = k.count as f64 * scale_of(k.thread, k.pc, k.kind);
             total += n;
@@ -839,6 +845,7 @@ pub fn build(
                 attributed += n;
                 let type_id = names.id(&obj.ty.name);
                 type_sizes.insert(type_id, obj.ty.size);
+                touched_whole.insert((type_id, obj.base, obj.born), obj.count.max(1));
                 let code = site_of(k.pc);
                 let kind = k.kind as u8;
                 let d = degraded
@@ -862,6 +869,16 @@ pub fn build(
             }
             // Elements of an array are objects of their own.
             let element = k.addr - obj.type_offset(k.addr);
+            // The places come sorted by address: one object's run of them interns its type once.
+            let ty = match last_object {
+                Some((o, ty)) if std::ptr::eq(o, obj) => ty,
+                _ => {
+                    let ty = names.id(&obj.ty.name);
+                    last_object = Some((obj as *const _, ty));
+                    ty
+                }
+            };
+            touched.insert((ty, obj.base, obj.born, element));
             // Ranked by the kernel's thread id, which follows creation order, so that equally
             // busy threads (two workers with the same share) are numbered as they were
             // created, not in the order their first accesses happened to reach the runtime.
@@ -1328,9 +1345,32 @@ pub fn build(
                 .push(el);
         }
     }
+    // How many instances of each type there are, where the recording saw every access (no
+    // sampling, no bursts, nothing lost): the instances it saw touched.
+    let every_access = processes
+        .iter()
+        .all(|p| p.sample <= 1 && !p.adaptive && p.bursts.is_none() && p.lost == 0);
+    let mut instances_touched: HashMap<u32, u64, FastHash> = HashMap::default();
+    if every_access {
+        for (&(ty, _, _), &n) in &touched_whole {
+            *instances_touched.entry(ty).or_default() += n;
+        }
+        for &(ty, base, born, _) in &touched {
+            if !touched_whole.contains_key(&(ty, base, born)) {
+                *instances_touched.entry(ty).or_default() += 1;
+            }
+        }
+    }
     for t in &mut profile.types {
         if let Some(a) = allocations.remove(&t.type_name) {
             t.allocations = a;
+        }
+        if let Some(&n) = instances_touched.get(&names.id(&t.type_name))
+            && n > 0
+        {
+            let facts = t.instances.get_or_insert_with(Default::default);
+            facts.count = Some(n);
+            facts.counted_by = Some(crate::profile::CountSource::Recording);
         }
         // The busiest lines first, a bounded number (a huge array would list every line).
         t.element_lines.sort_by(|a, b| {

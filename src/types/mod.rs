@@ -195,6 +195,9 @@ pub struct Types<'a> {
     /// Types of per-CPU variables (BTF's `.data..percpu` section: `struct rq runqueues`),
     /// as the variables declare them: one instance per CPU, already split.
     pub per_cpu: Vec<TypeId>,
+    /// Types of the image's other global variables (BTF's other data sections), so that a
+    /// per-CPU type known nowhere else can be counted ([`Types::per_cpu_instances`]).
+    pub globals: Vec<TypeId>,
     /// log2 of each type's natural alignment, computed on first use.
     align_memo: std::sync::OnceLock<Vec<u8>>,
 }
@@ -211,6 +214,7 @@ impl<'a> Types<'a> {
             warnings: Vec::new(),
             functions: Vec::new(),
             per_cpu: Vec::new(),
+            globals: Vec::new(),
             align_memo: std::sync::OnceLock::new(),
         }
     }
@@ -253,6 +257,48 @@ impl<'a> Types<'a> {
         self.per_cpu
             .iter()
             .any(|&v| self.resolve(self.strip_arrays(self.resolve(v))) == id)
+    }
+
+    /// `id` behind arrays (and typedefs, qualifiers): the element type, and how many of it.
+    fn elements(&self, id: TypeId) -> (TypeId, u64) {
+        let mut id = self.resolve(id);
+        let mut n = 1u64;
+        for _ in walk::chain() {
+            match self.get(id).kind {
+                Kind::Array { elem, count } => {
+                    n = n.saturating_mul(count);
+                    id = self.resolve(elem);
+                }
+                _ => break,
+            }
+        }
+        (id, n)
+    }
+
+    /// Copies of `id` each CPU has, where the image shows every instance of it to be per-CPU
+    /// data: the per-CPU variables of the type (an array counting each element), when no
+    /// other global declares it and no struct or union embeds it. None where it is no per-CPU
+    /// variable's type, or where other instances exist that the image cannot count. A heap
+    /// allocation of the type is beyond what BTF shows.
+    pub fn per_cpu_instances(&self, id: TypeId) -> Option<u64> {
+        let id = self.resolve(id);
+        let copies: u64 = self
+            .per_cpu
+            .iter()
+            .map(|&v| self.elements(v))
+            .filter(|&(t, _)| t == id)
+            .map(|(_, n)| n)
+            .fold(0, u64::saturating_add);
+        if copies == 0 || self.globals.iter().any(|&g| self.elements(g).0 == id) {
+            return None;
+        }
+        let embedded = self.types.iter().any(|t| match &t.kind {
+            Kind::Struct(c) | Kind::Union(c) => {
+                c.members.iter().any(|m| self.elements(m.ty).0 == id)
+            }
+            _ => false,
+        });
+        (!embedded).then_some(copies)
     }
 
     /// Follows qualifiers and type tags, but not typedefs.
@@ -467,6 +513,56 @@ mod tests {
                 is_bool: false,
             },
         })
+    }
+
+    /// A per-CPU variable's type counts its copies per CPU only where the image shows no
+    /// other instance: another global of it, or a struct embedding it, makes it unknown.
+    #[test]
+    fn per_cpu_instances_only_where_nothing_else_holds_the_type() {
+        let mut t = Types::new(8);
+        let i32_ = int(&mut t, "int", 4);
+        let member = |ty: TypeId| Member {
+            name: "m",
+            ty,
+            bit_offset: 0,
+            bitfield_size: 0,
+            declared_align: None,
+        };
+        let composite = |members: Vec<Member<'static>>| {
+            Kind::Struct(Composite {
+                size: 4,
+                members,
+                declared_align: None,
+                is_declaration: false,
+                origin: None,
+            })
+        };
+        let pcpu = t.push(Type {
+            name: "pcpu",
+            kind: composite(vec![member(i32_)]),
+        });
+        let pair = t.push(Type {
+            name: "",
+            kind: Kind::Array {
+                elem: pcpu,
+                count: 2,
+            },
+        });
+        let plain = t.push(Type {
+            name: "plain",
+            kind: composite(vec![member(i32_)]),
+        });
+        t.per_cpu.push(pair);
+        assert_eq!(t.per_cpu_instances(pcpu), Some(2));
+        assert_eq!(t.per_cpu_instances(plain), None);
+        t.globals.push(pcpu);
+        assert_eq!(t.per_cpu_instances(pcpu), None);
+        t.globals.clear();
+        t.push(Type {
+            name: "outer",
+            kind: composite(vec![member(pcpu)]),
+        });
+        assert_eq!(t.per_cpu_instances(pcpu), None);
     }
 
     #[test]
