@@ -32,10 +32,7 @@ fn scratch() -> PathBuf {
         .name()
         .unwrap_or("main")
         .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "-");
-    let d = std::env::temp_dir().join(format!(
-        "lineup-outside-lock-{}-{test}",
-        std::process::id()
-    ));
+    let d = std::env::temp_dir().join(format!("lineup-outside-lock-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
