@@ -20,6 +20,27 @@ fn scratch() -> PathBuf {
     d
 }
 
+/// A case of tests/cases compiled (its `before.c`, into `scratch()/dir`): the object file and
+/// the case's sketch.
+fn compiled_case(case: &str, dir: &str) -> (String, String) {
+    let dir = scratch().join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let case = common::repo().join("tests/cases").join(case);
+    let obj = dir.join("before.o");
+    let st = std::process::Command::new("cc")
+        .args(["-g", "-c"])
+        .arg(case.join("before.c"))
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .expect("cc");
+    assert!(st.success());
+    (
+        obj.display().to_string(),
+        case.join("sketch.toml").display().to_string(),
+    )
+}
+
 fn schema(name: &str) -> Value {
     let path = common::repo().join(format!("docs/schema/{name}.schema.json"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -562,22 +583,7 @@ fn a_mutated_document_fails_its_schema() {
 /// in `optimize`'s plan and in `predict`'s candidates, as documented; a wrong basis fails.
 #[test]
 fn the_size_term_matches_its_schema() {
-    let dir = scratch().join("size-term");
-    std::fs::create_dir_all(&dir).unwrap();
-    let case = common::repo().join("tests/cases/longadder_cells");
-    let obj = dir.join("before.o");
-    let st = std::process::Command::new("cc")
-        .args(["-g", "-c"])
-        .arg(case.join("before.c"))
-        .arg("-o")
-        .arg(&obj)
-        .status()
-        .expect("cc");
-    assert!(st.success());
-    let (obj, sketch) = (
-        obj.display().to_string(),
-        case.join("sketch.toml").display().to_string(),
-    );
+    let (obj, sketch) = compiled_case("longadder_cells", "size-term");
     let subject = [
         "--type",
         "cells",
@@ -630,7 +636,10 @@ fn the_size_term_matches_its_schema() {
     basis.remove("fetches");
     assert!(!errors("optimize", &wrong).is_empty());
 
-    let merged = case.join("merged.h").display().to_string();
+    let merged = common::repo()
+        .join("tests/cases/longadder_cells/merged.h")
+        .display()
+        .to_string();
     let mut args = vec!["predict"];
     args.extend(subject);
     args.extend(["--layout", merged.as_str()]);
@@ -653,22 +662,7 @@ fn the_size_term_matches_its_schema() {
 /// growth of one instance takes a sliver of the cache, as documented.
 #[test]
 fn the_size_term_names_the_instances_it_assumed() {
-    let dir = scratch().join("size-count");
-    std::fs::create_dir_all(&dir).unwrap();
-    let case = common::repo().join("tests/cases/redis_io_threads_pending");
-    let obj = dir.join("before.o");
-    let st = std::process::Command::new("cc")
-        .args(["-g", "-c"])
-        .arg(case.join("before.c"))
-        .arg("-o")
-        .arg(&obj)
-        .status()
-        .expect("cc");
-    assert!(st.success());
-    let (obj, sketch) = (
-        obj.display().to_string(),
-        case.join("sketch.toml").display().to_string(),
-    );
+    let (obj, sketch) = compiled_case("redis_io_threads_pending", "size-count");
     let v = run_json(
         &[
             "optimize",

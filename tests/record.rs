@@ -273,15 +273,7 @@ fn queue_head_and_tail_are_truly_shared_on_the_heap() {
     assert!(member(l, "tail")["counts"]["stores"].as_f64().unwrap() >= 100_000.0);
     // Only main's few touches (filling in the ring) miss falsely: well under 1% of the
     // line's modeled cycles.
-    let cycles = |class: Option<&str>| -> f64 {
-        l["terms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| class.is_none_or(|c| t["class"] == c))
-            .map(|t| t["cycles"].as_f64().unwrap())
-            .sum()
-    };
+    let cycles = |class: Option<&str>| common::term_cycles(&l, class);
     assert!(cycles(Some("false_sharing")) < 0.01 * cycles(None), "{l:#}");
     let why = l["explanation"].as_str().unwrap();
     assert!(

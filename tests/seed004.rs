@@ -148,15 +148,7 @@ fn recorded_scan_reads_owner_written_rq_lines_and_the_patch_reads_fewer() {
     // which vary from run to run: a small false-sharing term (the owner of one rq reading
     // `idle` beside another owner's writes) may come and go, but never enough to be the
     // verdict (contention::FALSE_SHARE of the line's modeled cycles).
-    let cycles = |class: Option<&str>| -> f64 {
-        line["terms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| class.is_none_or(|c| t["class"] == c))
-            .map(|t| t["cycles"].as_f64().unwrap())
-            .sum()
-    };
+    let cycles = |class: Option<&str>| common::term_cycles(line, class);
     assert!(cycles(Some("false_sharing")) < 0.2 * cycles(None), "{line}");
 
     // The fix is in the algorithm: the same calls of the patched scan load the rq fields

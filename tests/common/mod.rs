@@ -240,3 +240,15 @@ pub fn test_dir(prefix: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// Modeled cycles of a diagnosed line's terms (its `terms` in `diagnose --json`), of one
+/// class or of all.
+pub fn term_cycles(line: &serde_json::Value, class: Option<&str>) -> f64 {
+    line["terms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| class.is_none_or(|c| t["class"] == c))
+        .map(|t| t["cycles"].as_f64().unwrap())
+        .sum()
+}
