@@ -166,15 +166,20 @@ fn line_model(
         writers.sort();
         writers.dedup();
         let writer_units: BTreeSet<usize> = c.writer.iter().map(|&i| on_line[i].unit).collect();
+        let victim = on_line[c.victim];
+        // The same bytes, written by a run that writes several members together: co-written
+        // where the victim is that path itself on another CPU (its runs hand the members to
+        // each other as one: keep them together); true sharing where another path needs the
+        // bytes (a scan reading what the owner writes, seed 004's `curr`).
+        let own_path = c.writer.iter().any(|&i| on_line[i].path == victim.path);
         let class = match c.sharing {
             Sharing::False => TermClass::FalseSharing,
             Sharing::UnderLock => TermClass::UnderLock,
             Sharing::SamePath => TermClass::CoWritten,
-            Sharing::SameBytes if writer_units.len() > 1 => TermClass::CoWritten,
+            Sharing::SameBytes if writer_units.len() > 1 && own_path => TermClass::CoWritten,
             Sharing::SameBytes | Sharing::SameRun => TermClass::TrueSharing,
             Sharing::HandOff => TermClass::HandOff,
         };
-        let victim = on_line[c.victim];
         let lock = c
             .writer
             .first()
