@@ -171,10 +171,14 @@ fn line_model(
         // where the victim is that path itself on another CPU (its runs hand the members to
         // each other as one: keep them together); true sharing where another path needs the
         // bytes (a scan reading what the owner writes, seed 004's `curr`).
+        // Where that run takes a lock among them, it is the lock's critical section (seed
+        // 002's shared runqueue: `lock` and `list` written by every CPU's pick).
         let own_path = c.writer.iter().any(|&i| on_line[i].path == victim.path);
+        let writer_lock = c.writer.iter().any(|&i| on_line[i].lock);
         let class = match c.sharing {
             Sharing::False => TermClass::FalseSharing,
             Sharing::UnderLock => TermClass::UnderLock,
+            Sharing::SameBytes if writer_units.len() > 1 && writer_lock => TermClass::UnderLock,
             Sharing::SamePath => TermClass::CoWritten,
             Sharing::SameBytes if writer_units.len() > 1 && own_path => TermClass::CoWritten,
             Sharing::SameBytes | Sharing::SameRun => TermClass::TrueSharing,
@@ -424,9 +428,14 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
         TermClass::UnderLock => (
             Verdict::TrueSharing,
             format!(
-                "{} and {} are one critical section: a lock and the data its holders write beside it, the same CPUs one after another{assumption} ({share:.0}% of the line's modeled cycles). This is true sharing: padding or reordering changes nothing (each holder would fetch two lines); {}{}",
-                quoted(&t.writers),
-                quoted(std::slice::from_ref(&t.victim)),
+                "{} are one critical section: a lock and the data its holders write beside it, the same CPUs one after another{assumption} ({share:.0}% of the line's modeled cycles). This is true sharing: padding or reordering changes nothing (each holder would fetch two lines); {}{}",
+                {
+                    let mut members = t.writers.clone();
+                    if !members.contains(&t.victim) {
+                        members.push(t.victim.clone());
+                    }
+                    quoted(&members)
+                },
                 if per_cpu {
                     "take the lock less often from other CPUs (the struct is per CPU already)"
                 } else {
