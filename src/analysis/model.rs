@@ -65,11 +65,10 @@ impl Model {
         // A recording is priced at what its threads do at the same time, as `diagnose`
         // prices it: accesses made under a lock every thread there held, or while no other
         // thread was alive, cannot move a line between them.
-        // Threads too rare on a line's streams to make it matter are left out, as `diagnose`
-        // leaves them out ([`rare_threads_left_out`]), so every command prices one model.
-        let kept = super::diagnose::RunTotals::from_profile(profile)
-            .map(|r| rare_threads_left_out(accesses, cls, r.floor()));
-        let accesses = kept.as_deref().unwrap_or(accesses);
+        // Not here: `diagnose` leaves a recording's too-rare threads out of a line's streams
+        // ([`rare_threads_left_out`]); `optimize`'s padding of a recorded array's elements still
+        // rests on their terms (histogram's `thread_arg_t`), so the two can price a recorded
+        // line differently until the streams weigh each CPU's share (issue 24, left open).
         let concurrent = concurrent_accesses(accesses);
         let accesses = concurrent.as_deref().unwrap_or(accesses);
         let streams = cost::streams(&units, &layout, accesses, cpus);
