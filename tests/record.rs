@@ -678,6 +678,8 @@ fn a_kept_recording_is_processed_again_into_the_same_profile() {
     let raw = scratch().join("counters-kept-raw");
     let _ = std::fs::remove_dir_all(&raw);
     let first = scratch().join("counters-kept.json");
+    // Long enough that the kernel charges the program some user time however loaded the
+    // machine is (it accounts user time by ticks: 100000 iterations came out at 0 s).
     let o = lineup()
         .args(["record", "--keep-raw"])
         .arg(&raw)
@@ -685,7 +687,7 @@ fn a_kept_recording_is_processed_again_into_the_same_profile() {
         .arg(&first)
         .arg("--")
         .arg(&prog)
-        .args(["2", "100000"])
+        .args(["2", "2000000"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
