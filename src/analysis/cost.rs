@@ -456,14 +456,7 @@ pub fn size_term(
     let fetches: f64 = if lines_grown > 0.0 {
         path_runs(streams)
             .iter()
-            .map(|r| {
-                let lines: BTreeSet<u64> = r
-                    .streams
-                    .iter()
-                    .flat_map(|&i| streams[i].lines(placement.offsets[streams[i].unit], cls))
-                    .collect();
-                r.rate * lines.len() as f64
-            })
+            .map(|r| r.rate * r.lines(streams, placement, cls).len() as f64)
             .sum()
     } else {
         0.0
@@ -1473,6 +1466,17 @@ pub struct PathRun {
     pub cycles_per_run: Option<f64>,
 }
 
+impl PathRun {
+    /// The lines of `placement` the run touches: every line its streams' bytes lie on
+    /// ([`Stream::lines`]).
+    pub fn lines(&self, streams: &[Stream], placement: &Placement, cls: u64) -> BTreeSet<u64> {
+        self.streams
+            .iter()
+            .flat_map(|&i| streams[i].lines(placement.offsets[streams[i].unit], cls))
+            .collect()
+    }
+}
+
 /// Whether `a` and `b` are made by one run of a code path: the same path, from CPUs that meet
 /// (or that do not list them), as [`path_runs`] groups them.
 pub fn same_run(a: &Stream, b: &Stream) -> bool {
@@ -1690,11 +1694,7 @@ pub fn evaluate(
     // Locality: a path runs about as often as its busiest access; each line past the first
     // costs an L2 hit per run.
     for run in path_runs(streams) {
-        let lines: BTreeSet<u64> = run
-            .streams
-            .iter()
-            .flat_map(|&i| streams[i].lines(placement.offsets[streams[i].unit], cls))
-            .collect();
+        let lines = run.lines(streams, placement, cls);
         let n = lines.len() as u64;
         cost.locality_cycles += run.rate * n.saturating_sub(1) as f64 * locality_price(machine);
         cost.path_lines.insert(run.name, n);
