@@ -635,7 +635,7 @@ pub fn diagnose_with(
     // the whole rates say what the line would cost if their windows overlapped.
     // Threads of a recording too rare on a line's streams to make it matter are left out of
     // the model's view of it (`rare_threads_left_out`); the members still show every access.
-    let kept = run.map(|r| super::model::rare_threads_left_out(accesses, cls, r.floor()));
+    let kept = run.map(|r| rare_threads_left_out(accesses, cls, r.floor()));
     let priced = kept.as_deref().unwrap_or(accesses);
     let concurrent = run.and_then(|_| super::model::concurrent_accesses(priced));
     let model = Model::new(
@@ -927,10 +927,7 @@ pub fn diagnose_with(
     // Where the evidence says what its runs cost, a term below a measurable share of that is
     // negligible, whatever its class (a few cycles off a path that costs thousands a run).
     if let Some(work) = &model.run_work {
-        for l in lines
-            .iter_mut()
-            .filter(|l| is_contention(l.verdict) || l.verdict == Verdict::CoWritten)
-        {
+        for l in lines.iter_mut().filter(|l| is_contention(l.verdict)) {
             weigh_against_runs(&mut l.verdict, &mut l.explanation, l.cost, work);
         }
         for f in &mut findings {
@@ -1007,6 +1004,55 @@ pub fn diagnose_with(
             model.queueing.utilization, model.utilization_source
         ),
     }
+}
+
+/// A recording's accesses less, on each line, the rarest of its threads' shares of the
+/// line's streams (one thread's accesses to some bytes from one code path) while those left
+/// out together, twice (each access at most its own miss and the miss of the writer it took
+/// the line from), stay under the run's `floor`: together they cannot make the line matter,
+/// and the model would price them at their stream's rate, since a stream spreads its
+/// accesses evenly over every CPU it was seen on (main's one store to each element it fills
+/// in beside a worker's million from the same site, a worker's one read of its neighbour's
+/// slot at the end). The line's largest share always stays. Accesses that do not name one
+/// thread are kept.
+fn rare_threads_left_out(accesses: &[Access], cls: u64, floor: f64) -> Vec<Access> {
+    // (offset, size, code path, thread)
+    type Share = (u64, u64, String, u32);
+    let share = |a: &Access| -> Option<(u64, Share)> {
+        let thread = a
+            .cpus
+            .as_ref()
+            .filter(|c| !c.all && c.list.len() == 1)
+            .map(|c| c.list[0])?;
+        let off = a.offset?;
+        let path = a.code.as_ref().map(|c| c.function()).unwrap_or_default();
+        Some((off / cls, (off, a.size.unwrap_or(0), path, thread)))
+    };
+    let mut per_line: BTreeMap<u64, BTreeMap<Share, f64>> = BTreeMap::new();
+    for a in accesses {
+        if let Some((line, key)) = share(a) {
+            *per_line.entry(line).or_default().entry(key).or_default() += a.counts.accesses();
+        }
+    }
+    let mut left_out: BTreeSet<(u64, Share)> = BTreeSet::new();
+    for (line, shares) in per_line {
+        let mut by_use: Vec<(Share, f64)> = shares.into_iter().collect();
+        by_use.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        by_use.pop();
+        let mut together = 0.0;
+        for (key, n) in by_use {
+            together += n;
+            if 2.0 * together >= floor {
+                break;
+            }
+            left_out.insert((line, key));
+        }
+    }
+    accesses
+        .iter()
+        .filter(|a| share(a).is_none_or(|k| !left_out.contains(&k)))
+        .cloned()
+        .collect()
 }
 
 /// The cost model's view of the diagnosed layout in place.
@@ -1905,8 +1951,8 @@ fn judge(
 /// the cost model has nothing to price (`judge`: elements of an array, neighbouring
 /// instances, rare lines, lines priced at nothing): a line falsely shares when a member
 /// written by one CPU sits beside a member another CPU touches; a member is truly shared
-/// when several CPUs write it, or one writes and another reads it. A CPU's writes (reads) below [`NEGLIGIBLE`] of the busiest writer's (reader's)
-/// do not count (main filling in a table before the workers start, summing per-thread
+/// when several CPUs write it, or one writes and another reads it. A CPU's writes (reads)
+/// below [`NEGLIGIBLE`] of the busiest writer's (reader's) do not count (main filling in a table before the workers start, summing per-thread
 /// counts after they stop). A line whose every written member has several writers is true
 /// sharing even where members differ (a lock and the data it guards). Simulated transfers,
 /// split into true and false sharing, are quoted when the evidence has them.

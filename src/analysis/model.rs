@@ -3,7 +3,6 @@
 //! busiest line. Built once from layout + profile + machine; `diagnose`, `optimize`,
 //! `predict` and `replay` evaluate placements with it.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::analysis::cost;
@@ -62,13 +61,14 @@ impl Model {
             .unwrap_or(machine.cpus)
             .min(machine.cpus)
             .max(1);
+        // `diagnose` alone also leaves a recording's too-rare threads out of a line's streams
+        // (`diagnose::rare_threads_left_out`): `optimize`'s padding of a recorded array's
+        // elements still rests on their terms (histogram's `thread_arg_t`), so the two can
+        // price a recorded line differently until the streams weigh each CPU's share.
+        //
         // A recording is priced at what its threads do at the same time, as `diagnose`
         // prices it: accesses made under a lock every thread there held, or while no other
         // thread was alive, cannot move a line between them.
-        // Not here: `diagnose` leaves a recording's too-rare threads out of a line's streams
-        // ([`rare_threads_left_out`]); `optimize`'s padding of a recorded array's elements still
-        // rests on their terms (histogram's `thread_arg_t`), so the two can price a recorded
-        // line differently until the streams weigh each CPU's share (issue 24, left open).
         let concurrent = concurrent_accesses(accesses);
         let accesses = concurrent.as_deref().unwrap_or(accesses);
         let streams = cost::streams(&units, &layout, accesses, cpus);
@@ -353,53 +353,4 @@ pub fn machine_named(name: &str) -> Result<MachineModel, String> {
         "--machine {name}: no such preset or file; known: host, {}, or a machine file (lineup calibrate -o FILE)",
         names.join(", ")
     ))
-}
-
-/// A recording's accesses less, on each line, the rarest of its threads' shares of the
-/// line's streams (one thread's accesses to some bytes from one code path) while those left
-/// out together, twice (each access at most its own miss and the miss of the writer it took
-/// the line from), stay under the run's `floor`: together they cannot make the line matter,
-/// and the model would price them at their stream's rate, since a stream spreads its
-/// accesses evenly over every CPU it was seen on (main's one store to each element it fills
-/// in beside a worker's million from the same site, a worker's one read of its neighbour's
-/// slot at the end). The line's largest share always stays. Accesses that do not name one
-/// thread are kept.
-pub fn rare_threads_left_out(accesses: &[Access], cls: u64, floor: f64) -> Vec<Access> {
-    // (offset, size, code path, thread)
-    type Share = (u64, u64, String, u32);
-    let share = |a: &Access| -> Option<(u64, Share)> {
-        let thread = a
-            .cpus
-            .as_ref()
-            .filter(|c| !c.all && c.list.len() == 1)
-            .map(|c| c.list[0])?;
-        let off = a.offset?;
-        let path = a.code.as_ref().map(|c| c.function()).unwrap_or_default();
-        Some((off / cls, (off, a.size.unwrap_or(0), path, thread)))
-    };
-    let mut per_line: BTreeMap<u64, BTreeMap<Share, f64>> = BTreeMap::new();
-    for a in accesses {
-        if let Some((line, key)) = share(a) {
-            *per_line.entry(line).or_default().entry(key).or_default() += a.counts.accesses();
-        }
-    }
-    let mut left_out: BTreeSet<(u64, Share)> = BTreeSet::new();
-    for (line, shares) in per_line {
-        let mut by_use: Vec<(Share, f64)> = shares.into_iter().collect();
-        by_use.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-        by_use.pop();
-        let mut together = 0.0;
-        for (key, n) in by_use {
-            together += n;
-            if 2.0 * together >= floor {
-                break;
-            }
-            left_out.insert((line, key));
-        }
-    }
-    accesses
-        .iter()
-        .filter(|a| share(a).is_none_or(|k| !left_out.contains(&k)))
-        .cloned()
-        .collect()
 }
