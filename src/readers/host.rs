@@ -44,26 +44,44 @@ pub fn read_host(sys: &Path) -> MachineModel {
     let cores_per_llc = llc_cpus.unwrap_or(cpus) / smt.max(1);
     let mut m =
         MachineModel::from_topology("host", cpus, smt, cores_per_llc, nodes, line.unwrap_or(64));
-    m.l1d_bytes = l1_data_bytes(&cpu.join("cpu0/cache"));
+    // CPU 0's level-1 data (or unified) cache: its caches hold no instruction cache.
+    m.l1d_bytes = cpu_caches(&cpu.join("cpu0"), 0)
+        .iter()
+        .find(|c| c.level == 1)
+        .map(|c| c.bytes);
     m
 }
 
-/// The size of a CPU's level-1 data cache, from its `cache/indexN` directories (`level` 1,
-/// `type` Data or Unified); None where sysfs does not describe one.
-fn l1_data_bytes(cache: &Path) -> Option<u64> {
+/// The data and unified caches of CPU `n` (its sysfs directory `dir`, `cache/indexM`),
+/// lowest level first.
+fn cpu_caches(dir: &Path, n: u32) -> Vec<Cache> {
     let read = |p: &Path| {
         std::fs::read_to_string(p)
             .ok()
             .map(|s| s.trim().to_string())
     };
-    (0..8).find_map(|index| {
-        let dir = cache.join(format!("index{index}"));
-        let level = read(&dir.join("level"))?;
-        let kind = read(&dir.join("type"))?;
-        (level == "1" && (kind == "Data" || kind == "Unified"))
-            .then(|| read(&dir.join("size")).and_then(|s| parse_size(&s)))
-            .flatten()
-    })
+    let mut caches: Vec<Cache> = (0..16)
+        .filter_map(|i| {
+            let c = dir.join(format!("cache/index{i}"));
+            let kind = read(&c.join("type"))?;
+            if kind == "Instruction" {
+                return None;
+            }
+            Some(Cache {
+                level: read(&c.join("level"))?.parse().ok()?,
+                kind,
+                bytes: read(&c.join("size")).and_then(|s| parse_size(&s))?,
+                line: read(&c.join("coherency_line_size"))
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(64),
+                shared_cpus: read(&c.join("shared_cpu_list"))
+                    .map(|s| parse_cpu_list(&s))
+                    .unwrap_or_else(|| vec![n]),
+            })
+        })
+        .collect();
+    caches.sort_by_key(|c| c.level);
+    caches
 }
 
 /// One cache of a CPU, from `cpuN/cache/indexM`.
@@ -315,27 +333,7 @@ pub fn read_topology(sys: &Path) -> Topology {
             let package = read(&topo.join("physical_package_id"))
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(0);
-            let mut caches: Vec<Cache> = (0..16)
-                .filter_map(|i| {
-                    let c = dir.join(format!("cache/index{i}"));
-                    let kind = read(&c.join("type"))?;
-                    if kind == "Instruction" {
-                        return None;
-                    }
-                    Some(Cache {
-                        level: read(&c.join("level"))?.parse().ok()?,
-                        kind,
-                        bytes: read(&c.join("size")).and_then(|s| parse_size(&s))?,
-                        line: read(&c.join("coherency_line_size"))
-                            .and_then(|s| s.parse().ok())
-                            .unwrap_or(64),
-                        shared_cpus: read(&c.join("shared_cpu_list"))
-                            .map(|s| parse_cpu_list(&s))
-                            .unwrap_or_else(|| vec![n]),
-                    })
-                })
-                .collect();
-            caches.sort_by_key(|c| c.level);
+            let caches = cpu_caches(&dir, n);
             let llc = caches
                 .last()
                 .map(|c| c.shared_cpus.clone())
