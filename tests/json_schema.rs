@@ -27,14 +27,7 @@ fn compiled_case(case: &str, dir: &str) -> (String, String) {
     std::fs::create_dir_all(&dir).unwrap();
     let case = common::repo().join("tests/cases").join(case);
     let obj = dir.join("before.o");
-    let st = std::process::Command::new("cc")
-        .args(["-g", "-c"])
-        .arg(case.join("before.c"))
-        .arg("-o")
-        .arg(&obj)
-        .status()
-        .expect("cc");
-    assert!(st.success());
+    common::cc_object(&case.join("before.c"), &obj);
     (
         obj.display().to_string(),
         case.join("sketch.toml").display().to_string(),

@@ -7,7 +7,6 @@
 //! what changes the answer.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -43,14 +42,7 @@ fn inputs() -> (String, String) {
     std::fs::write(d.join("table.c"), TABLE).unwrap();
     std::fs::write(d.join("padded.h"), PADDED).unwrap();
     let obj = d.join("table.o");
-    let st = Command::new("cc")
-        .args(["-g", "-c"])
-        .arg(d.join("table.c"))
-        .arg("-o")
-        .arg(&obj)
-        .status()
-        .expect("cc");
-    assert!(st.success());
+    common::cc_object(&d.join("table.c"), &obj);
     (
         obj.display().to_string(),
         d.join("padded.h").display().to_string(),

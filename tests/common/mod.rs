@@ -252,3 +252,16 @@ pub fn term_cycles(line: &serde_json::Value, class: Option<&str>) -> f64 {
         .map(|t| t["cycles"].as_f64().unwrap())
         .sum()
 }
+
+/// Compiles C source `src` to the object file `obj` with `cc -g -c` (its DWARF is what the
+/// tests read layouts from); the compile must succeed.
+pub fn cc_object(src: &Path, obj: &Path) {
+    let st = std::process::Command::new("cc")
+        .args(["-g", "-c"])
+        .arg(src)
+        .arg("-o")
+        .arg(obj)
+        .status()
+        .expect("cc");
+    assert!(st.success(), "cc -g -c {}", src.display());
+}
