@@ -563,3 +563,88 @@ fn line_size_and_instance_alignment_reach_the_patch_and_the_advice() {
     args.extend(["--instance-align", "64"]);
     assert!(json(&args).get("instance_alignment").is_none());
 }
+
+/// A run's floor decides for all three commands alike: two counters written from two CPUs
+/// on one line are false sharing that `optimize` moves apart while the run (a recording's
+/// total accesses) is about what the sketch shows, and, in a run a billion times larger,
+/// a finding `diagnose` calls negligible and a saving `optimize` and `predict` do not take
+/// ("no layout helps here", the layout kept).
+#[test]
+fn a_saving_under_the_runs_floor_is_no_fix_for_optimize_predict_and_diagnose() {
+    let dir = common::test_dir("lineup-run-floor");
+    std::fs::write(
+        dir.join("pair.c"),
+        "struct pair { long a; long b; };\nstruct pair pair;\n",
+    )
+    .unwrap();
+    common::cc_object(&dir.join("pair.c"), &dir.join("pair.o"));
+    std::fs::write(
+        dir.join("pair.toml"),
+        "[sketch]\ntitle = \"two counters\"\n[machine]\ncpus = 2\n[[type]]\nname = \"pair\"\n\
+         [[type.access]]\nfield = \"a\"\nkind = \"store\"\nby = \"left\"\nweight = 1000\ncpus = [0]\n\
+         [[type.access]]\nfield = \"b\"\nkind = \"store\"\nby = \"right\"\nweight = 1000\ncpus = [1]\n",
+    )
+    .unwrap();
+    let sketch = dir.join("pair.toml");
+    let imported = common::lineup_json(&["import", "--sketch", sketch.to_str().unwrap()]);
+    let obj = dir.join("pair.o");
+    let with_run = |accesses: f64| -> PathBuf {
+        let mut p = imported.clone();
+        p["summary"]["record"] = serde_json::json!({ "accesses": accesses });
+        let path = dir.join(format!("run-{accesses}.json"));
+        std::fs::write(&path, serde_json::to_vec(&p).unwrap()).unwrap();
+        path
+    };
+    for (accesses, fixed) in [(2000.0, true), (2e12, false)] {
+        let profile = with_run(accesses);
+        let args = |cmd: &'static str| -> Vec<String> {
+            vec![
+                cmd.into(),
+                "--json".into(),
+                "--dwarf".into(),
+                obj.display().to_string(),
+                "--type".into(),
+                "pair".into(),
+                "--profile".into(),
+                profile.display().to_string(),
+            ]
+        };
+        let run = |cmd: &'static str| -> Value {
+            let a = args(cmd);
+            json(&a.iter().map(String::as_str).collect::<Vec<_>>())
+        };
+        let o = run("optimize");
+        let offsets = &o["plan"]["placement"]["offsets"];
+        assert_eq!(
+            offsets[0] != offsets[1] && offsets[1].as_u64().unwrap() < 64,
+            !fixed,
+            "{accesses} accesses: {o:#}"
+        );
+        assert_eq!(o["negligible"].is_string(), !fixed, "{accesses}: {o:#}");
+        if !fixed {
+            let why = o["negligible"].as_str().unwrap();
+            assert!(why.contains("under its floor of"), "{why}");
+        }
+        let p = run("predict");
+        let layouts = p["layouts"].as_array().unwrap();
+        let best = layouts.last().unwrap();
+        assert_eq!(
+            best["cost"]["false_transfers"].as_f64().unwrap()
+                < layouts[0]["cost"]["false_transfers"].as_f64().unwrap(),
+            fixed,
+            "{accesses}: {p:#}"
+        );
+        let d = run("diagnose");
+        let verdicts: Vec<&str> = d["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["verdict"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            verdicts.contains(&"false_sharing"),
+            fixed,
+            "{accesses}: {d:#}"
+        );
+    }
+}

@@ -178,6 +178,61 @@ fn a_state_handed_over_under_a_mutex_is_not_contention_idle_or_busy() {
     }
 }
 
+/// What `diagnose` calls no contention, `optimize` and `predict` do not fix: both keep the
+/// layout as it is (a layout that saves less than the run's floor, the one `diagnose` weighs
+/// each line against, is no fix: tests/optimize.rs,
+/// `a_saving_under_the_runs_floor_is_no_fix_for_optimize_predict_and_diagnose`).
+#[test]
+fn optimize_and_predict_keep_a_state_handed_over_under_a_mutex_as_it_is() {
+    let prog = built("tests/data/record/overlap/lock_handed.c");
+    let d = diagnosed(&prog, false, &["--type", "serial_state"]);
+    for l in d["lines"].as_array().unwrap() {
+        assert!(
+            !CONTENTION.contains(&l["verdict"].as_str().unwrap()),
+            "{l:#}"
+        );
+    }
+    let profile = prog.with_extension("idle.json");
+    let json = |cmd: &str| -> Value {
+        serde_json::from_slice(&common::run_ok(
+            lineup()
+                .args([cmd, "--json", "--type", "serial_state", "--profile"])
+                .arg(&profile),
+        ))
+        .unwrap()
+    };
+    let o = json("optimize");
+    // Kept: as the best layout (no saving at all), or as a saving under the floor.
+    if let Some(why) = o["negligible"].as_str() {
+        assert!(why.starts_with("no layout helps here"), "{why}");
+        assert!(why.contains("under its floor of"), "{why}");
+    }
+    assert_eq!(o["plan"]["moved"], serde_json::json!([]), "{o:#}");
+    assert_eq!(
+        o["plan"]["placement"]["size"], o["current"]["size"],
+        "{o:#}"
+    );
+    let offsets: Vec<&Value> = o["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| &u["offset"])
+        .collect();
+    let placed: Vec<&Value> = o["plan"]["placement"]["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
+    assert_eq!(placed, offsets, "{o:#}");
+    let p = json("predict");
+    let layouts = p["layouts"].as_array().unwrap();
+    let current = &layouts[0]["cost"];
+    for l in layouts {
+        assert_eq!(l["cost"]["size"], current["size"], "{p:#}");
+        assert_eq!(l["change_pct"].as_f64(), Some(0.0), "{p:#}");
+    }
+}
+
 /// One code site run inside and outside a critical section on the same counter: the
 /// runtime's tally keeps the two apart by the lock held (a site-cache entry filled under the
 /// lock is filled again once it is released), so the unlocked bumps make the line true

@@ -16,6 +16,7 @@ pub mod model;
 pub mod optimize;
 pub mod plan;
 pub mod prediction;
+pub mod run;
 pub mod slices;
 pub mod slots;
 pub mod struct_diagnosis;

@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::analysis::cost;
 use crate::analysis::instances::Instances;
 use crate::analysis::machine::{self, MachineModel};
+use crate::analysis::run::RunTotals;
 use crate::profile::{Access, Profile};
 use crate::types::{TypeId, Types};
 
@@ -30,6 +31,10 @@ pub struct Model {
     /// How many instances live, where the evidence or the types know: what growth takes from
     /// the cache ([`cost::size_term`]); not known (many) by default.
     pub instance_count: cost::InstanceCount,
+    /// What the whole run did, where the evidence knows (a recording): a layout saving less
+    /// than its floor is no fix ([`crate::analysis::plan::keep_if_negligible`]), as a line
+    /// under it is no finding in `diagnose`.
+    pub run: Option<RunTotals>,
 }
 
 impl Model {
@@ -109,6 +114,7 @@ impl Model {
             allocator: cost::Allocator::default(),
             instances,
             instance_count,
+            run: RunTotals::from_profile(profile),
         })
     }
 

@@ -164,20 +164,26 @@ pub struct Proposal {
 
 /// `plan`, or the current layout with the reason, where what `plan` saves against `current`
 /// is negligible against what the runs cost ([`cost::RunWork`], where the evidence gives
-/// their cost per run): no layout helps, and `optimize` and `predict` say so alike.
+/// their cost per run) or under the run's floor ([`crate::analysis::run::RunTotals`], a
+/// recording's: the floor `diagnose` weighs each line against): no layout helps, and
+/// `optimize`, `predict` and `diagnose` say so alike.
 pub fn keep_if_negligible(model: &Model, plan: Plan, current: &Cost) -> (Plan, Option<String>) {
     let saving = current.total_cycles() - plan.cost.total_cycles();
-    match cost::RunWork::of(&model.streams) {
-        Some(work) if saving > 0.0 && work.negligible(saving) => {
-            let why = format!(
-                "no layout helps here: the best saves {}",
-                work.weighed(saving)
-            );
-            let kept = optimize::as_current(plan, &model.units, &model.current, current.clone());
-            (kept, Some(why))
-        }
-        _ => (plan, None),
+    if saving <= 0.0 {
+        return (plan, None);
     }
+    let why = match (cost::RunWork::of(&model.streams), &model.run) {
+        (Some(work), _) if work.negligible(saving) => work.weighed(saving),
+        (_, Some(run)) if saving < run.floor_cycles(&model.machine) => {
+            run.weighed(saving, &model.machine)
+        }
+        _ => return (plan, None),
+    };
+    let kept = optimize::as_current(plan, &model.units, &model.current, current.clone());
+    (
+        kept,
+        Some(format!("no layout helps here: the best saves {why}")),
+    )
 }
 
 /// An instance declaration the patch aligns to the plan's pair of lines.
