@@ -597,3 +597,44 @@ fn a_per_cpu_struct_is_not_told_to_split() {
     assert_eq!(count(tg).count, None);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A true-sharing verdict names the members both paths touch, not every member the writing
+/// path writes with them: on tcp_sock's merged layout the ACK path writes `bytes_acked`
+/// beside `first_tx_mstamp` and `delivered_mstamp`, and the send path touches only the
+/// last two (tests/cases/tcp_sock/sketch.toml, from net/ipv4/tcp_rate.c).
+#[test]
+fn true_sharing_names_the_members_both_paths_touch() {
+    let out = common::lineup_json(&[
+        "diagnose",
+        "--json",
+        "--btf",
+        common::bundled_btf().to_str().unwrap(),
+        "--type",
+        "tcp_sock",
+        "--machine",
+        "spr-1s",
+        "--sketch",
+        common::repo()
+            .join("tests/cases/tcp_sock/sketch.toml")
+            .to_str()
+            .unwrap(),
+    ]);
+    let line = out["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| {
+            l["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["name"] == "first_tx_mstamp")
+        })
+        .expect("the line of first_tx_mstamp");
+    assert_eq!(line["verdict"], "true_sharing", "{line:#}");
+    let why = line["explanation"].as_str().unwrap();
+    assert!(
+        why.starts_with("`delivered_mstamp` and `first_tx_mstamp` are written by tcp_rcv_established and touched by tcp_write_xmit"),
+        "{why}"
+    );
+}

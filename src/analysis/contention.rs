@@ -239,6 +239,30 @@ fn line_model(
     }
 }
 
+/// The members both sides of `t` touch: of the line's true-sharing terms between the same
+/// paths, each victim that its writers write too (not every member the writing stream
+/// writes, which the victim may never touch, nor a victim stream's member the writers never
+/// write); the writers where no victim is named among them.
+fn shared_bytes(line: &LineModel, t: &Term) -> Vec<String> {
+    let mut members: Vec<String> = line
+        .terms
+        .iter()
+        .filter(|x| {
+            x.class == TermClass::TrueSharing
+                && x.victim_path == t.victim_path
+                && x.writer_paths == t.writer_paths
+                && x.writers.contains(&x.victim)
+        })
+        .map(|x| x.victim.clone())
+        .collect();
+    if members.is_empty() {
+        members = t.writers.clone();
+    }
+    members.sort();
+    members.dedup();
+    members
+}
+
 fn quoted(names: &[String]) -> String {
     let q: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
     match q.len() {
@@ -486,8 +510,13 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
         TermClass::TrueSharing => (
             Verdict::TrueSharing,
             format!(
-                "{} is written by {} and touched by {} on other CPUs{assumption}: the same bytes, so {share:.0}% of the line's modeled cycles are true sharing. No layout helps: {}{}",
-                quoted(&t.writers),
+                "{} {} written by {} and touched by {} on other CPUs{assumption}: the same bytes, so {share:.0}% of the line's modeled cycles are true sharing. No layout helps: {}{}",
+                quoted(&shared_bytes(line, t)),
+                if shared_bytes(line, t).len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                },
                 t.writer_paths.join(", "),
                 t.victim_path,
                 if per_cpu {
