@@ -2948,12 +2948,13 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
     uint32_t info = size | kind << 8;
     if (LIKELY(t != 0)) {
         fast_enter(t);
-        /* The line's state first: the shift needs %cl, and done early it leaves the
-         * registers free for the rest (no stack frame). */
-        uint32_t v = t->lines[(a >> t->shift) & ((1u << LINE_TABLE_BITS) - 1)];
+        /* The line's state only once the site matched: a disabled state (g_off, every
+         * thread of a run not recorded) has no line table, and its site table never
+         * matches. (Read before the match, the load ran on every path once the fences
+         * ordered it: a crash in every plain run of a program built with lineup cc.) */
         struct site *s = &t->sites[SITE_OF(pc)];
         if (LIKELY(s->tag == (pc ^ ((uint64_t)info << 48)) && a - s->lo < s->span &&
-                   v == s->v)) {
+                   t->lines[(a >> t->shift) & ((1u << LINE_TABLE_BITS) - 1)] == s->v)) {
             count_at(t, s, a, info, pc, 1);
             return;
         }

@@ -847,3 +847,20 @@ fn a_full_recording_counts_the_instances_it_touched() {
     assert!(o.status.success(), "record: {}", text(&o.stderr));
     assert!(count(&profile, "lreg_args")["count"].is_null());
 }
+
+/// A program built with `lineup cc` and run without `lineup record` runs as built with cc:
+/// every hook finds the runtime's disabled state, which has no line table (a hook that read
+/// it before its site check crashed every such run of gcc -O2 code, 2026-11-28). Both
+/// compilers, the main thread and two workers, the exit status the program computes.
+#[test]
+fn a_program_built_with_lineup_cc_runs_unrecorded_as_built_with_cc() {
+    for cc in ["gcc", "clang"] {
+        let prog = build_with(
+            "tests/data/record/incr.c",
+            &format!("incr-unrecorded-{cc}"),
+            Some(cc),
+        );
+        let o = Command::new(&prog).arg("20000").output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{cc}: {o:?}");
+    }
+}
