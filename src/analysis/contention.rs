@@ -532,7 +532,9 @@ pub struct PathLocality {
     pub lines: u64,
     /// The lines themselves (a member that straddles a boundary is on both).
     pub line_indices: Vec<u64>,
-    /// The fewest lines its members' bytes fit in.
+    /// The fewest lines the bytes it touches fit in, members moving whole: a member of a line
+    /// or more takes a line of its own, a smaller one the bytes the path touches and the rest
+    /// of it towards its nearer end (not the whole of a parameter block whose flags it reads).
     pub fewest: u64,
     /// How often it runs (its busiest access), in the evidence's unit.
     pub rate: f64,
@@ -549,8 +551,10 @@ pub fn locality(
     machine: &MachineModel,
 ) -> Vec<PathLocality> {
     let cls = cls.max(1);
-    let mut paths: BTreeMap<String, (f64, BTreeSet<u64>, BTreeMap<u64, (String, u64)>, bool)> =
-        BTreeMap::new();
+    // Per path: its rate, its lines, and per unit (by offset) the first member it names and
+    // the span of the unit's bytes it touches (from the first to the end of the last).
+    type Touched = BTreeMap<u64, (String, u64, u64, usize, BTreeSet<u64>)>;
+    let mut paths: BTreeMap<String, (f64, BTreeSet<u64>, Touched, bool)> = BTreeMap::new();
     for run in cost::path_runs(streams) {
         let e = paths
             .entry(run.name)
@@ -562,14 +566,45 @@ pub fn locality(
             } else {
                 s.field.clone()
             };
-            e.2.entry(placement.offsets[s.unit])
-                .or_insert((name, units[s.unit].size.max(s.size).max(1)));
+            // The bytes the run touches, as `Stream::lines` counts them: more than a line's
+            // worth lies on its first line only. The rest of a large embedded member (a
+            // parameter block, a cache array, a stats struct whose one counter the path bumps)
+            // is not the path's, and can stick out of the lines the path needs.
+            let end = s.inner + s.touched().min(cls);
+            let t = e.2.entry(placement.offsets[s.unit]).or_insert((
+                name,
+                s.inner,
+                end,
+                s.unit,
+                BTreeSet::new(),
+            ));
+            t.1 = t.1.min(s.inner);
+            t.2 = t.2.max(end);
+            t.4.extend(s.lines(placement.offsets[s.unit], cls));
             e.3 &= s.writes <= 0.0;
         }
     }
     let mut out: Vec<PathLocality> = paths
         .into_iter()
         .filter_map(|(path, (rate, lines, members, reads_only))| {
+            // What each unit takes of the lines the path could fit in. A unit of a line or
+            // more keeps lines of its own (the search places it so: `optimize::Item::big`,
+            // `pack_fits`): those its touched bytes span, or touch now where fewer. A smaller
+            // one shares a line with others only at one of its ends: its touched bytes and the
+            // rest of it towards the nearer end.
+            let members: BTreeMap<u64, (String, u64)> = members
+                .into_iter()
+                .map(|(at, (name, first, end, u, now))| {
+                    let size = units[u].size.max(end);
+                    let takes = if size >= cls {
+                        let span = (end - first).div_ceil(cls).max(1);
+                        span.min(now.len().max(1) as u64) * cls
+                    } else {
+                        end.min(size - first)
+                    };
+                    (at, (name, takes))
+                })
+                .collect();
             let bytes: u64 = members.values().map(|(_, size)| *size).sum();
             let fewest = bytes.div_ceil(cls).max(1);
             let n = lines.len() as u64;
@@ -902,6 +937,55 @@ mod tests {
             align: 8,
         };
         assert!(locality(&units, &streams, &packed, 64, &m).is_empty());
+    }
+
+    #[test]
+    fn a_path_touching_one_word_of_an_embedded_member_counts_that_word_not_the_member() {
+        // A 64-byte parameter block at 0 whose flags the path reads, two scalars at 184 and
+        // 192, a 48-byte stats block at 200 whose first counter it bumps, and a 1032-byte cache
+        // at 256 whose count it bumps: lines 0, 2, 3 and 4. The block and the cache keep a line
+        // each; the scalars and the counter (the stats' other 40 bytes spilling over) fit in
+        // one: 3 lines. Counting the members whole (1160 bytes, 19 lines) would say the path
+        // already touches fewer lines than it needs.
+        let mut units = vec![
+            unit("params", 0),
+            unit("offset", 184),
+            unit("users", 192),
+            unit("stats", 200),
+            unit("cache", 256),
+        ];
+        units[0].size = 64;
+        units[3].size = 48;
+        units[4].size = 1032;
+        let mut streams: Vec<Stream> = (0..5)
+            .map(|i| stream(i, "alloc", 100.0, 0.0, &[2]))
+            .collect();
+        streams[4].size = 4;
+        let p = Placement {
+            offsets: vec![0, 184, 192, 200, 256],
+            size: 1344,
+            align: 64,
+        };
+        let m = preset("icelake-2s").unwrap();
+        let found = locality(&units, &streams, &p, 64, &m);
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].lines, found[0].fewest), (4, 3));
+        assert!((found[0].cycles - 100.0 * m.l2_hit).abs() < 1e-6);
+        // Three line-sized sections read at their starts take three lines however they are
+        // placed: nothing to gather.
+        let mut units: Vec<Unit> = (0..3).map(|i| unit(&format!("s{i}"), i * 64)).collect();
+        for u in &mut units {
+            u.size = 64;
+        }
+        let streams: Vec<Stream> = (0..3)
+            .map(|i| stream(i, "fill", 100.0, 0.0, &[2]))
+            .collect();
+        let p = Placement {
+            offsets: vec![0, 64, 128],
+            size: 192,
+            align: 64,
+        };
+        assert!(locality(&units, &streams, &p, 64, &m).is_empty());
     }
 
     #[test]
