@@ -800,14 +800,31 @@ pub fn pairs(
         // A prefetch takes the other line shared: it costs only where that line is written
         // too, so only the two lines' writers couple (seed 000's fix moved read-mostly
         // `rt_se` to the line beside `load_avg`'s and measured the false sharing gone).
+        // The misses the pairing adds queue at the two lines, each its own: at the busier
+        // line's queue (its streams, readers included, as the line is priced), not at the
+        // queue of one line carrying both lines' traffic, which does not exist. A merged
+        // line's queue runs the pair of two rarely written lines near saturation (four
+        // neighbouring cache elements whose used bit is stored once per 100 lookups,
+        // tests/cases/promscale_clockcache_element) and would price its coupled misses at
+        // tens of transfers each.
+        let queue = |set: &[&Stream]| match cost::serialized_by(set) {
+            Some(_) => 1.0,
+            None => {
+                let (_, _, f, t) = cost::line_terms(set, machine);
+                q.factor(f + t)
+            }
+        };
+        let factor = queue(a).max(queue(b));
         let a: Vec<&Stream> = a.iter().copied().filter(|s| s.writes > 0.0).collect();
         let b: Vec<&Stream> = b.iter().copied().filter(|s| s.writes > 0.0).collect();
         if a.is_empty() || b.is_empty() {
             continue;
         }
         let both: Vec<&Stream> = a.iter().chain(b.iter()).copied().collect();
-        let false_of = |set: &[&Stream]| cost::queued_line_terms(set, machine, q).2;
-        let extra = (false_of(&both) - false_of(&a) - false_of(&b)).max(0.0) * machine.pair_share();
+        let false_of = |set: &[&Stream]| cost::line_terms(set, machine).2;
+        let extra = (false_of(&both) - false_of(&a) - false_of(&b)).max(0.0)
+            * machine.pair_share()
+            * factor;
         if extra <= 0.0 {
             continue;
         }
@@ -908,6 +925,54 @@ mod tests {
         assert_eq!(
             cost::evaluate(&units, &streams, &apart, 64, &intel, &q).pair_cycles,
             0.0
+        );
+    }
+
+    #[test]
+    fn a_pairs_coupled_misses_queue_at_the_busier_line_not_at_a_merged_one() {
+        // Three elements each read by its own CPU and written once per 100 reads (by it and by
+        // a sweeper on CPU 4): `e1` on line 0, `e2` and `e3` on line 1, one aligned pair.
+        let mut streams = Vec::new();
+        for (u, cpu) in [(0, 1), (1, 2), (2, 3)] {
+            streams.push(stream(u, "get", 100.0, 0.0, &[cpu]));
+            streams.last_mut().unwrap().writes = 1.0;
+            streams.push(stream(u, "evict", 0.0, 1.0, &[4]));
+        }
+        let p = Placement {
+            offsets: vec![0, 64, 72],
+            size: 128,
+            align: 64,
+        };
+        let intel = preset("icelake-2s").unwrap();
+        let by_line = cost::streams_by_line(&streams, &p, 64);
+        let (l0, l1) = (&by_line[&0], &by_line[&1]);
+        let unqueued = |set: &[&Stream]| cost::line_terms(set, &intel);
+        let busiest = [l0, l1]
+            .iter()
+            .map(|l| {
+                let (_, _, f, t) = unqueued(l);
+                f + t
+            })
+            .fold(0.0, f64::max);
+        let q = cost::Queueing {
+            reference: busiest,
+            utilization: 0.5,
+        };
+        let found = pairs(&streams, &p, 64, &intel, &q);
+        assert_eq!(found.len(), 1);
+        let both: Vec<&Stream> = l0.iter().chain(l1.iter()).copied().collect();
+        let coupled = (unqueued(&both).2 - unqueued(l0).2 - unqueued(l1).2) * intel.pair_share();
+        // The busier line runs at the reference utilization: its queue doubles the cycles.
+        assert!((found[0].cycles - 2.0 * coupled).abs() < 1e-6 * coupled);
+        // One line with both lines' traffic would run past the reference, near saturation.
+        let merged = (cost::queued_line_terms(&both, &intel, &q).2
+            - cost::queued_line_terms(l0, &intel, &q).2
+            - cost::queued_line_terms(l1, &intel, &q).2)
+            * intel.pair_share();
+        assert!(
+            found[0].cycles < 0.5 * merged,
+            "{} vs {merged}",
+            found[0].cycles
         );
     }
 
