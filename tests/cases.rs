@@ -155,6 +155,16 @@ fn check(dir: &Path) -> Outcome {
                 }
             }
         }
+        // `apart_pairs`: on pairwise different aligned 128-byte pairs of lines (the pairs the
+        // adjacent-line prefetcher fetches together).
+        if let Some(ms) = c.get("apart_pairs") {
+            let ms = names(ms);
+            let pairs: Vec<u64> = ms.iter().map(|m| line(m) / 2).collect();
+            let distinct: std::collections::BTreeSet<u64> = pairs.iter().copied().collect();
+            if distinct.len() != pairs.len() {
+                failures.push(format!("apart_pairs {ms:?}: pairs {pairs:?}"));
+            }
+        }
         if let Some(ms) = c.get("within") {
             let ms = names(ms);
             let k = c.get("lines").and_then(|v| v.as_integer()).unwrap_or(1) as u64;

@@ -561,7 +561,9 @@ pub struct PathLocality {
     pub lines: u64,
     /// The lines themselves (a member that straddles a boundary is on both).
     pub line_indices: Vec<u64>,
-    /// The fewest lines its members' bytes fit in.
+    /// The fewest lines the bytes it touches fit in, members moving whole: a member of a line
+    /// or more takes a line of its own, a smaller one the bytes the path touches and the rest
+    /// of it towards its nearer end (not the whole of a parameter block whose flags it reads).
     pub fewest: u64,
     /// How often it runs (its busiest access), in the evidence's unit.
     pub rate: f64,
@@ -578,8 +580,10 @@ pub fn locality(
     machine: &MachineModel,
 ) -> Vec<PathLocality> {
     let cls = cls.max(1);
-    let mut paths: BTreeMap<String, (f64, BTreeSet<u64>, BTreeMap<u64, (String, u64)>, bool)> =
-        BTreeMap::new();
+    // Per path: its rate, its lines, and per unit (by offset) the first member it names and
+    // the span of the unit's bytes it touches (from the first to the end of the last).
+    type Touched = BTreeMap<u64, (String, u64, u64, usize, BTreeSet<u64>)>;
+    let mut paths: BTreeMap<String, (f64, BTreeSet<u64>, Touched, bool)> = BTreeMap::new();
     for run in cost::path_runs(streams) {
         let e = paths
             .entry(run.name)
@@ -591,14 +595,45 @@ pub fn locality(
             } else {
                 s.field.clone()
             };
-            e.2.entry(placement.offsets[s.unit])
-                .or_insert((name, units[s.unit].size.max(s.size).max(1)));
+            // The bytes the run touches, as `Stream::lines` counts them: more than a line's
+            // worth lies on its first line only. The rest of a large embedded member (a
+            // parameter block, a cache array, a stats struct whose one counter the path bumps)
+            // is not the path's, and can stick out of the lines the path needs.
+            let end = s.inner + s.touched().min(cls);
+            let t = e.2.entry(placement.offsets[s.unit]).or_insert((
+                name,
+                s.inner,
+                end,
+                s.unit,
+                BTreeSet::new(),
+            ));
+            t.1 = t.1.min(s.inner);
+            t.2 = t.2.max(end);
+            t.4.extend(s.lines(placement.offsets[s.unit], cls));
             e.3 &= s.writes <= 0.0;
         }
     }
     let mut out: Vec<PathLocality> = paths
         .into_iter()
         .filter_map(|(path, (rate, lines, members, reads_only))| {
+            // What each unit takes of the lines the path could fit in. A unit of a line or
+            // more keeps lines of its own (the search places it so: `optimize::Item::big`,
+            // `pack_fits`): those its touched bytes span, or touch now where fewer. A smaller
+            // one shares a line with others only at one of its ends: its touched bytes and the
+            // rest of it towards the nearer end.
+            let members: BTreeMap<u64, (String, u64)> = members
+                .into_iter()
+                .map(|(at, (name, first, end, u, now))| {
+                    let size = units[u].size.max(end);
+                    let takes = if size >= cls {
+                        let span = (end - first).div_ceil(cls).max(1);
+                        span.min(now.len().max(1) as u64) * cls
+                    } else {
+                        end.min(size - first)
+                    };
+                    (at, (name, takes))
+                })
+                .collect();
             let bytes: u64 = members.values().map(|(_, size)| *size).sum();
             let fewest = bytes.div_ceil(cls).max(1);
             let n = lines.len() as u64;
@@ -794,14 +829,31 @@ pub fn pairs(
         // A prefetch takes the other line shared: it costs only where that line is written
         // too, so only the two lines' writers couple (seed 000's fix moved read-mostly
         // `rt_se` to the line beside `load_avg`'s and measured the false sharing gone).
+        // The misses the pairing adds queue at the two lines, each its own: at the busier
+        // line's queue (its streams, readers included, as the line is priced), not at the
+        // queue of one line carrying both lines' traffic, which does not exist. A merged
+        // line's queue runs the pair of two rarely written lines near saturation (four
+        // neighbouring cache elements whose used bit is stored once per 100 lookups,
+        // tests/cases/promscale_clockcache_element) and would price its coupled misses at
+        // tens of transfers each.
+        let queue = |set: &[&Stream]| match cost::serialized_by(set) {
+            Some(_) => 1.0,
+            None => {
+                let (_, _, f, t) = cost::line_terms(set, machine);
+                q.factor(f + t)
+            }
+        };
+        let factor = queue(a).max(queue(b));
         let a: Vec<&Stream> = a.iter().copied().filter(|s| s.writes > 0.0).collect();
         let b: Vec<&Stream> = b.iter().copied().filter(|s| s.writes > 0.0).collect();
         if a.is_empty() || b.is_empty() {
             continue;
         }
         let both: Vec<&Stream> = a.iter().chain(b.iter()).copied().collect();
-        let false_of = |set: &[&Stream]| cost::queued_line_terms(set, machine, q).2;
-        let extra = (false_of(&both) - false_of(&a) - false_of(&b)).max(0.0) * machine.pair_share();
+        let false_of = |set: &[&Stream]| cost::line_terms(set, machine).2;
+        let extra = (false_of(&both) - false_of(&a) - false_of(&b)).max(0.0)
+            * machine.pair_share()
+            * factor;
         if extra <= 0.0 {
             continue;
         }
@@ -906,6 +958,54 @@ mod tests {
     }
 
     #[test]
+    fn a_pairs_coupled_misses_queue_at_the_busier_line_not_at_a_merged_one() {
+        // Three elements each read by its own CPU and written once per 100 reads (by it and by
+        // a sweeper on CPU 4): `e1` on line 0, `e2` and `e3` on line 1, one aligned pair.
+        let mut streams = Vec::new();
+        for (u, cpu) in [(0, 1), (1, 2), (2, 3)] {
+            streams.push(stream(u, "get", 100.0, 0.0, &[cpu]));
+            streams.last_mut().unwrap().writes = 1.0;
+            streams.push(stream(u, "evict", 0.0, 1.0, &[4]));
+        }
+        let p = Placement {
+            offsets: vec![0, 64, 72],
+            size: 128,
+            align: 64,
+        };
+        let intel = preset("icelake-2s").unwrap();
+        let by_line = cost::streams_by_line(&streams, &p, 64);
+        let (l0, l1) = (&by_line[&0], &by_line[&1]);
+        let unqueued = |set: &[&Stream]| cost::line_terms(set, &intel);
+        let busiest = [l0, l1]
+            .iter()
+            .map(|l| {
+                let (_, _, f, t) = unqueued(l);
+                f + t
+            })
+            .fold(0.0, f64::max);
+        let q = cost::Queueing {
+            reference: busiest,
+            utilization: 0.5,
+        };
+        let found = pairs(&streams, &p, 64, &intel, &q);
+        assert_eq!(found.len(), 1);
+        let both: Vec<&Stream> = l0.iter().chain(l1.iter()).copied().collect();
+        let coupled = (unqueued(&both).2 - unqueued(l0).2 - unqueued(l1).2) * intel.pair_share();
+        // The busier line runs at the reference utilization: its queue doubles the cycles.
+        assert!((found[0].cycles - 2.0 * coupled).abs() < 1e-6 * coupled);
+        // One line with both lines' traffic would run past the reference, near saturation.
+        let merged = (cost::queued_line_terms(&both, &intel, &q).2
+            - cost::queued_line_terms(l0, &intel, &q).2
+            - cost::queued_line_terms(l1, &intel, &q).2)
+            * intel.pair_share();
+        assert!(
+            found[0].cycles < 0.5 * merged,
+            "{} vs {merged}",
+            found[0].cycles
+        );
+    }
+
+    #[test]
     fn a_path_reading_eight_members_over_four_lines_is_told_they_fit_in_one() {
         let units: Vec<Unit> = (0..8).map(|i| unit(&format!("m{i}"), i * 32)).collect();
         let streams: Vec<Stream> = (0..8)
@@ -931,6 +1031,55 @@ mod tests {
             align: 8,
         };
         assert!(locality(&units, &streams, &packed, 64, &m).is_empty());
+    }
+
+    #[test]
+    fn a_path_touching_one_word_of_an_embedded_member_counts_that_word_not_the_member() {
+        // A 64-byte parameter block at 0 whose flags the path reads, two scalars at 184 and
+        // 192, a 48-byte stats block at 200 whose first counter it bumps, and a 1032-byte cache
+        // at 256 whose count it bumps: lines 0, 2, 3 and 4. The block and the cache keep a line
+        // each; the scalars and the counter (the stats' other 40 bytes spilling over) fit in
+        // one: 3 lines. Counting the members whole (1160 bytes, 19 lines) would say the path
+        // already touches fewer lines than it needs.
+        let mut units = vec![
+            unit("params", 0),
+            unit("offset", 184),
+            unit("users", 192),
+            unit("stats", 200),
+            unit("cache", 256),
+        ];
+        units[0].size = 64;
+        units[3].size = 48;
+        units[4].size = 1032;
+        let mut streams: Vec<Stream> = (0..5)
+            .map(|i| stream(i, "alloc", 100.0, 0.0, &[2]))
+            .collect();
+        streams[4].size = 4;
+        let p = Placement {
+            offsets: vec![0, 184, 192, 200, 256],
+            size: 1344,
+            align: 64,
+        };
+        let m = preset("icelake-2s").unwrap();
+        let found = locality(&units, &streams, &p, 64, &m);
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].lines, found[0].fewest), (4, 3));
+        assert!((found[0].cycles - 100.0 * m.l2_hit).abs() < 1e-6);
+        // Three line-sized sections read at their starts take three lines however they are
+        // placed: nothing to gather.
+        let mut units: Vec<Unit> = (0..3).map(|i| unit(&format!("s{i}"), i * 64)).collect();
+        for u in &mut units {
+            u.size = 64;
+        }
+        let streams: Vec<Stream> = (0..3)
+            .map(|i| stream(i, "fill", 100.0, 0.0, &[2]))
+            .collect();
+        let p = Placement {
+            offsets: vec![0, 64, 128],
+            size: 192,
+            align: 64,
+        };
+        assert!(locality(&units, &streams, &p, 64, &m).is_empty());
     }
 
     #[test]
