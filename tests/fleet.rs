@@ -203,7 +203,7 @@ fn typeoff_rows_are_the_typed_accesses_without_addresses() {
 }
 
 #[test]
-fn c2c_lines_are_stored_once_bound_and_addresses_only_when_kept() {
+fn c2c_lines_are_stored_once_bound_to_a_struct() {
     let store = scratch("c2c");
     // Raw cache lines without a struct to bind them to: refused, nothing written.
     let out = add(&store, "a", "b1", &["--c2c", C2C]);
@@ -233,29 +233,6 @@ fn c2c_lines_are_stored_once_bound_and_addresses_only_when_kept() {
         .map(|r| r["lcl_hitm"].as_f64().unwrap() + r["rmt_hitm"].as_f64().unwrap())
         .sum();
     assert!(stored > 0.0 && stored <= listed, "{stored} of {listed}");
-    // With --keep-addresses (another input by its tags), the code addresses the report gave.
-    let kept = scratch("c2c-kept");
-    added(
-        &kept,
-        "a",
-        "b1",
-        &[
-            "--c2c",
-            C2C,
-            "--type",
-            "root_domain",
-            "--btf",
-            BTF,
-            "--keep-addresses",
-        ],
-    );
-    let with_ip = stored_rows(&kept);
-    assert_eq!(with_ip.len(), rows.len());
-    assert!(
-        with_ip
-            .iter()
-            .any(|r| r["ip"].as_str().is_some_and(|s| s.starts_with("0x")))
-    );
 }
 
 #[test]
@@ -452,7 +429,8 @@ fn layout_profile(path: &Path, members: &[(&str, u64, f64, f64)]) {
         .map(|(m, off, stores, hitm)| {
             json!({"offset": off, "size": 8, "field": m,
                    "counts": {"stores": stores, "loads": stores, "lcl_hitm": hitm},
-                   "code": {"symbol": format!("write_{m}")}})
+                   "code": {"symbol": format!("write_{m}"),
+                            "address": format!("{:#x}", 0xffffffff81000000u64 + off)}})
         })
         .collect();
     let p = json!({"schema": 1, "provenance": {"tool": "test"}, "unit": "samples",
@@ -462,7 +440,7 @@ fn layout_profile(path: &Path, members: &[(&str, u64, f64, f64)]) {
 }
 
 #[test]
-fn compare_shows_the_members_a_relayout_moved() {
+fn compare_shows_the_members_a_relayout_moved_and_addresses_are_kept_only_when_asked() {
     let dir = scratch("compare-in");
     let (old, new) = (dir.join("old.json"), dir.join("new.json"));
     // Build A: `a` and `b` share the first line and bounce it; build B moves `b` to the next
@@ -488,6 +466,24 @@ fn compare_shows_the_members_a_relayout_moved() {
         added(&store, host, "A", &["--profile", old.to_str().unwrap()]);
     }
     added(&store, "h1", "B", &["--profile", new.to_str().unwrap()]);
+    // Instruction addresses only with --keep-addresses (the same input with that flag is
+    // another input).
+    let rows = stored_rows(&store);
+    assert!(rows.iter().all(|r| r["ip"].is_null()));
+    let kept = scratch("compare-kept");
+    added(
+        &kept,
+        "h1",
+        "A",
+        &["--profile", old.to_str().unwrap(), "--keep-addresses"],
+    );
+    let with_ip = stored_rows(&kept);
+    let ips: Vec<&Value> = with_ip.iter().map(|r| &r["ip"]).collect();
+    let want: Vec<Value> = [0u64, 8, 16]
+        .iter()
+        .map(|o| json!(format!("{:#x}", 0xffffffff81000000u64 + o)))
+        .collect();
+    assert_eq!(ips, want.iter().collect::<Vec<_>>());
     let s = store.to_str().unwrap();
     let out = run(&["fleet", "compare", "--store", s, "A", "B", "--json"]);
     assert_eq!(out.status.code(), Some(1));
