@@ -21,6 +21,16 @@ _lineup_setup() {
         return 1
     fi
 
+    if [ "$what" = test ]; then
+        # The fleet tests build --features fleet (DataFusion), which needs a newer Rust than
+        # the default build: Cargo.toml's [package.metadata.lineup] fleet-rust-version.
+        local fleet
+        fleet=$(sed -n 's/^fleet-rust-version *= *"\([0-9.]*\)".*/\1/p' "$root/Cargo.toml")
+        if [ -n "$fleet" ] && [ "$(printf '%s\n%s\n' "$want" "$fleet" | sort -V | tail -n 1)" = "$fleet" ]; then
+            want=$fleet
+        fi
+    fi
+
     # gcc, libc6-dev: a C compiler (the tour's replica and replay; Rust links with it).
     local packages=(gcc libc6-dev)
     if [ "$what" = test ]; then

@@ -206,6 +206,15 @@ impl EvidenceArgs {
         .collect()
     }
 
+    /// Every evidence file given, each with the flag that gave it (`fleet add` hashes them).
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    pub fn files(&self) -> Vec<(&'static str, &Path)> {
+        self.sets()
+            .into_iter()
+            .map(|(k, p)| (k.flag(), p))
+            .collect()
+    }
+
     /// Reads the one evidence set; for c2c text holding several reports, the
     /// `pick.report`-th. A second evidence file is refused in one line: only `predict`
     /// compares workloads.

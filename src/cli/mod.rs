@@ -6,6 +6,8 @@ mod check;
 mod diagnose;
 mod diff;
 mod evidence;
+#[cfg(feature = "fleet")]
+mod fleet;
 mod layout;
 mod optimize;
 mod output;
@@ -55,6 +57,8 @@ enum Command {
     Check(check::Args),
     Diff(diff::Args),
     Typing(typing::Args),
+    #[cfg(feature = "fleet")]
+    Fleet(fleet::Args),
 }
 
 /// Runs the command line and returns the process exit code: 0 on success (`check` and `diff`:
@@ -88,6 +92,9 @@ pub fn main() -> i32 {
         // 0 same, 1 different, as diff(1) and codiff.
         Command::Diff(args) => diff::run(args),
         Command::Typing(args) => typing::run(args).map(|()| 0),
+        // 0 same, 1 different for `fleet compare`, as diff(1).
+        #[cfg(feature = "fleet")]
+        Command::Fleet(args) => fleet::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod schema;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
