@@ -2946,12 +2946,15 @@ static inline __attribute__((always_inline)) void rec(uintptr_t a, uint32_t size
                                                       uintptr_t pc) {
     struct tstate *t = tls;
     uint32_t info = size | kind << 8;
-    if (LIKELY(t != 0)) {
+    /* Not for the disabled state, which every thread of a run not recorded shares: its
+     * in_fast would be one line written by all of them (it takes the miss path, which skips
+     * everything, as its site table never matches). */
+    if (LIKELY(t != 0 && t != &g_off)) {
         fast_enter(t);
-        /* The line's state only once the site matched: a disabled state (g_off, every
-         * thread of a run not recorded) has no line table, and its site table never
-         * matches. (Read before the match, the load ran on every path once the fences
-         * ordered it: a crash in every plain run of a program built with lineup cc.) */
+        /* The line's state only once the site matched: a miss needs no load of it. (Read
+         * first, the fences kept the load on every path, g_off's too, which has no line
+         * table: a crash in every plain run of a program built with lineup cc, before g_off
+         * was kept off this path.) */
         struct site *s = &t->sites[SITE_OF(pc)];
         if (LIKELY(s->tag == (pc ^ ((uint64_t)info << 48)) && a - s->lo < s->span &&
                    t->lines[(a >> t->shift) & ((1u << LINE_TABLE_BITS) - 1)] == s->v)) {
