@@ -35,7 +35,7 @@ const TRANSFER_NS_BOUND: f64 = 500.0;
 /// What the whole run did, when the evidence knows it (`lineup record` counts every
 /// access and simulates every transfer): verdicts need a rate that matters against it.
 /// Sampled kernel evidence (c2c, perf script) has no such total: perf lists only lines it
-/// found contended, and a struct's lines are weighed against its busiest one ([`RARE`]).
+/// found contended, and a struct's lines are weighed against its busiest one (`diagnose`'s `RARE`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct RunTotals {
     pub accesses: f64,
