@@ -7,6 +7,7 @@
 
 pub mod analysis;
 pub mod bench;
+pub mod clock;
 pub mod emit;
 #[cfg(feature = "fleet")]
 pub mod fleet;

@@ -78,7 +78,7 @@ pub fn run(args: Args) -> Result<()> {
     let started = Instant::now();
     let m = measure(&topology, &cpus, &effort, &cpuinfo);
 
-    let date = utc_now();
+    let date = lineup::clock::utc_now();
     let guess = host::read_host(sys);
     let (mut model, mut derived) = cal::machine_from(&guess, &m.transfers, &m.loads);
     derived.push(cal::machine_pairs(&mut model, &m.neighbours));
@@ -411,28 +411,4 @@ fn report(
         None => s.push_str("not cached for --machine host (--no-cache)\n"),
     }
     s
-}
-
-/// Now, UTC, as `YYYY-MM-DDTHH:MM:SSZ`.
-fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's days_from_civil, inverted).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }

@@ -155,7 +155,7 @@ fn add(args: AddArgs) -> Result<()> {
     };
     let tags = fleet::Tags {
         build,
-        date: args.date.clone().unwrap_or_else(fleet::today),
+        date: args.date.clone().unwrap_or_else(lineup::clock::today),
         host: args.host.clone(),
         machine: args.machine.clone(),
         workload: args.workload.clone(),

@@ -318,25 +318,6 @@ pub fn check_date(date: &str) -> Result<(), String> {
     }
 }
 
-/// Today's date (UTC) as `YYYY-MM-DD`.
-pub fn today() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    // Days since 1970-01-01 to a civil date (proleptic Gregorian).
-    let z = (secs / 86_400) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
 /// Every stored file of the store, sorted (none for a store not yet made).
 pub fn stored_files(store: &Path) -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -451,7 +432,7 @@ mod tests {
         assert!(check_date("2025-02-28").is_ok());
         assert!(check_date("2025-13-01").is_err());
         assert!(check_date("2025-1-01").is_err());
-        assert!(check_date(&today()).is_ok());
+        assert!(check_date(&crate::clock::today()).is_ok());
         assert!(check_build("6.18.44-abc_1").is_ok());
         assert!(check_build("../x").is_err());
         assert!(check_build("a/b").is_err());
