@@ -66,9 +66,13 @@ impl Drop for Busy {
     }
 }
 
+/// Where [`built`] puts the program of `src`.
+fn program(src: &str) -> PathBuf {
+    scratch().join(Path::new(src).file_stem().unwrap())
+}
+
 fn built(src: &str) -> PathBuf {
-    let stem = Path::new(src).file_stem().unwrap().to_string_lossy();
-    let prog = scratch().join(stem.as_ref());
+    let prog = program(src);
     common::run_ok(
         lineup()
             .env("LINEUP_CC", "clang")
@@ -136,13 +140,20 @@ fn same_both_ways(src: &str, select: &[&str]) -> (Value, Value) {
     (idle, busy)
 }
 
+const LOCK_HANDED: &str = "tests/data/record/overlap/lock_handed.c";
+
+/// lock_handed.c built, recorded idle and busy and diagnosed once, for both tests that read
+/// it: each building and recording it to the same paths, one test's `diagnose` read the
+/// program while the other wrote it.
+fn lock_handed() -> &'static (Value, Value) {
+    static DONE: OnceLock<(Value, Value)> = OnceLock::new();
+    DONE.get_or_init(|| same_both_ways(LOCK_HANDED, &["--type", "serial_state"]))
+}
+
 #[test]
 fn a_state_handed_over_under_a_mutex_is_not_contention_idle_or_busy() {
-    let (idle, busy) = same_both_ways(
-        "tests/data/record/overlap/lock_handed.c",
-        &["--type", "serial_state"],
-    );
-    for d in [&idle, &busy] {
+    let (idle, busy) = lock_handed();
+    for d in [idle, busy] {
         for l in d["lines"].as_array().unwrap() {
             assert!(
                 !CONTENTION.contains(&l["verdict"].as_str().unwrap()),
@@ -184,15 +195,14 @@ fn a_state_handed_over_under_a_mutex_is_not_contention_idle_or_busy() {
 /// `a_saving_under_the_runs_floor_is_no_fix_for_optimize_predict_and_diagnose`).
 #[test]
 fn optimize_and_predict_keep_a_state_handed_over_under_a_mutex_as_it_is() {
-    let prog = built("tests/data/record/overlap/lock_handed.c");
-    let d = diagnosed(&prog, false, &["--type", "serial_state"]);
+    let (d, _) = lock_handed();
     for l in d["lines"].as_array().unwrap() {
         assert!(
             !CONTENTION.contains(&l["verdict"].as_str().unwrap()),
             "{l:#}"
         );
     }
-    let profile = prog.with_extension("idle.json");
+    let profile = program(LOCK_HANDED).with_extension("idle.json");
     let json = |cmd: &str| -> Value {
         serde_json::from_slice(&common::run_ok(
             lineup()
@@ -244,18 +254,7 @@ fn a_site_run_with_and_without_its_lock_is_contention_idle_or_busy() {
         &["--type", "tally"],
     );
     for d in [&idle, &busy] {
-        let line = d["lines"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|l| {
-                l["members"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|m| m["name"] == "hits")
-            })
-            .unwrap_or_else(|| panic!("{d:#}"));
+        let line = common::diagnosed_line(d, "hits");
         assert_eq!(line["verdict"], "true_sharing", "{line:#}");
         assert!(line["cost"].as_f64().unwrap() > 0.0, "{line:#}");
         assert!(
