@@ -23,22 +23,6 @@ fn data(name: &str) -> String {
         .to_string()
 }
 
-/// The diagnosed line holding member `name`.
-fn line_with<'a>(d: &'a Value, name: &str) -> &'a Value {
-    d["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| {
-            l["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|m| m["name"] == name)
-        })
-        .unwrap_or_else(|| panic!("no line with `{name}`: {d:#}"))
-}
-
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("lineup-c2c-diag-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -62,7 +46,7 @@ fn memcg_loads_only_line_is_false_sharing_with_an_unsampled_writer() {
         "0",
         "--json",
     ]);
-    let l = line_with(&d, "cgroup");
+    let l = common::diagnosed_line(&d, "cgroup");
     assert_eq!(l["verdict"], "false_sharing", "{l:#}");
     let names: Vec<&str> = l["members"]
         .as_array()
@@ -109,7 +93,7 @@ fn go_counters_loads_only_replica() {
         "-48",
         "--json",
     ]);
-    let l = line_with(&d, "RequestsTotal");
+    let l = common::diagnosed_line(&d, "RequestsTotal");
     assert_eq!(l["verdict"], "false_sharing", "{l:#}");
     assert!(
         l["members"]
@@ -259,7 +243,7 @@ fn tugtest_struct_foo_replica() {
         "-16",
         "--json",
     ]);
-    let l = line_with(&d, "m1");
+    let l = common::diagnosed_line(&d, "m1");
     assert_eq!(l["verdict"], "false_sharing", "{l:#}");
     let why = l["explanation"].as_str().unwrap();
     assert!(why.contains("`m1` is stored by writer"), "{why}");

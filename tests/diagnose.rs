@@ -619,18 +619,7 @@ fn true_sharing_names_the_members_both_paths_touch() {
             .to_str()
             .unwrap(),
     ]);
-    let line = out["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| {
-            l["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|m| m["name"] == "first_tx_mstamp")
-        })
-        .expect("the line of first_tx_mstamp");
+    let line = common::diagnosed_line(&out, "first_tx_mstamp");
     assert_eq!(line["verdict"], "true_sharing", "{line:#}");
     let why = line["explanation"].as_str().unwrap();
     assert!(

@@ -99,18 +99,7 @@ fn names(v: &serde_json::Value) -> Vec<String> {
 
 /// The line holding sub-field `name` in a diagnosis, with its verdict and its members' paths.
 fn line_of(d: &serde_json::Value, name: &str) -> (u64, String, Vec<String>) {
-    let l = d["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| {
-            l["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|m| m["name"] == name)
-        })
-        .unwrap_or_else(|| panic!("no line names {name}: {d}"));
+    let l = common::diagnosed_line(d, name);
     let paths = l["members"]
         .as_array()
         .unwrap()

@@ -24,19 +24,8 @@ fn cells(dir: &Path) -> (PathBuf, PathBuf) {
     let header = dir.join("cells.c");
     std::fs::copy(repo().join("tests/cases/longadder_cells/before.c"), &header).unwrap();
     let obj = dir.join("before.o");
-    cc(&header, &obj);
+    common::cc_object(&header, &obj);
     (header, obj)
-}
-
-fn cc(src: &Path, obj: &Path) {
-    let st = Command::new("cc")
-        .args(["-g", "-c"])
-        .arg(src)
-        .arg("-o")
-        .arg(obj)
-        .status()
-        .expect("cc");
-    assert!(st.success(), "cc {}", src.display());
 }
 
 /// icelake-2s as a machine file, with or without adjacent-line pairs.
@@ -137,7 +126,7 @@ fn with_pairs_the_cells_go_a_pair_apart_and_the_patch_compiles_to_the_priced_off
         .expect("patch");
     assert!(st.success(), "patch -p1 failed on:\n{diff}");
     let after = dir.join("after.o");
-    cc(&header, &after);
+    common::cc_object(&header, &after);
     let laid = lineup_json(&[
         "layout",
         "--dwarf",
@@ -219,7 +208,7 @@ fn with_instance(name: &str, instance: &str) -> (serde_json::Value, String, Stri
         .status()
         .expect("patch");
     assert!(st.success(), "patch -p1 failed on:\n{diff}");
-    cc(&header, &dir.join("after.o"));
+    common::cc_object(&header, &dir.join("after.o"));
     (v, said, std::fs::read_to_string(&header).unwrap())
 }
 

@@ -87,22 +87,6 @@ fn planned_line(o: &Value, m: &str) -> u64 {
     o["plan"]["placement"]["offsets"][i].as_u64().unwrap() / 64
 }
 
-/// `diagnose --json`'s line holding member `m`.
-fn diagnosed_line<'v>(d: &'v Value, m: &str) -> &'v Value {
-    d["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| {
-            l["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|x| x["name"] == m)
-        })
-        .unwrap_or_else(|| panic!("no line holds {m}: {d}"))
-}
-
 /// Modeled cycles of `layout` (a file name, or `current`/`lineup`) in `predict --json`.
 fn priced(p: &Value, layout: &str) -> f64 {
     predicted_totals(p)
@@ -138,7 +122,7 @@ fn two_members_one_function_writes_stay_one_stream_and_one_line() {
         "struct pair { long a; long b; long filler[8]; long c; };\nstruct pair p;\n",
     );
     let d = run("diagnose", "pair", &together, &sketch, &[]);
-    let line = diagnosed_line(&d, "a");
+    let line = common::diagnosed_line(&d, "a");
     assert_eq!(line["verdict"], "co_written", "{line:#}");
     for t in line["terms"].as_array().unwrap() {
         assert_ne!(t["class"], "false_sharing", "{t}");
@@ -190,7 +174,7 @@ fn what_one_run_reads_beside_a_member_it_updates_is_true_sharing_and_stays() {
     // Plain stores (refs updated under the cache's mutex): one touch per lookup.
     let sketch = write(&dir, "plain.toml", &handle_sketch("store"));
     let d = run("diagnose", "handle", &obj, &sketch, &[]);
-    let line = diagnosed_line(&d, "value");
+    let line = common::diagnosed_line(&d, "value");
     assert_ne!(line["verdict"], "false_sharing", "{line:#}");
     for t in line["terms"].as_array().unwrap() {
         // No miss of the lookup is false sharing: its run takes the line for `refs` anyway.
@@ -218,7 +202,7 @@ fn what_one_run_reads_beside_a_member_it_updates_is_true_sharing_and_stays() {
     // another CPU's atomic can come between: false sharing, and the split pays.
     let sketch = write(&dir, "atomic.toml", &handle_sketch("rmw"));
     let d = run("diagnose", "handle", &obj, &sketch, &[]);
-    let line = diagnosed_line(&d, "value");
+    let line = common::diagnosed_line(&d, "value");
     assert_eq!(line["verdict"], "false_sharing", "{line:#}");
     let p = run("predict", "handle", &obj, &sketch, &["--layout", &split]);
     assert!(
@@ -245,7 +229,7 @@ fn a_reader_of_every_writers_member_is_true_sharing_for_it_and_false_between_the
     }
     let sketch = write(&dir, "sketch.toml", &s);
     let d = run("diagnose", "pending", &obj, &sketch, &[]);
-    let line = diagnosed_line(&d, "t1");
+    let line = common::diagnosed_line(&d, "t1");
     assert_eq!(line["verdict"], "false_sharing", "{line:#}");
     let terms = line["terms"].as_array().unwrap();
     let mut workers_false = false;

@@ -41,22 +41,6 @@ fn lineup_in(dir: &Path) -> Command {
     c
 }
 
-/// The diagnosed line that holds `member`.
-fn line_of<'a>(diagnosis: &'a Value, member: &str) -> &'a Value {
-    diagnosis["lines"]
-        .as_array()
-        .expect("lines")
-        .iter()
-        .find(|l| {
-            l["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|m| m["name"] == member)
-        })
-        .unwrap_or_else(|| panic!("no line holds {member}: {diagnosis}"))
-}
-
 fn member<'a>(line: &'a Value, name: &str) -> &'a Value {
     line["members"]
         .as_array()
@@ -84,7 +68,7 @@ fn functions(m: &Value) -> Vec<String> {
 /// The false sharing the seed found: load_avg written, rt_se and rt_rq read by set_task_cpu,
 /// on one line.
 fn assert_seed_conclusion(d: &Value) {
-    let line = line_of(d, "load_avg");
+    let line = common::diagnosed_line(d, "load_avg");
     assert_eq!(line["verdict"], "false_sharing", "{line}");
     let load_avg = member(line, "load_avg");
     let writes = load_avg["counts"]["stores"].as_f64().unwrap_or(0.0)

@@ -255,6 +255,22 @@ pub fn term_cycles(line: &serde_json::Value, class: Option<&str>) -> f64 {
         .sum()
 }
 
+/// The line of `diagnose --json` output `d` that holds member `name`; a test fails without one.
+pub fn diagnosed_line<'a>(d: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    d["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| {
+            l["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["name"] == name)
+        })
+        .unwrap_or_else(|| panic!("no line holds `{name}`: {d:#}"))
+}
+
 /// Compiles C source `src` to the object file `obj` with `cc -g -c` (its DWARF is what the
 /// tests read layouts from); the compile must succeed.
 pub fn cc_object(src: &Path, obj: &Path) {
