@@ -507,28 +507,27 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
                 ),
             )
         }
-        TermClass::TrueSharing => (
-            Verdict::TrueSharing,
-            format!(
-                "{} {} written by {} and touched by {} on other CPUs{assumption}: the same bytes, so {share:.0}% of the line's modeled cycles are true sharing. No layout helps: {}{}",
-                quoted(&shared_bytes(line, t)),
-                if shared_bytes(line, t).len() == 1 {
-                    "is"
-                } else {
-                    "are"
-                },
-                t.writer_paths.join(", "),
-                t.victim_path,
-                if per_cpu {
-                    "the struct is per CPU already (one instance per CPU), so splitting does not apply; the transfers are other CPUs touching this CPU's instance (remote wakeups, balancing): touch it from other CPUs less often"
-                } else if t.writer_lock {
-                    "a lock is not split; take it less often, or shard what it guards (a lock per shard)"
-                } else {
-                    "only splitting it (per CPU, per LLC or per node), sharding it, or writing it less often does"
-                },
-                rest(class)
-            ),
-        ),
+        TermClass::TrueSharing => {
+            let shared = shared_bytes(line, t);
+            (
+                Verdict::TrueSharing,
+                format!(
+                    "{} {} written by {} and touched by {} on other CPUs{assumption}: the same bytes, so {share:.0}% of the line's modeled cycles are true sharing. No layout helps: {}{}",
+                    quoted(&shared),
+                    if shared.len() == 1 { "is" } else { "are" },
+                    t.writer_paths.join(", "),
+                    t.victim_path,
+                    if per_cpu {
+                        "the struct is per CPU already (one instance per CPU), so splitting does not apply; the transfers are other CPUs touching this CPU's instance (remote wakeups, balancing): touch it from other CPUs less often"
+                    } else if t.writer_lock {
+                        "a lock is not split; take it less often, or shard what it guards (a lock per shard)"
+                    } else {
+                        "only splitting it (per CPU, per LLC or per node), sharding it, or writing it less often does"
+                    },
+                    rest(class)
+                ),
+            )
+        }
     };
     Some((v, text))
 }
