@@ -173,12 +173,26 @@ fn line_model(
         // bytes (a scan reading what the owner writes, seed 004's `curr`).
         // Where that run takes a lock among them, it is the lock's critical section (seed
         // 002's shared runqueue: `lock` and `list` written by every CPU's pick).
+        // The same holds for the misses on the lock's own bytes, priced apart from the data's:
+        // where the lock's path writes other members of the line too, they are that critical
+        // section's, whichever of the two terms the run's rates make larger.
         let own_path = c.writer.iter().any(|&i| on_line[i].path == victim.path);
         let writer_lock = c.writer.iter().any(|&i| on_line[i].lock);
+        let section_writes_beside = c.writer.iter().any(|&i| {
+            let w = on_line[i];
+            w.lock
+                && on_line
+                    .iter()
+                    .any(|s| s.unit != w.unit && s.path == w.path && s.writes > 0.0)
+        });
         let class = match c.sharing {
             Sharing::False => TermClass::FalseSharing,
             Sharing::UnderLock => TermClass::UnderLock,
-            Sharing::SameBytes if writer_units.len() > 1 && writer_lock => TermClass::UnderLock,
+            Sharing::SameBytes
+                if writer_lock && (writer_units.len() > 1 || section_writes_beside) =>
+            {
+                TermClass::UnderLock
+            }
             Sharing::SamePath => TermClass::CoWritten,
             Sharing::SameBytes if writer_units.len() > 1 && own_path => TermClass::CoWritten,
             Sharing::SameBytes | Sharing::SameRun => TermClass::TrueSharing,
@@ -454,9 +468,18 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
             format!(
                 "{} are one critical section: a lock and the data its holders write beside it, the same CPUs one after another{assumption} ({share:.0}% of the line's modeled cycles). This is true sharing: padding or reordering changes nothing (each holder would fetch two lines); {}{}",
                 {
-                    let mut members = t.writers.clone();
-                    if !members.contains(&t.victim) {
-                        members.push(t.victim.clone());
+                    // Every member of the section's terms on the line that share a writer path
+                    // with the largest: the lock's own misses and its data's are one section.
+                    let mut members: Vec<String> = Vec::new();
+                    for x in line.terms.iter().filter(|x| {
+                        x.class == class
+                            && x.writer_paths.iter().any(|p| t.writer_paths.contains(p))
+                    }) {
+                        for m in x.writers.iter().chain(std::iter::once(&x.victim)) {
+                            if !members.contains(m) {
+                                members.push(m.clone());
+                            }
+                        }
                     }
                     quoted(&members)
                 },
@@ -1001,6 +1024,61 @@ mod tests {
             found[0].cycles < 0.5 * merged,
             "{} vs {merged}",
             found[0].cycles
+        );
+    }
+
+    #[test]
+    fn a_locks_own_misses_and_its_datas_are_one_critical_section_whichever_is_larger() {
+        // Seed 002's shared runqueue: every CPU's `pick` takes `lock` and writes `list` under it.
+        // The misses on the lock's own bytes are priced apart from the list's; with the lock
+        // written more often than the list its term is the larger, and it is still the section's.
+        let units = vec![unit("lock", 0), unit("list", 8)];
+        for lock_writes in [100.0, 400.0, 1600.0] {
+            let mut lock = stream(0, "pick", 0.0, lock_writes, &[0, 1]);
+            lock.lock = true;
+            let streams = vec![lock, stream(1, "pick", 50.0, 100.0, &[0, 1])];
+            let p = Placement {
+                offsets: vec![0, 8],
+                size: 64,
+                align: 8,
+            };
+            let m = preset("icelake-2s").unwrap();
+            let found = lines(&units, &streams, &p, 64, &m);
+            let line = &found[&0];
+            let own = line
+                .terms
+                .iter()
+                .find(|t| t.victim == "lock" && t.writers == ["lock"])
+                .expect("the lock's own term");
+            assert_eq!(own.class, TermClass::UnderLock, "{:?}", line.terms);
+            let (v, why) = verdict(line).expect("a verdict");
+            assert_eq!(v, Verdict::TrueSharing);
+            assert!(
+                why.contains("one critical section")
+                    && why.contains("`list`")
+                    && why.contains("`lock`"),
+                "{why}"
+            );
+        }
+        // The lock alone on the line, no data written beside it by its path: its own misses
+        // are true sharing of the lock, not a section with data.
+        let mut lock = stream(0, "pick", 0.0, 400.0, &[0, 1]);
+        lock.lock = true;
+        let streams = vec![lock, stream(1, "scan", 50.0, 0.0, &[2, 3])];
+        let p = Placement {
+            offsets: vec![0, 8],
+            size: 64,
+            align: 8,
+        };
+        let found = lines(&units, &streams, &p, 64, &preset("icelake-2s").unwrap());
+        assert!(
+            found[&0]
+                .terms
+                .iter()
+                .filter(|t| t.victim == "lock")
+                .all(|t| t.class != TermClass::UnderLock),
+            "{:?}",
+            found[&0].terms
         );
     }
 
