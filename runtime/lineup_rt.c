@@ -1016,7 +1016,7 @@ static void thread_exit(void *p) {
  * recorded ones went to (CH_HITS per thread; CH_BURSTS names the sites and the times);
  * the ordered trace holds the recorded windows only.
  *
- * A trampoline (at most 69 bytes, in a block mapped within 2 GiB of the program's code)
+ * A trampoline (at most 74 bytes, in a block mapped within 2 GiB of the program's code)
  * counts the execution in the thread's state and jumps back; an atomic site's then calls
  * the hook's quiet twin, which does the operation and records nothing; one execution in
  * 1024 per thread goes to the hook, so that its place is known (tramp_write). r11
@@ -1207,66 +1207,84 @@ static void put32(uint8_t *p, uint32_t v) {
  * that runs only between windows has its places too. Such an execution is in hits[i] and
  * in the hook's count; lineup takes it out of hits (ceil(hits / TRAMP_SAMPLE) of them). */
 #define TRAMP_SAMPLE 1024
+/* hits[i] as the trampolines keep it: its low half goes down by TRAMP_STEP per execution
+ * and borrows on the first and every TRAMP_SAMPLE-th after (2^32 / TRAMP_STEP of them),
+ * which are the sampled ones, and its high half counts the borrows. One read-modify-write
+ * per execution, whose flags say whether it is sampled (a test and an increment before:
+ * two). hits_count gives the executions. */
+#define TRAMP_STEP (1u << 22)
+_Static_assert((1ull << 32) / TRAMP_STEP == TRAMP_SAMPLE, "one borrow per TRAMP_SAMPLE");
+static uint64_t hits_count(uint64_t h) {
+    uint64_t borrows = h >> 32;
+    uint64_t part = (uint32_t)(0u - (uint32_t)h) / TRAMP_STEP; /* executions mod SAMPLE */
+    if (!borrows)
+        return 0;
+    return part ? (borrows - 1) * TRAMP_SAMPLE + part : borrows * TRAMP_SAMPLE;
+}
+
+/* The first 27 bytes of every trampoline: the thread's state (to `none` where it has none
+ * yet), and the count, to `sampled` on a sampled execution:
+ *   0: mov r11, fs:[tpoff(tls)]; test r11, r11; je none
+ *  14: sub dword [r11 + hits[i]], TRAMP_STEP; jb sampled
+ * And at `sampled`, 7 bytes: inc dword [r11 + hits[i] + 4]. */
+static void tramp_count(uint8_t *b, uint32_t i, int none, int sampled) {
+    uint32_t hits = (uint32_t)(offsetof(struct tstate, hits) + 8 * (size_t)i);
+    static const uint8_t head[5] = {0x64, 0x4c, 0x8b, 0x1c, 0x25}; /* mov r11, fs:[d32] */
+    for (int k = 0; k < 5; k++)
+        b[k] = head[k];
+    put32(b + 5, (uint32_t)g_tls_tpoff);
+    b[9] = 0x4d, b[10] = 0x85, b[11] = 0xdb;  /* test r11, r11 */
+    b[12] = 0x74, b[13] = (uint8_t)(none - 14); /* je none */
+    b[14] = 0x41, b[15] = 0x81, b[16] = 0xab; /* sub dword [r11 + d32], imm32 */
+    put32(b + 17, hits);
+    put32(b + 21, TRAMP_STEP);
+    b[25] = 0x72, b[26] = (uint8_t)(sampled - 27); /* jb sampled */
+    b[sampled] = 0x41, b[sampled + 1] = 0xff, b[sampled + 2] = 0x83; /* inc dword [r11+d32] */
+    put32(b + sampled + 3, hits + 4);
+}
 
 /* Site i's trampoline, the same code for every site but for the counter's offset; what it
  * jumps to is read from g_tdata[i] (d below):
- *   0: mov r11, fs:[tpoff(tls)]; test r11, r11; je 69f          (no state yet)
- *  14: test qword [r11 + hits[i]], TRAMP_SAMPLE - 1; je 62f      (a sampled execution)
- *  27: inc qword [r11 + hits[i]]
- *  34: cmp qword [rip + d.quiet], 0; jne 50f
- *  44: jmp [rip + d.back]                    (a plain access: nothing else to do)
- *  50: push qword [rip + d.back]; jmp [rip + d.quiet]   (an atomic: the operation itself,
+ *   0: tramp_count, to 62 (no state yet) and 55 (sampled)
+ *  27: cmp qword [rip + d.quiet], 0; jne 43f
+ *  37: jmp [rip + d.back]                    (a plain access: nothing else to do)
+ *  43: push qword [rip + d.back]; jmp [rip + d.quiet]   (an atomic: the operation itself,
  *                                                        unrecorded, returning to the site)
- *  62: inc qword [r11 + hits[i]]
- *  69: push qword [rip + d.back]; jmp [rip + d.hook]    (the call the site made)
+ *  55: inc dword [r11 + hits[i] + 4]
+ *  62: push qword [rip + d.back]; jmp [rip + d.hook]    (the call the site made)
  * r11 and the flags are free at a call site: the call they replace clobbers them. */
 static void tramp_write(uint32_t i) {
     uint8_t *c = g_tramps + (size_t)i * TRAMP;
     struct tdata *d = &g_tdata[i];
-    uint32_t hits = (uint32_t)(offsetof(struct tstate, hits) + 8 * (size_t)i);
     uintptr_t back = (uintptr_t)&d->back, hook = (uintptr_t)&d->hook,
               quiet = (uintptr_t)&d->quiet;
 #define REL(at, end, to) put32(c + (at), (uint32_t)((to) - (uintptr_t)(c + (end))))
-    static const uint8_t head[5] = {0x64, 0x4c, 0x8b, 0x1c, 0x25}; /* mov r11, fs:[d32] */
-    for (int k = 0; k < 5; k++)
-        c[k] = head[k];
-    put32(c + 5, (uint32_t)g_tls_tpoff);
-    c[9] = 0x4d, c[10] = 0x85, c[11] = 0xdb;  /* test r11, r11 */
-    c[12] = 0x74, c[13] = 69 - 14;            /* je 69 */
-    c[14] = 0x49, c[15] = 0xf7, c[16] = 0x83; /* test qword [r11 + d32], imm32 */
-    put32(c + 17, hits);
-    put32(c + 21, TRAMP_SAMPLE - 1);
-    c[25] = 0x74, c[26] = 62 - 27;            /* je 62 */
-    c[27] = 0x49, c[28] = 0xff, c[29] = 0x83; /* inc qword [r11 + d32] */
-    put32(c + 30, hits);
-    c[34] = 0x48, c[35] = 0x83, c[36] = 0x3d; /* cmp qword [rip + d32], imm8 */
-    REL(37, 42, quiet);
-    c[41] = 0;
-    c[42] = 0x75, c[43] = 50 - 44;            /* jne 50 */
-    c[44] = 0xff, c[45] = 0x25;               /* jmp [rip + d32] */
-    REL(46, 50, back);
-    c[50] = 0xff, c[51] = 0x35;               /* push qword [rip + d32] */
-    REL(52, 56, back);
-    c[56] = 0xff, c[57] = 0x25;
-    REL(58, 62, quiet);
-    c[62] = 0x49, c[63] = 0xff, c[64] = 0x83;
-    put32(c + 65, hits);
-    c[69] = 0xff, c[70] = 0x35;
-    REL(71, 75, back);
-    c[75] = 0xff, c[76] = 0x25;
-    REL(77, 81, hook);
+    tramp_count(c, i, 62, 55);
+    c[27] = 0x48, c[28] = 0x83, c[29] = 0x3d; /* cmp qword [rip + d32], imm8 */
+    REL(30, 35, quiet);
+    c[34] = 0;
+    c[35] = 0x75, c[36] = 43 - 37;            /* jne 43 */
+    c[37] = 0xff, c[38] = 0x25;               /* jmp [rip + d32] */
+    REL(39, 43, back);
+    c[43] = 0xff, c[44] = 0x35;               /* push qword [rip + d32] */
+    REL(45, 49, back);
+    c[49] = 0xff, c[50] = 0x25;
+    REL(51, 55, quiet);
+    c[62] = 0xff, c[63] = 0x35;
+    REL(64, 68, back);
+    c[68] = 0xff, c[69] = 0x25;
+    REL(70, 74, hook);
 #undef REL
 }
 
 /* A plain (not atomic) site's trampoline, rewritten once its site is known and before the
  * site jumps to it: the jump back is direct, and there is no check for a quiet twin.
- *   0: mov r11, fs:[tpoff(tls)]; test r11, r11; je 46f           (no state yet)
- *  14: test qword [r11 + hits[i]], TRAMP_SAMPLE - 1; je 39f      (a sampled execution)
- *  27: inc qword [r11 + hits[i]]; jmp site + 5
- *  39: inc qword [r11 + hits[i]]
- *  46: push qword [rip + d.back]; jmp [rip + d.hook]             (the call the site made)
- * An execution between windows is a third cheaper than through the generic code (two sites
- * per iteration of a loop of loads: 0.75 ns against 1.05, bench/record_profile.sh's notes).
+ *   0: tramp_count, to 39 (no state yet) and 32 (sampled)
+ *  27: jmp site + 5
+ *  32: inc dword [r11 + hits[i] + 4]
+ *  39: push qword [rip + d.back]; jmp [rip + d.hook]             (the call the site made)
+ * An execution between windows costs less than through the generic code (a loop of loads
+ * with two sites per iteration: 0.75 ns against 1.05 for the two, on the development VM).
  * The page is made writable for the write, as the program's code is for a patch; where
  * that is refused the generic trampoline stays, which does the same. No thread runs this
  * trampoline yet (its site still calls the hook, and indices are never reused), and the
@@ -1280,30 +1298,16 @@ static void tramp_plain(uint32_t i) {
     if (rsys(SYS_mprotect, (long)page, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, 0, 0) != 0)
         return;
     uint8_t b[TRAMP];
-    uint32_t hits = (uint32_t)(offsetof(struct tstate, hits) + 8 * (size_t)i);
 #define REL(at, end, to) put32(b + (at), (uint32_t)((to) - (uintptr_t)(c + (end))))
-    static const uint8_t head[5] = {0x64, 0x4c, 0x8b, 0x1c, 0x25}; /* mov r11, fs:[d32] */
-    for (int k = 0; k < 5; k++)
-        b[k] = head[k];
-    put32(b + 5, (uint32_t)g_tls_tpoff);
-    b[9] = 0x4d, b[10] = 0x85, b[11] = 0xdb;  /* test r11, r11 */
-    b[12] = 0x74, b[13] = 46 - 14;            /* je 46 */
-    b[14] = 0x49, b[15] = 0xf7, b[16] = 0x83; /* test qword [r11 + d32], imm32 */
-    put32(b + 17, hits);
-    put32(b + 21, TRAMP_SAMPLE - 1);
-    b[25] = 0x74, b[26] = 39 - 27;            /* je 39 */
-    b[27] = 0x49, b[28] = 0xff, b[29] = 0x83; /* inc qword [r11 + d32] */
-    put32(b + 30, hits);
-    b[34] = 0xe9;                             /* jmp rel32: back to the site */
-    REL(35, 39, d->back);
-    b[39] = 0x49, b[40] = 0xff, b[41] = 0x83;
-    put32(b + 42, hits);
-    b[46] = 0xff, b[47] = 0x35;               /* push qword [rip + d32] */
-    REL(48, 52, (uintptr_t)&d->back);
-    b[52] = 0xff, b[53] = 0x25;               /* jmp [rip + d32] */
-    REL(54, 58, (uintptr_t)&d->hook);
+    tramp_count(b, i, 39, 32);
+    b[27] = 0xe9;                             /* jmp rel32: back to the site */
+    REL(28, 32, d->back);
+    b[39] = 0xff, b[40] = 0x35;               /* push qword [rip + d32] */
+    REL(41, 45, (uintptr_t)&d->back);
+    b[45] = 0xff, b[46] = 0x25;               /* jmp [rip + d32] */
+    REL(47, 51, (uintptr_t)&d->hook);
 #undef REL
-    for (int k = 0; k < 58; k++)
+    for (int k = 0; k < 51; k++)
         c[k] = b[k];
     if (rsys(SYS_mprotect, (long)page, 4096, PROT_READ | PROT_EXEC, 0, 0) != 0)
         stop_locked(NOTE_NOPATCH); /* never left writable: bursts stop, every site calls */
@@ -1732,7 +1736,7 @@ static void hits_emit(struct tstate *t) {
     uint32_t n = g_npsites, k = 0;
     uint64_t pairs[2 * 256];
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t c = t->hits[i];
+        uint64_t c = hits_count(t->hits[i]);
         if (!c)
             continue;
         pairs[2 * k] = g_bursts_out[BURSTS_HEAD + i];
