@@ -1283,8 +1283,8 @@ static void tramp_write(uint32_t i) {
  *  27: jmp site + 5
  *  32: inc dword [r11 + hits[i] + 4]
  *  39: push qword [rip + d.back]; jmp [rip + d.hook]             (the call the site made)
- * An execution between windows costs less than through the generic code (a loop of loads
- * with two sites per iteration: 0.75 ns against 1.05 for the two, on the development VM).
+ * An execution between windows costs less than through the generic code: no load of the
+ * way back, no compare (docs/record.md, "Trampolines", for what it saved).
  * The page is made writable for the write, as the program's code is for a patch; where
  * that is refused the generic trampoline stays, which does the same. No thread runs this
  * trampoline yet (its site still calls the hook, and indices are never reused), and the
