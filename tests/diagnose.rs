@@ -627,3 +627,75 @@ fn true_sharing_names_the_members_both_paths_touch() {
         "{why}"
     );
 }
+
+/// Evidence that gives only offsets (a c2c report's rows, perf samples) names the members of
+/// an embedded struct as evidence that names them does: mm_struct's rwsem sub-fields
+/// (tests/cases/mm_struct_mmap_lock_offset), once by path in its sketch and once as the
+/// offsets and sizes those paths have in the layout, give the same diagnosis, sub-field by
+/// sub-field. Before, the offsets were all `mmap_lock`, one 40-byte member on both lines.
+#[test]
+fn offsets_inside_an_embedded_struct_are_named_as_its_fields_are() {
+    let dir = common::test_dir("diagnose-embedded-offsets");
+    let case = common::repo().join("tests/cases/mm_struct_mmap_lock_offset");
+    let obj = dir.join("before.o");
+    common::cc_object(&case.join("before.c"), &obj);
+    let named = case.join("sketch.toml");
+    let diagnose = |sketch: &std::path::Path| {
+        common::lineup_json(&[
+            "diagnose",
+            "--json",
+            "--dwarf",
+            obj.to_str().unwrap(),
+            "--type",
+            "mm_part",
+            "--machine",
+            "icelake-2s",
+            "--sketch",
+            sketch.to_str().unwrap(),
+        ])
+    };
+    let by_name = diagnose(&named);
+    // Every `field = "mmap_lock.X"` of the sketch as the offset and size diagnose shows it at.
+    let mut text = std::fs::read_to_string(&named).unwrap();
+    let mut replaced = 0;
+    for line in by_name["lines"].as_array().unwrap() {
+        for m in line["members"].as_array().unwrap() {
+            let name = m["name"].as_str().unwrap();
+            let field = format!("field = \"{name}\"");
+            if name.starts_with("mmap_lock.") && text.contains(&field) {
+                let at = format!("offset = {}\nsize = {}", m["offset"], m["size"]);
+                text = text.replace(&field, &at);
+                replaced += 1;
+            }
+        }
+    }
+    assert!(replaced >= 4, "{replaced} sub-fields replaced: {by_name:#}");
+    assert!(!text.contains("field = \"mmap_lock"), "{text}");
+    let offsets = dir.join("sketch_offsets.toml");
+    std::fs::write(&offsets, &text).unwrap();
+    let by_offset = diagnose(&offsets);
+    let lines = |d: &serde_json::Value| -> Vec<(u64, String, String, Vec<String>)> {
+        d["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                (
+                    l["index"].as_u64().unwrap(),
+                    l["verdict"].as_str().unwrap().to_string(),
+                    l["explanation"].as_str().unwrap().to_string(),
+                    l["members"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|m| m["name"].as_str().unwrap().to_string())
+                        .collect(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(lines(&by_offset), lines(&by_name));
+    let count = common::diagnosed_line(&by_offset, "mmap_lock.count");
+    let owner = common::diagnosed_line(&by_offset, "mmap_lock.owner");
+    assert_ne!(count["index"], owner["index"], "{by_offset:#}");
+}

@@ -2350,7 +2350,41 @@ pub fn accesses_for(
     let missing = profile.resolve_fields(type_name, |field| {
         super::fields::resolve_path(types, id, field)
     });
-    (profile.type_accesses(type_name), missing)
+    let mut accesses = profile.type_accesses(type_name);
+    name_embedded_offsets(&mut accesses, &super::fields::leaves(types, id));
+    (accesses, missing)
+}
+
+/// Names the accesses that give only an offset (a c2c report's, a perf sample's) by the
+/// path of the member of an embedded struct they land in (`mmap_lock.count`), as evidence
+/// that names its fields does: the same bytes then show under the same names whichever
+/// evidence gave them, and the sub-fields that different paths touch are told apart
+/// ([`super::cost::sub_field_names`]). Offsets in a top-level member of their own, or where
+/// union alternatives cannot be told apart, stay unnamed: the layout names them.
+fn name_embedded_offsets(accesses: &mut [Access], leaves: &[super::fields::Leaf]) {
+    for a in accesses.iter_mut().filter(|a| a.field.is_none()) {
+        let Some(off) = a.offset else { continue };
+        // The deepest members that hold every byte of the access (a 16-byte store to a
+        // list_head is the list_head's, not its `next`'s).
+        let end = off + a.size.unwrap_or(1).max(1);
+        let holding: Vec<&super::fields::Leaf> = leaves
+            .iter()
+            .filter(|l| l.offset <= off && end <= l.offset + l.size)
+            .collect();
+        let Some(depth) = holding.iter().map(|l| l.depth).max() else {
+            continue;
+        };
+        if let [leaf] = holding
+            .iter()
+            .filter(|l| l.depth == depth)
+            .collect::<Vec<_>>()
+            .as_slice()
+            && depth > 0
+            && leaf.path.contains('.')
+        {
+            a.field = Some(leaf.path.clone());
+        }
+    }
 }
 
 pub use super::bind::LineBinding;
