@@ -648,3 +648,105 @@ fn a_saving_under_the_runs_floor_is_no_fix_for_optimize_predict_and_diagnose() {
         );
     }
 }
+
+/// Issue 24, rare writes priced without the run around them: where the evidence settles
+/// neither the busiest line's utilization nor what a run costs, a saving `optimize` and
+/// `predict` find rests on both assumptions and says so; where it gives what every run costs,
+/// the utilization comes from the rates, and a line written once per hundred lookups of a
+/// 300-cycle lookup is near idle, its padding no fix.
+#[test]
+fn a_saving_on_rare_writes_says_what_it_rests_on_and_a_run_cost_settles_it() {
+    let dir = common::test_dir("lineup-rests-on");
+    std::fs::write(
+        dir.join("elems.c"),
+        "struct elems { long a; long b; };\nstruct elems elems;\n",
+    )
+    .unwrap();
+    common::cc_object(&dir.join("elems.c"), &dir.join("elems.o"));
+    let access = |field: &str, kind: &str, weight: u32, cpu: u32| {
+        format!(
+            "[[type.access]]\nfield = \"{field}\"\nkind = \"{kind}\"\nby = \"get\"\nweight = {weight}\ncpus = [{cpu}]\n"
+        )
+    };
+    let sketch = format!(
+        "[sketch]\ntitle = \"two elements\"\n[machine]\ncpus = 2\n[[type]]\nname = \"elems\"\n[type.instances]\ncount = 1\n{}{}{}{}",
+        access("a", "load", 100, 0),
+        access("a", "store", 1, 0),
+        access("b", "load", 100, 1),
+        access("b", "store", 1, 1)
+    );
+    let obj = dir.join("elems.o");
+    let run = |cmd: &str, sketch_text: &str| {
+        let path = dir.join(format!("{cmd}-{}.toml", sketch_text.len()));
+        std::fs::write(&path, sketch_text).unwrap();
+        common::lineup_json(&[
+            cmd,
+            "--json",
+            "--type",
+            "elems",
+            "--dwarf",
+            obj.to_str().unwrap(),
+            "--sketch",
+            path.to_str().unwrap(),
+            "--machine",
+            "icelake-2s",
+        ])
+    };
+    let o = run("optimize", &sketch);
+    let why = o["rests_on"]
+        .as_str()
+        .expect("optimize says what its saving rests on");
+    assert!(why.contains("utilization 0.50"), "{why}");
+    assert!(why.contains("no cost per run"), "{why}");
+    let p = run("predict", &sketch);
+    let notes: Vec<&str> = p["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("lineup: ") && n.contains("rests on")),
+        "{notes:?}"
+    );
+    // A lookup of 300 cycles: the rates give the utilization, and the padding saves under 2%
+    // of the runs' work.
+    let costed = format!("{sketch}[[path]]\nname = \"get\"\ncycles_per_run = 300\n");
+    let p = run("predict", &costed);
+    assert!(
+        p["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| !n.as_str().unwrap().contains("rests on")),
+        "{}",
+        p["notes"]
+    );
+    let text = common::lineup(&[
+        "optimize",
+        "--type",
+        "elems",
+        "--dwarf",
+        obj.to_str().unwrap(),
+        "--sketch",
+        dir.join(format!("predict-{}.toml", costed.len()))
+            .to_str()
+            .unwrap(),
+        "--machine",
+        "icelake-2s",
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    let u: f64 = text
+        .split("runs at utilization ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(u < 0.1 && text.contains("(from the rates"), "{text}");
+    let o = run("optimize", &costed);
+    assert!(o.get("rests_on").is_none(), "{o}");
+    let kept = o["negligible"].as_str().expect("no layout helps");
+    assert!(kept.contains("of what the runs cost"), "{kept}");
+}

@@ -993,10 +993,17 @@ impl<'m> Model<'m> {
         if instances.layout_align > 0 {
             placement.align = instances.layout_align;
         }
-        let (utilization, utilization_source) =
-            super::model::evidence_utilization(accesses, machine_cpus, machine, &streams);
+        let reference = instances.busiest_line(&streams, &placement, cls, machine);
+        let u = super::model::evidence_utilization(
+            accesses,
+            machine_cpus,
+            machine,
+            &streams,
+            reference,
+        );
+        let (utilization, utilization_source) = (u.utilization, u.source);
         let queueing = cost::Queueing {
-            reference: instances.busiest_line(&streams, &placement, cls, machine),
+            reference,
             utilization,
         };
         let as_allocated = instances.misaligned().then(|| {

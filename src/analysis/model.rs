@@ -23,6 +23,12 @@ pub struct Model {
     pub queueing: cost::Queueing,
     /// Where the utilization came from, for the report.
     pub utilization_source: String,
+    /// The utilization is [`cost::DEFAULT_UTILIZATION`], neither measured nor derived from
+    /// the rates: every queued figure rests on it ([`crate::analysis::plan::rests_on`]).
+    pub utilization_assumed: bool,
+    /// The utilization is derived from the rates ([`utilization_from_runs`]), so it follows
+    /// the busiest line wherever the instances put it.
+    pub utilization_from_runs: bool,
     /// How instances are allocated: prices a layout's growth ([`cost::size_term`]).
     pub allocator: cost::Allocator,
     /// Where instances start in their cache line: every layout is priced over those starts
@@ -83,6 +89,7 @@ impl Model {
             ..Instances::aligned()
         };
         let reference = instances.busiest_line(&streams, &current, cls, &machine);
+        let (mut assumed, mut from_runs) = (false, false);
         let (utilization, utilization_source) = match utilization {
             Some(u) if (0.0..=cost::MAX_UTILIZATION).contains(&u) => (u, "given".to_string()),
             Some(u) => {
@@ -91,12 +98,18 @@ impl Model {
                     cost::MAX_UTILIZATION
                 ));
             }
-            None => evidence_utilization(
-                accesses,
-                profile.provenance.machine.cpus,
-                &machine,
-                &streams,
-            ),
+            None => {
+                let u = evidence_utilization(
+                    accesses,
+                    profile.provenance.machine.cpus,
+                    &machine,
+                    &streams,
+                    reference,
+                );
+                assumed = u.assumed;
+                from_runs = u.from_runs;
+                (u.utilization, u.source)
+            }
         };
         let instance_count = per_cpu_count(types, id, &machine);
         Ok(Model {
@@ -111,6 +124,8 @@ impl Model {
                 utilization,
             },
             utilization_source,
+            utilization_assumed: assumed,
+            utilization_from_runs: from_runs,
             allocator: cost::Allocator::default(),
             instances,
             instance_count,
@@ -128,6 +143,13 @@ impl Model {
         self.queueing.reference =
             self.instances
                 .busiest_line(&self.streams, &self.current, self.cls, &self.machine);
+        // A utilization derived from the rates is the busiest line's, as the instances are.
+        if self.utilization_from_runs
+            && let Some(u) = utilization_from_runs(&self.streams, self.queueing.reference)
+        {
+            self.queueing.utilization = u.utilization;
+            self.utilization_source = u.source;
+        }
         self
     }
 
@@ -240,16 +262,30 @@ pub fn concurrent_accesses(accesses: &[Access]) -> Option<Vec<Access>> {
     )
 }
 
+/// The busiest line's utilization, where it came from, and whether it is an assumption.
+pub struct Utilization {
+    pub utilization: f64,
+    pub source: String,
+    /// Neither measured nor derived: [`cost::DEFAULT_UTILIZATION`], on which every queued
+    /// figure rests.
+    pub assumed: bool,
+    /// Derived from the rates ([`utilization_from_runs`]).
+    pub from_runs: bool,
+}
+
 /// The busiest line's utilization when none is given, and where it came from: from the
 /// evidence's measured HITM latency against the machine's unloaded one (only for a machine at
-/// least as wide as the evidence shows, whose latencies they describe), else
-/// [`cost::DEFAULT_UTILIZATION`]. `diagnose` and `predict` queue the same lines the same way.
+/// least as wide as the evidence shows, whose latencies they describe); else from the rates,
+/// where the evidence gives what every run costs ([`utilization_from_runs`]); else
+/// [`cost::DEFAULT_UTILIZATION`], assumed. `reference` is the busiest line's unqueued transfer
+/// cycles ([`cost::busiest_line`]). `diagnose` and `predict` queue the same lines the same way.
 pub fn evidence_utilization(
     accesses: &[Access],
     evidence_cpus: Option<u32>,
     machine: &MachineModel,
     streams: &[cost::Stream],
-) -> (f64, String) {
+    reference: f64,
+) -> Utilization {
     let seen = accesses
         .iter()
         .filter_map(|a| a.cpus.as_ref().and_then(|c| c.distinct()))
@@ -265,16 +301,65 @@ pub fn evidence_utilization(
             let widest = streams.iter().map(|s| s.cpus).max().unwrap_or(1);
             let nominal = machine.transfer_cycles(widest);
             let u = cost::Queueing::utilization_from_latency(measured, nominal);
-            (
-                u,
-                format!("{what} {measured:.0} cycles vs {nominal:.0} unloaded"),
-            )
+            Utilization {
+                utilization: u,
+                source: format!("{what} {measured:.0} cycles vs {nominal:.0} unloaded"),
+                assumed: false,
+                from_runs: false,
+            }
         }
-        None => (
-            cost::DEFAULT_UTILIZATION,
-            "assumed (no latency measured on this machine in the evidence)".to_string(),
-        ),
+        None => match utilization_from_runs(streams, reference) {
+            Some(u) => u,
+            None => Utilization {
+                utilization: cost::DEFAULT_UTILIZATION,
+                source: "assumed (no latency measured on this machine in the evidence, and no cost per run to derive it from the rates)".to_string(),
+                assumed: true,
+                from_runs: false,
+            },
+        },
     }
+}
+
+/// The busiest line's utilization from the evidence's rates, where it gives what every run
+/// costs (`cycles_per_run`): the runs' CPUs take `work / cpus` cycles for what the evidence
+/// counts (`work` the runs' rate times cost per run, [`cost::RunWork`]), and the busiest line
+/// is busy `reference` cycles of them with its transfers: utilization `reference x cpus /
+/// work`. A line written once per hundred lookups of a lookup that costs hundreds of cycles is
+/// then nearly idle, not half-saturated as [`cost::DEFAULT_UTILIZATION`] assumes. The runs
+/// are taken to keep their CPUs busy (no idle time between them), so this is an upper bound.
+/// None where some run has no cost (its time is unknown) or nothing runs.
+pub fn utilization_from_runs(streams: &[cost::Stream], reference: f64) -> Option<Utilization> {
+    let runs = cost::path_runs(streams);
+    if runs.is_empty()
+        || runs
+            .iter()
+            .any(|r| r.cycles_per_run.is_none_or(|c| c <= 0.0))
+    {
+        return None;
+    }
+    let work = cost::RunWork::of(streams)?;
+    // The CPUs that run them: every listed CPU where all streams list theirs, else the
+    // widest stream's count (smaller sets taken to sit inside it, as lines count them).
+    let cpus = if streams.iter().all(|s| !s.cpu_list.is_empty()) {
+        let all: std::collections::BTreeSet<u32> = streams
+            .iter()
+            .flat_map(|s| s.cpu_list.iter().copied())
+            .collect();
+        all.len() as f64
+    } else {
+        streams.iter().map(|s| s.cpus).max().unwrap_or(1).max(1) as f64
+    };
+    let u = (reference.max(0.0) * cpus / work.cycles).min(cost::MAX_UTILIZATION);
+    Some(Utilization {
+        utilization: u,
+        source: format!(
+            "from the rates: the busiest line's transfers take {:.0} of the {:.0} cycles its runs keep {cpus:.0} CPU(s) busy (what every run costs, given)",
+            reference.max(0.0),
+            work.cycles / cpus
+        ),
+        assumed: false,
+        from_runs: true,
+    })
 }
 
 /// Cycles per load that the evidence quotes as a range for loads of members other accesses
@@ -359,4 +444,77 @@ pub fn machine_named(name: &str) -> Result<MachineModel, String> {
         "--machine {name}: no such preset or file; known: host, {}, or a machine file (lineup calibrate -o FILE)",
         names.join(", ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::machine::preset;
+
+    fn stream(unit: usize, path: &str, reads: f64, writes: f64, cpu: u32) -> cost::Stream {
+        cost::Stream {
+            unit,
+            inner: 0,
+            size: 8,
+            field: String::new(),
+            path: path.to_string(),
+            reads,
+            writes,
+            rmw: 0.0,
+            cpus: 1,
+            cpu_list: vec![cpu],
+            lock: false,
+            run_atomic: false,
+            under_lock: None,
+            cycles_per_run: None,
+        }
+    }
+
+    #[test]
+    fn a_line_written_once_per_hundred_lookups_is_queued_at_its_rates_not_half_saturated() {
+        // Two neighbouring elements on one line, each looked up by its own CPU and its used
+        // bit stored once per 100 lookups (promscale's clock cache).
+        let mut streams = vec![
+            stream(0, "get", 100.0, 1.0, 0),
+            stream(1, "get", 100.0, 1.0, 1),
+        ];
+        let p = cost::Placement {
+            offsets: vec![0, 8],
+            size: 16,
+            align: 8,
+        };
+        let m = preset("icelake-2s").unwrap();
+        let reference = cost::busiest_line(&streams, &p, 64, &m);
+        assert!(reference > 0.0);
+        // No cost per run: the rates cannot say how busy the line is, and the utilization is
+        // the assumption, said as one.
+        let assumed = evidence_utilization(&[], None, &m, &streams, reference);
+        assert!(assumed.assumed && !assumed.from_runs);
+        assert_eq!(assumed.utilization, cost::DEFAULT_UTILIZATION);
+        assert!(utilization_from_runs(&streams, reference).is_none());
+        // A lookup of 300 cycles: the two CPUs run 101 accesses' runs each (a run at its
+        // busiest stream's rate) in 30300 cycles, of which the line's few transfers take a
+        // few hundred: nearly idle.
+        for s in &mut streams {
+            s.cycles_per_run = Some(300.0);
+        }
+        let derived = evidence_utilization(&[], None, &m, &streams, reference);
+        assert!(!derived.assumed && derived.from_runs);
+        let want = reference * 2.0 / (2.0 * 101.0 * 300.0);
+        assert!(
+            (derived.utilization - want).abs() < 1e-12,
+            "{}",
+            derived.utilization
+        );
+        assert!(derived.utilization < 0.1, "{}", derived.utilization);
+        // A run that costs only a little more than its transfers keeps the line busy.
+        for s in &mut streams {
+            s.cycles_per_run = Some(1.0);
+        }
+        let busy = utilization_from_runs(&streams, reference).unwrap();
+        assert_eq!(busy.utilization, cost::MAX_UTILIZATION);
+        // One run with no cost: its time is unknown, nothing is derived.
+        streams[1].cycles_per_run = None;
+        assert!(utilization_from_runs(&streams, reference).is_none());
+    }
 }

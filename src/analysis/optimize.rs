@@ -118,6 +118,10 @@ struct Item {
     writes: f64,
     /// Larger than a line: it gets lines of its own.
     big: bool,
+    /// Bytes from its start up to the end of the last byte its streams touch: an embedded
+    /// struct whose touched members come first may end a line with the rest of it spilling
+    /// onto the next ([`pack_order`]).
+    reach: u64,
 }
 
 /// Computes offsets the way a C compiler does for members declared in `order`, with
@@ -149,14 +153,58 @@ pub fn derive(
     }
 }
 
-fn pack_fits(items: &[&Item], cls: u64) -> bool {
-    let mut v: Vec<(u64, u64)> = items.iter().map(|i| (i.align, i.size)).collect();
-    v.sort_by_key(|x| std::cmp::Reverse(x.0));
-    let mut cur = 0u64;
-    for (a, s) in v {
-        cur = cur.div_ceil(a.max(1)) * a.max(1) + s;
+fn pack_fits(items: &[&Item], cls: u64, spill: bool) -> bool {
+    match pack_order(items, cls) {
+        Some(o) if !spill => end_of(items, &o, false) <= cls,
+        found => found.is_some(),
     }
-    cur <= cls
+}
+
+/// Where `order` (indices into `items`) ends when packed from a line's start; with
+/// `last_reach`, the last item counts only up to the end of its touched bytes.
+fn end_of(items: &[&Item], order: &[usize], last_reach: bool) -> u64 {
+    let mut cur = 0u64;
+    for (n, &i) in order.iter().enumerate() {
+        let a = items[i].align.max(1);
+        let start = cur.div_ceil(a) * a;
+        cur = if last_reach && n + 1 == order.len() {
+            start + items[i].reach.min(items[i].size)
+        } else {
+            start + items[i].size
+        };
+    }
+    cur
+}
+
+/// The order in which `items` fill one line of `cls` bytes from its start, largest alignment
+/// first (as a write line is declared), or None where they do not fit. Where they do not fit
+/// whole, one item may go last and spill onto the next line if the bytes of it that are
+/// touched ([`Item::reach`]) still end on this one: an embedded struct is moved whole, and
+/// its own layout decides which of its members can share a line with others (page_pool's
+/// `alloc_stats`, whose first counter the fragment path bumps, beside the 24-byte frag block:
+/// the block and the counter on one line, the other counters on the next). Indices into
+/// `items`.
+fn pack_order(items: &[&Item], cls: u64) -> Option<Vec<usize>> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(items[i].align));
+    let end = |order: &[usize], last_reach: bool| end_of(items, order, last_reach);
+    if end(&order, false) <= cls {
+        return Some(order);
+    }
+    // One item last, its touched bytes on the line and the rest spilling over.
+    for k in 0..order.len() {
+        let j = order[k];
+        if items[j].reach >= items[j].size {
+            continue;
+        }
+        let mut o = order.clone();
+        o.remove(k);
+        o.push(j);
+        if end(&o, true) <= cls {
+            return Some(o);
+        }
+    }
+    None
 }
 
 struct Search<'a> {
@@ -177,6 +225,8 @@ struct Search<'a> {
     nodes: u64,
     exhausted: bool,
     max_bins: Option<usize>,
+    /// An item may end a line with its untouched rest spilling onto the next ([`pack_order`]).
+    spill: bool,
 }
 
 impl Search<'_> {
@@ -248,7 +298,7 @@ impl Search<'_> {
                 }
                 let mut with: Vec<&Item> = members.iter().map(|&m| &self.items[m]).collect();
                 with.push(&self.items[item]);
-                if !pack_fits(&with, self.cls) {
+                if !pack_fits(&with, self.cls, self.spill) {
                     continue;
                 }
                 let mut m = members.clone();
@@ -512,18 +562,22 @@ fn optimize_spaced(
     let mut last: Option<Plan> = None;
     let mut hot_lines = None;
     loop {
-        let plan = match optimize_lines(
-            units,
-            streams,
-            current,
-            min_align,
-            constraints,
-            cls,
-            machine,
-            q,
-            spacing,
-            hot_lines,
-        ) {
+        let lines_with = |spill: bool| {
+            optimize_lines(
+                units,
+                streams,
+                current,
+                min_align,
+                constraints,
+                cls,
+                machine,
+                q,
+                spacing,
+                hot_lines,
+                spill,
+            )
+        };
+        let plan = match lines_with(false) {
             Ok(p) => p,
             Err(e) if hot_lines.is_none() => return Err(e),
             Err(_) => break,
@@ -540,6 +594,20 @@ fn optimize_spaced(
             })
         {
             best = Some(plan);
+        }
+        // The same search with an item ending a line and spilling over (an embedded struct
+        // whose touched members come first): a candidate beside it, where it fits and costs
+        // less; the descent follows the search without it.
+        if let Ok(mut spilled) = lines_with(true) {
+            spilled.cost = price(spilled.cost, &spilled.placement);
+            if fits(spilled.placement.size)
+                && best.as_ref().is_none_or(|b| {
+                    spilled.cost.total_cycles()
+                        < b.cost.total_cycles() - tolerance(b.cost.total_cycles())
+                })
+            {
+                best = Some(spilled);
+            }
         }
         let done = opened <= 1
             || hot_lines == Some(opened)
@@ -649,6 +717,7 @@ fn optimize_lines(
     q: &Queueing,
     spacing: u64,
     hot_lines: Option<usize>,
+    spill: bool,
 ) -> Result<Plan, String> {
     if units.len() > 1 && units.iter().all(|u| u.offset == 0) {
         return Err(
@@ -678,6 +747,7 @@ fn optimize_lines(
             streams: vec![],
             writes: 0.0,
             big: false,
+            reach: 0,
         });
     }
     for group in &constraints.together {
@@ -716,6 +786,7 @@ fn optimize_lines(
             streams: vec![],
             writes: 0.0,
             big: false,
+            reach: 0,
         });
     }
     for u in 0..units.len() {
@@ -728,6 +799,7 @@ fn optimize_lines(
                 streams: vec![],
                 writes: 0.0,
                 big: false,
+                reach: 0,
             });
         }
     }
@@ -761,6 +833,18 @@ fn optimize_lines(
             s.writes
         };
     }
+    for it in &mut items {
+        it.reach = if it.units.len() == 1 && !it.streams.is_empty() {
+            it.streams
+                .iter()
+                .map(|&i| streams[i].inner + streams[i].size)
+                .max()
+                .unwrap_or(it.size)
+                .min(it.size)
+        } else {
+            it.size
+        };
+    }
     let pinned: BTreeSet<usize> = constraints
         .pinned
         .iter()
@@ -786,6 +870,7 @@ fn optimize_lines(
         nodes: 0,
         exhausted: false,
         max_bins: None,
+        spill,
     };
     let alone: Vec<f64> = (0..items.len())
         .map(|i| {
@@ -857,6 +942,7 @@ fn optimize_lines(
         nodes: 0,
         exhausted: false,
         max_bins,
+        spill,
     };
     // A line's cost only grows as members join it, so a partial grouping's cost bounds every
     // completion from below; members not placed yet add nothing to the bound.
@@ -1001,6 +1087,11 @@ fn optimize_lines(
                     current.offsets[items[x].units[0]].cmp(&current.offsets[items[y].units[0]]),
                 )
             });
+            // As the search packed it: an item that spills onto the next line goes last.
+            let refs: Vec<&Item> = group.iter().map(|&g| &items[g]).collect();
+            if let Some(o) = pack_order(&refs, spacing).filter(|_| spill) {
+                group = o.into_iter().map(|k| group[k]).collect();
+            }
             for (n, &g) in group.iter().enumerate() {
                 if n == 0 {
                     aligned_items.insert(g);
@@ -2208,8 +2299,10 @@ mod tests {
             max_size: Some(128),
             ..Constraints::default()
         };
-        let first =
-            optimize_lines(&units, &streams, &current, 8, &c, 64, &m, &q, 64, None).unwrap();
+        let first = optimize_lines(
+            &units, &streams, &current, 8, &c, 64, &m, &q, 64, None, false,
+        )
+        .unwrap();
         assert!(first.placement.size > 128, "{:?}", first.placement);
         let within = run(Some(128)).unwrap();
         assert!(within.placement.size <= 128, "{:?}", within.placement);
@@ -2375,6 +2468,35 @@ mod tests {
         // A kernel marker is no number to rewrite.
         let kernel = "static struct counters c ____cacheline_aligned;\n";
         assert_eq!(realign_instances(kernel, "counters", 128), None);
+    }
+
+    #[test]
+    fn an_embedded_struct_whose_touched_counter_comes_first_ends_a_line_and_spills_over() {
+        // page_pool's 24-byte frag block and the 48-byte alloc_stats whose first counter the
+        // fragment path bumps: whole, 72 bytes do not fit a line; the block and the counter do,
+        // with the stats last and the rest of them on the next line.
+        let item = |size: u64, reach: u64| Item {
+            units: vec![0],
+            size,
+            align: 8,
+            streams: vec![0],
+            writes: 1.0,
+            big: false,
+            reach,
+        };
+        let (stats, block) = (item(48, 8), item(24, 24));
+        assert_eq!(pack_order(&[&stats, &block], 64), Some(vec![1, 0]));
+        assert!(pack_fits(&[&stats, &block], 64, true));
+        assert!(!pack_fits(&[&stats, &block], 64, false));
+        // A counter the path bumps at the stats' end: its bytes would fall on the next line.
+        let late = item(48, 48);
+        assert_eq!(pack_order(&[&late, &block], 64), None);
+        // Only one item can end a line: the block and two such stats do not fit.
+        let (a, b) = (item(48, 8), item(48, 8));
+        assert_eq!(pack_order(&[&a, &b, &block], 64), None);
+        // What fits whole keeps the declared order, largest alignment first.
+        let (x, y) = (item(16, 16), item(8, 8));
+        assert_eq!(pack_order(&[&x, &y], 64), Some(vec![0, 1]));
     }
 
     #[test]

@@ -160,6 +160,9 @@ pub struct Proposal {
     /// Why the layout is kept though the model prices a lower one: its saving is negligible
     /// against what the runs cost ([`keep_if_negligible`]).
     pub negligible: Option<String>,
+    /// What the plan's saving rests on where the evidence settles neither what a run costs
+    /// nor the busiest line's utilization ([`rests_on`]).
+    pub rests_on: Option<String>,
 }
 
 /// `plan`, or the current layout with the reason, where what `plan` saves against `current`
@@ -184,6 +187,35 @@ pub fn keep_if_negligible(model: &Model, plan: Plan, current: &Cost) -> (Plan, O
         kept,
         Some(format!("no layout helps here: the best saves {why}")),
     )
+}
+
+/// What a saving of `saving` modeled cycles rests on, where the evidence settles neither what
+/// a run costs ([`cost::RunWork`], a recording's [`crate::analysis::run::RunTotals`]) nor the
+/// busiest line's utilization ([`Model::utilization_assumed`]): the saving is then weighed
+/// against the struct's own modeled cycles only, queued at an assumed utilization, and a
+/// verdict that a layout helps says so (issue 24: where a conclusion depends on an
+/// assumption, the verdict says which). A layout that pads elements written once per hundred
+/// lookups saves a few cycles a lookup, which a lookup of hundreds of cycles does not resolve
+/// (promscale's clock cache, `tests/cases/promscale_clockcache_element`). None where the
+/// evidence settles either, or nothing is saved.
+pub fn rests_on(model: &Model, saving: f64) -> Option<String> {
+    if saving <= 0.0 || !model.utilization_assumed || model.run.is_some() {
+        return None;
+    }
+    if cost::RunWork::of(&model.streams).is_some() {
+        return None;
+    }
+    let runs: f64 = cost::path_runs(&model.streams).iter().map(|r| r.rate).sum();
+    let per_run = if runs > 0.0 {
+        format!(", {:.1} a run of the paths", saving / runs)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "this saving ({saving:.0} modeled cycles{per_run}) rests on two assumptions the evidence does not settle: the busiest line's utilization {:.2} (assumed; no latency measured and no cost per run to derive it from the rates) and the struct's own cycles as all a run costs (no cost per run, so the saving is not weighed against a run; with the paths' `cycles_per_run` a saving under {:.0}% of their work is no fix)",
+        model.queueing.utilization,
+        100.0 * cost::RUN_COST_SHARE
+    ))
 }
 
 /// An instance declaration the patch aligns to the plan's pair of lines.
@@ -416,6 +448,10 @@ pub fn propose(
     if padded.is_none() && element_lines.is_empty() {
         (plan, negligible) = keep_if_negligible(model, plan, &current);
     }
+    let rests = match &negligible {
+        None => rests_on(model, current.total_cycles() - plan.cost.total_cycles()),
+        Some(_) => None,
+    };
     let splits = split_advice(model, &plan, request.queued);
     let mut proposal = Proposal {
         min_align,
@@ -432,6 +468,7 @@ pub fn propose(
         instance_realigned,
         elements: None,
         negligible,
+        rests_on: rests,
     };
     // Instances that do not start a line: every layout was priced where they start; what
     // line-aligned instances would cost says whether the allocation must change.

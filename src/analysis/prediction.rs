@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::analysis::candidate;
-use crate::analysis::cost::{Cost, Placement, Unit};
+use crate::analysis::cost::{self, Cost, Placement, Unit};
 use crate::analysis::model::Model;
 use crate::analysis::optimize::{self, Plan};
 use crate::readers::{c_struct, pahole_text};
@@ -162,6 +162,29 @@ pub fn predict(
             units: None,
         });
         notes.extend(c.notes);
+    }
+    // The layout priced lowest, where its saving rests on what the evidence does not settle.
+    let base = layouts[0].cost.total_cycles();
+    if let Some(best) = layouts[1..]
+        .iter()
+        .min_by(|a, b| a.cost.total_cycles().total_cmp(&b.cost.total_cycles()))
+        && let Some(why) = crate::analysis::plan::rests_on(model, base - best.cost.total_cycles())
+    {
+        notes.push(format!("{}: {why}", best.name));
+    }
+    // A layout whose saving is negligible against what the runs cost is no fix, as
+    // `optimize` keeps the layout for lineup's ([`crate::analysis::plan::keep_if_negligible`]).
+    if let Some(work) = cost::RunWork::of(&model.streams) {
+        for l in &layouts[1..] {
+            let saving = base - l.cost.total_cycles();
+            if saving > 0.0 && work.negligible(saving) {
+                notes.push(format!(
+                    "{}: no fix, it saves {}",
+                    l.name,
+                    work.weighed(saving)
+                ));
+            }
+        }
     }
     Ok(Prediction { layouts, notes })
 }

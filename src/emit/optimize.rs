@@ -251,6 +251,10 @@ struct Report<'a> {
     /// negligible against what the runs cost (the evidence's `cycles_per_run`).
     #[serde(skip_serializing_if = "Option::is_none")]
     negligible: Option<&'a str>,
+    /// What the plan's saving rests on, where the evidence settles neither a run's cost nor
+    /// the busiest line's utilization.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rests_on: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     diff: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -282,6 +286,7 @@ impl Outcome<'_> {
             kept_together: &p.kept_together,
             rejected: p.rejected.as_deref(),
             negligible: p.negligible.as_deref(),
+            rests_on: p.rests_on.as_deref(),
             diff: if self.patch.is_some() {
                 None
             } else {
@@ -423,6 +428,9 @@ impl Outcome<'_> {
             );
         } else {
             let _ = writeln!(s, "moved: {}", plan.moved.join(", "));
+        }
+        if let Some(why) = &self.proposal.rests_on {
+            let _ = writeln!(s, "{why}");
         }
         // A claim of a line of its own holds in the priced placement, or is not made.
         let hot: Vec<bool> = (0..self.plan_units.len())
