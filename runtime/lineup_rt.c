@@ -348,6 +348,7 @@ static uint64_t g_traced;
  * place, which is what the answer rests on, until 1/4: only there is everything
  * summarized (the last resort, said loudly: the answer may change). */
 static uint64_t g_memory = 512ull << 20;
+static uint64_t g_flush_fixed_ns; /* LINEUP_FLUSH_US, in ns: flush_tick */
 static volatile uint64_t g_agg_bytes;
 static volatile uint32_t g_level;
 static volatile uint64_t g_summarized;
@@ -1523,9 +1524,8 @@ static void patcher_sleep(uint64_t ns) {
  * long run writes its counts a few times over, not once a second. */
 #define FLUSH_FIRST_NS 1000000000ull
 #define FLUSH_MAX_NS (64ull * 1000000000ull)
-/* LINEUP_FLUSH_US: every that many microseconds instead (as often as the runtime's thread
- * wakes, at most), so that a test meets flushes in a short run. */
-static uint64_t g_flush_fixed_ns;
+/* LINEUP_FLUSH_US (g_flush_fixed_ns): every that many microseconds instead (as often as
+ * the runtime's thread wakes, at most), so that a test meets flushes in a short run. */
 static void flush_tick(void) {
     static uint64_t next, gap;
     if (!gap)
@@ -2137,8 +2137,6 @@ static void bursts_emit(void) {}
 static void bursts_init(void) {}
 static int thread_start(void) { return 0; }
 static void bursts_child(void) {}
-static void bursts_prepare(void) {}
-static void bursts_parent(void) {}
 static const int g_bursts = 0;
 static const int g_armed = 1;
 #endif
@@ -3235,7 +3233,7 @@ ATOMIC_HOOKS(64, uint64_t)
     TWIN(N, compare_exchange_val)
 static const void *const g_atomic_twins[][2] = {TWINS(8) TWINS(16) TWINS(32) TWINS(64)};
 
-static uintptr_t quiet_twin(uintptr_t hook) {
+static __attribute__((unused)) uintptr_t quiet_twin(uintptr_t hook) {
     for (size_t i = 0; i < sizeof g_atomic_twins / sizeof g_atomic_twins[0]; i++)
         if ((uintptr_t)g_atomic_twins[i][0] == hook)
             return (uintptr_t)g_atomic_twins[i][1];

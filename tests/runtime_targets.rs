@@ -1,0 +1,56 @@
+//! The recording runtime (`runtime/lineup_rt.c`, compiled into every program `lineup cc`
+//! builds) compiles without a warning for each target and compiler lineup supports: x86-64
+//! with gcc and clang, and aarch64 with the cross gcc. Its x86-64-only parts (bursts, the
+//! trampolines) sit behind `#if`, and a global used on both sides but declared on one broke
+//! the aarch64 build once (LINEUP_FLUSH_US), with no test to see it.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+mod common;
+
+/// Whether `cc` runs here; scripts/test.sh installs every one of them, so only a machine set
+/// up otherwise skips one, and says so.
+fn have(cc: &str) -> bool {
+    let ok = Command::new(cc)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: {cc} is missing (scripts/test.sh installs it)");
+    }
+    ok
+}
+
+fn compiles_clean(cc: &str, extra: &[&str]) {
+    if !have(cc) {
+        return;
+    }
+    let dir = common::test_dir(&format!("runtime-{cc}"));
+    let obj: PathBuf = dir.join("lineup_rt.o");
+    let out = Command::new(cc)
+        .args(["-c", "-O2", "-pthread", "-Wall", "-Wextra", "-Werror"])
+        .args(extra)
+        .arg(common::repo().join("runtime/lineup_rt.c"))
+        .arg("-o")
+        .arg(&obj)
+        .output()
+        .expect("run the compiler");
+    assert!(
+        out.status.success() && obj.is_file(),
+        "{cc}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_runtime_compiles_without_warnings_for_x86_64_with_gcc_and_clang() {
+    compiles_clean("gcc", &[]);
+    compiles_clean("clang", &[]);
+}
+
+#[test]
+fn the_runtime_compiles_without_warnings_for_aarch64() {
+    compiles_clean("aarch64-linux-gnu-gcc", &[]);
+}
