@@ -249,15 +249,17 @@ COPY (
 
 DUCK_TOP = r"""
 import duckdb, json, sys
-store, types_q, members_q = sys.argv[1:4]
+store, hosts_q, types_q, members_q = sys.argv[1:5]
 con = duckdb.connect()
 con.execute("SET threads TO 2")
 glob_ = (store.rstrip('/') + '/**/*.parquet').replace("'", "''")
 con.execute("CREATE VIEW rows AS SELECT * FROM read_parquet('%s', hive_partitioning = true, "
             "hive_types_autocast = false)" % glob_)
+# The same three texts as lineup: the store summed per host once, then both rankings.
+con.execute("CREATE TEMP TABLE host_rows AS " + open(hosts_q).read().replace("$1", "''"))
 out = {}
 for k, q in (("types", types_q), ("members", members_q)):
-    cur = con.execute(open(q).read().replace("{limit}", "20"), [""])
+    cur = con.execute(open(q).read().replace("{limit}", "20"))
     names = [d[0] for d in cur.description]
     out[k] = [dict(zip(names, r)) for r in cur.fetchall()]
 json.dump(out, sys.stdout, default=str)
@@ -368,7 +370,8 @@ def main():
     # top: same SQL texts, same files; answers checked equal first.
     sql = os.path.join(REPO, "fleet", "sql")
     lcmd = [args.lineup, "fleet", "top", "--store", store, "--limit", "20", "--json"]
-    dcmd = [py, duck_top, store, os.path.join(sql, "top_types.sql"),
+    dcmd = [py, duck_top, store, os.path.join(sql, "top_hosts.sql"),
+            os.path.join(sql, "top_types.sql"),
             os.path.join(sql, "top_members.sql")]
     top = {"lineup": [], "DuckDB": []}
     top_rss = {"lineup": 0, "DuckDB": 0}

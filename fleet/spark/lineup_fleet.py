@@ -101,6 +101,9 @@ def ranked(row, members):
 
 def top(spark, args):
     build = args.build or ""
+    # One scan of the store, summed per host, kept for both rankings (as lineup does).
+    hosts = spark.sql(sql_text(args.sql_dir, "top_hosts"), args={"p1": build}).cache()
+    hosts.createOrReplaceTempView("host_rows")
     t = {
         "schema": SCHEMA_VERSION,
         "store": args.store,
@@ -112,6 +115,7 @@ def top(spark, args):
             ranked(r, True) for r in run(spark, args.sql_dir, "top_members", [build], args.limit)
         ],
     }
+    hosts.unpersist()
     return t, 0
 
 
