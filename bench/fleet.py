@@ -16,7 +16,8 @@ daily profiles of 1,000 hosts).
 
 Layout of the generated store. lineup's layout (build=<id>/date=<day>/*.parquet, lineup's
 row schema and key-value metadata), written with pyarrow in chunks, one file per build and
-day holding that day's profiles of every host, as a compaction job would leave them (`fleet
+day holding that day's profiles of every host (named by a 128-bit hex hash, as lineup names
+its files), as a compaction job would leave them (`fleet
 add` writes one file per profile: 10^8 rows at ~100 rows a profile would be a million small
 files, which neither engine is measured on here).
 
@@ -44,6 +45,7 @@ Needs lineup built with `--features fleet`, a C compiler, pyarrow and duckdb.
 import argparse
 import datetime
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -137,6 +139,11 @@ def plan(table, workloads, args):
     return hosts, rng
 
 
+def file_name(build, date):
+    """A 128-bit hex name, as lineup names a stored file by its content hash."""
+    return hashlib.blake2b(f"{build}/{date}".encode(), digest_size=16).hexdigest() + ".parquet"
+
+
 def generate(table, metadata, hosts, rng, args, store):
     """The store: one file per build and day, every host's profile of the day in it."""
     import numpy as np
@@ -173,7 +180,7 @@ def generate(table, metadata, hosts, rng, args, store):
                 rows = rows.set_column(rows.schema.get_field_index(c), c, v)
             folder = os.path.join(store, f"build={build}", f"date={date}")
             os.makedirs(folder, exist_ok=True)
-            pq.write_table(rows.cast(schema), os.path.join(folder, "day.parquet"),
+            pq.write_table(rows.cast(schema), os.path.join(folder, file_name(build, date)),
                            compression="snappy")
             written += n
         if written >= args.rows:

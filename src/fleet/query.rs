@@ -42,6 +42,12 @@ fn block_on<T>(f: impl std::future::Future<Output = Result<T, String>>) -> Resul
 /// A session with the store registered as `rows`; an error naming the store when it holds
 /// no file.
 async fn open(store: &Path) -> Result<SessionContext, String> {
+    open_part(store, None).await
+}
+
+/// As [`open`], over only the stored files whose name (a content hash in hex) starts with one
+/// of `first` (a glob character class's contents, `0246`), when given.
+async fn open_part(store: &Path, first: Option<&str>) -> Result<SessionContext, String> {
     if super::stored_files(store).is_empty() {
         return Err(format!(
             "{}: no profile stored (lineup fleet add --store {} ...)",
@@ -50,7 +56,12 @@ async fn open(store: &Path) -> Result<SessionContext, String> {
         ));
     }
     let dir = std::fs::canonicalize(store).map_err(|e| format!("{}: {e}", store.display()))?;
-    let url = format!("{}/", dir.display());
+    let url = match first {
+        None => format!("{}/", dir.display()),
+        // The glob is matched against the file name: DataFusion leaves the
+        // `key=value` folders out of it.
+        Some(c) => format!("{}/[{c}]*.parquet", dir.display()),
+    };
     // Text columns read as Utf8View (DataFusion's own default for Parquet): no copy of each
     // string into one buffer per batch, the larger part of a scan's time on these files.
     let schema = Schema::new(
@@ -245,20 +256,73 @@ pub fn top(store: &Path, build: Option<&str>, limit: usize) -> Result<Top, Strin
     let params = vec![ScalarValue::from(build.unwrap_or(""))];
     let types_q = sql_text::TOP_TYPES.replace("{limit}", &limit.to_string());
     let members_q = sql_text::TOP_MEMBERS.replace("{limit}", &limit.to_string());
+    // One scan of the store, summed per host (top_hosts.sql); both rankings are taken from
+    // that. The runtime is tokio's current-thread one, so the scan is split here: one thread
+    // per CPU, each over the files whose name starts with its share of the hex digits, and
+    // their sums per host are ranked together (a host in two shares is counted once: the
+    // rankings count distinct hosts, and add sums).
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(16));
+    let shares: Vec<String> = (0..threads)
+        .map(|t| {
+            "0123456789abcdef"
+                .chars()
+                .enumerate()
+                .filter(|(i, _)| i % threads == t)
+                .map(|(_, c)| c)
+                .collect()
+        })
+        .collect();
+    let files = super::stored_files(store);
+    let name_starts = |share: &str| {
+        files.iter().any(|f| {
+            f.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.chars().next())
+                .is_some_and(|c| share.contains(c))
+        })
+    };
+    let mut parts = Vec::new();
+    std::thread::scope(|scope| {
+        let running: Vec<_> = shares
+            .iter()
+            .filter(|share| threads == 1 || name_starts(share))
+            .map(|share| {
+                let params = params.clone();
+                let first = (threads > 1).then_some(share.as_str());
+                scope.spawn(move || {
+                    block_on(async {
+                        let ctx = open_part(store, first).await?;
+                        let fail = |e: datafusion::error::DataFusionError| {
+                            format!("{}: {e}", store.display())
+                        };
+                        let df = ctx
+                            .sql(sql_text::TOP_HOSTS)
+                            .await
+                            .map_err(fail)?
+                            .with_param_values(params)
+                            .map_err(fail)?;
+                        let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
+                        Ok((schema, df.collect().await.map_err(fail)?))
+                    })
+                })
+            })
+            .collect();
+        for r in running {
+            parts.push(
+                r.join()
+                    .unwrap_or_else(|_| Err("a query thread panicked".into())),
+            );
+        }
+    });
+    let parts = parts.into_iter().collect::<Result<Vec<_>, String>>()?;
     block_on(async {
         let ctx = open(store).await?;
-        // One scan of the store, summed per host; both rankings are taken from that.
         let fail = |e: datafusion::error::DataFusionError| format!("{}: {e}", store.display());
-        let df = ctx
-            .sql(sql_text::TOP_HOSTS)
-            .await
-            .map_err(fail)?
-            .with_param_values(params)
-            .map_err(fail)?;
-        let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
-        let host_rows = df.collect().await.map_err(fail)?;
-        let table =
-            datafusion::datasource::MemTable::try_new(schema, vec![host_rows]).map_err(fail)?;
+        let Some(schema) = parts.first().map(|(s, _)| s.clone()) else {
+            return Err(format!("{}: no profile stored", store.display()));
+        };
+        let host_rows = parts.into_iter().map(|(_, b)| b).collect();
+        let table = datafusion::datasource::MemTable::try_new(schema, host_rows).map_err(fail)?;
         ctx.register_table("host_rows", std::sync::Arc::new(table))
             .map_err(fail)?;
         let types = ranked(&sql(&ctx, store, &types_q, vec![]).await?, false);
