@@ -80,7 +80,12 @@ async fn open_part(store: &Path, first: Option<&str>) -> Result<SessionContext, 
             ("build".to_string(), DataType::Utf8),
             ("date".to_string(), DataType::Utf8),
         ]);
-    let ctx = SessionContext::new();
+    // The runtime is tokio's current-thread one: more partitions than one give a session no
+    // parallelism, only a repartition of every row between its aggregation steps and more
+    // files read at once (memory). Parallelism comes from one thread per share (`top`).
+    let ctx = SessionContext::new_with_config(
+        datafusion::prelude::SessionConfig::new().with_target_partitions(1),
+    );
     ctx.register_parquet("rows", &url, opts)
         .await
         .map_err(|e| format!("{}: {e}", store.display()))?;
