@@ -266,7 +266,20 @@ pub fn top(store: &Path, build: Option<&str>, limit: usize) -> Result<Top, Strin
     // per CPU, each over the files whose name starts with its share of the hex digits, and
     // their sums per host are ranked together (a host in two shares is counted once: the
     // rankings count distinct hosts, and add sums).
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(16));
+    // A file not named by lineup (not starting with a hex digit) would be in no share: then
+    // one thread reads them all.
+    let files = super::stored_files(store);
+    let hex_named = files.iter().all(|f| {
+        f.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.chars().next())
+            .is_some_and(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    });
+    let threads = if hex_named {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(16))
+    } else {
+        1
+    };
     let shares: Vec<String> = (0..threads)
         .map(|t| {
             "0123456789abcdef"
@@ -277,7 +290,6 @@ pub fn top(store: &Path, build: Option<&str>, limit: usize) -> Result<Top, Strin
                 .collect()
         })
         .collect();
-    let files = super::stored_files(store);
     let name_starts = |share: &str| {
         files.iter().any(|f| {
             f.file_name()
