@@ -639,3 +639,34 @@ fn merged_profile_of_two_hosts_diagnoses_as_their_sum() {
         "{err}"
     );
 }
+
+#[test]
+fn top_reads_every_stored_file_whatever_its_name() {
+    // `top` shares the files out among its threads by the first hex digit of their hash
+    // names; a file named otherwise (copied in by hand) is still read.
+    let store = scratch("names");
+    added(&store, "a", "b1", &["--perf-typeoff", TYPEOFF]);
+    added(&store, "b", "b1", &["--perf-typeoff", TYPEOFF]);
+    let files: Vec<PathBuf> = listing(&store)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    assert_eq!(files.len(), 2);
+    let s = store.to_str().unwrap();
+    let hosts = || {
+        let t = common::lineup_json(&["fleet", "top", "--store", s, "--json"]);
+        t["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["hosts"].as_u64().unwrap())
+            .collect::<Vec<_>>()
+    };
+    let before = hosts();
+    assert!(
+        !before.is_empty() && before.iter().all(|&h| h == 2),
+        "{before:?}"
+    );
+    std::fs::rename(&files[0], files[0].with_file_name("manual.parquet")).unwrap();
+    assert_eq!(hosts(), before);
+}

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use arrow::array::{Array, RecordBatch};
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, Schema};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use datafusion::scalar::ScalarValue;
 use serde::Serialize;
@@ -19,7 +19,18 @@ use crate::profile::{Access, CodeLocation, Counts, Latency, Profile, TypeProfile
 /// Version of `fleet top --json`, `fleet compare --json`.
 pub const SCHEMA_VERSION: u32 = 1;
 
-const COST_ORDER: &str = "transfers DESC, writes DESC, accesses DESC";
+/// The queries, one text each for every engine that answers them: lineup's DataFusion here,
+/// and Apache Spark at fleet size (`fleet/spark/lineup_fleet.py` reads the same files).
+/// Placeholders `$1`, `$2` are bound as parameters (`''` for "every build"); `{limit}` is
+/// replaced by a number before the text is run.
+pub mod sql_text {
+    pub const TOP_HOSTS: &str = include_str!("../../fleet/sql/top_hosts.sql");
+    pub const TOP_TYPES: &str = include_str!("../../fleet/sql/top_types.sql");
+    pub const TOP_MEMBERS: &str = include_str!("../../fleet/sql/top_members.sql");
+    pub const COMPARE: &str = include_str!("../../fleet/sql/compare.sql");
+    pub const PROFILE_HEAD: &str = include_str!("../../fleet/sql/profile_head.sql");
+    pub const PROFILE_ROWS: &str = include_str!("../../fleet/sql/profile_rows.sql");
+}
 
 fn block_on<T>(f: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
     tokio::runtime::Builder::new_current_thread()
@@ -31,6 +42,12 @@ fn block_on<T>(f: impl std::future::Future<Output = Result<T, String>>) -> Resul
 /// A session with the store registered as `rows`; an error naming the store when it holds
 /// no file.
 async fn open(store: &Path) -> Result<SessionContext, String> {
+    open_part(store, None).await
+}
+
+/// As [`open`], over only the stored files whose name (a content hash in hex) starts with one
+/// of `first` (a glob character class's contents, `0246`), when given.
+async fn open_part(store: &Path, first: Option<&str>) -> Result<SessionContext, String> {
     if super::stored_files(store).is_empty() {
         return Err(format!(
             "{}: no profile stored (lineup fleet add --store {} ...)",
@@ -39,15 +56,36 @@ async fn open(store: &Path) -> Result<SessionContext, String> {
         ));
     }
     let dir = std::fs::canonicalize(store).map_err(|e| format!("{}: {e}", store.display()))?;
-    let url = format!("{}/", dir.display());
-    let schema = super::file_schema();
+    let url = match first {
+        None => format!("{}/", dir.display()),
+        // The glob is matched against the file name: DataFusion leaves the
+        // `key=value` folders out of it.
+        Some(c) => format!("{}/[{c}]*.parquet", dir.display()),
+    };
+    // Text columns read as Utf8View (DataFusion's own default for Parquet): no copy of each
+    // string into one buffer per batch, the larger part of a scan's time on these files.
+    let schema = Schema::new(
+        super::file_schema()
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                DataType::Utf8 => f.as_ref().clone().with_data_type(DataType::Utf8View),
+                _ => f.as_ref().clone(),
+            })
+            .collect::<Vec<_>>(),
+    );
     let opts = ParquetReadOptions::default()
         .schema(&schema)
         .table_partition_cols(vec![
             ("build".to_string(), DataType::Utf8),
             ("date".to_string(), DataType::Utf8),
         ]);
-    let ctx = SessionContext::new();
+    // The runtime is tokio's current-thread one: more partitions than one give a session no
+    // parallelism, only a repartition of every row between its aggregation steps and more
+    // files read at once (memory). Parallelism comes from one thread per share (`top`).
+    let ctx = SessionContext::new_with_config(
+        datafusion::prelude::SessionConfig::new().with_target_partitions(1),
+    );
     ctx.register_parquet("rows", &url, opts)
         .await
         .map_err(|e| format!("{}: {e}", store.display()))?;
@@ -186,8 +224,9 @@ fn ranked(b: &[RecordBatch], members: bool) -> Vec<Ranked> {
     };
     let hosts = uints(b, "hosts");
     let f = |n: &str| floats(b, n);
-    let (tr, lh, rh, wr, ac) = (
+    let (tr, hi, lh, rh, wr, ac) = (
         f("transfers"),
+        f("hitm"),
         f("lcl_hitm"),
         f("rmt_hitm"),
         f("writes"),
@@ -203,7 +242,7 @@ fn ranked(b: &[RecordBatch], members: bool) -> Vec<Ranked> {
             member: member[i].clone(),
             hosts: hosts[i].unwrap_or(0),
             transfers: tr[i].unwrap_or(0.0),
-            hitm: lh[i].unwrap_or(0.0) + rh[i].unwrap_or(0.0),
+            hitm: hi[i].unwrap_or(0.0),
             lcl_hitm: lh[i].unwrap_or(0.0),
             rmt_hitm: rh[i].unwrap_or(0.0),
             writes: wr[i].unwrap_or(0.0),
@@ -219,30 +258,92 @@ fn ranked(b: &[RecordBatch], members: bool) -> Vec<Ranked> {
 /// Types and members ranked by cost across the fleet, per build (only `build`'s when given),
 /// `limit` of each.
 pub fn top(store: &Path, build: Option<&str>, limit: usize) -> Result<Top, String> {
-    let sums = "COUNT(DISTINCT host) AS hosts, SUM(transfers) AS transfers, \
-                SUM(lcl_hitm) AS lcl_hitm, SUM(rmt_hitm) AS rmt_hitm, \
-                SUM(stores + rmw) AS writes, SUM(loads + stores + rmw) AS accesses, \
-                SUM(loads) AS loads, SUM(stores) AS stores, SUM(rmw) AS rmw, \
-                SUM(weight) AS weight";
-    let filter = if build.is_some() {
-        "WHERE build = $1"
+    let params = vec![ScalarValue::from(build.unwrap_or(""))];
+    let types_q = sql_text::TOP_TYPES.replace("{limit}", &limit.to_string());
+    let members_q = sql_text::TOP_MEMBERS.replace("{limit}", &limit.to_string());
+    // One scan of the store, summed per host (top_hosts.sql); both rankings are taken from
+    // that. The runtime is tokio's current-thread one, so the scan is split here: one thread
+    // per CPU, each over the files whose name starts with its share of the hex digits, and
+    // their sums per host are ranked together (a host in two shares is counted once: the
+    // rankings count distinct hosts, and add sums).
+    // A file not named by lineup (not starting with a hex digit) would be in no share: then
+    // one thread reads them all.
+    let files = super::stored_files(store);
+    let hex_named = files.iter().all(|f| {
+        f.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.chars().next())
+            .is_some_and(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    });
+    let threads = if hex_named {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(16))
     } else {
-        ""
+        1
     };
-    let params: Vec<ScalarValue> = build.iter().map(|b| ScalarValue::from(*b)).collect();
-    let types_q = format!(
-        "SELECT CAST(build AS VARCHAR) AS build, unit, \"type\", {sums} FROM rows {filter} \
-         GROUP BY build, unit, \"type\" ORDER BY {COST_ORDER}, build, \"type\" LIMIT {limit}"
-    );
-    let members_q = format!(
-        "SELECT CAST(build AS VARCHAR) AS build, unit, \"type\", \"offset\", member, {sums} \
-         FROM rows {filter} GROUP BY build, unit, \"type\", \"offset\", member \
-         ORDER BY {COST_ORDER}, build, \"type\", \"offset\" NULLS LAST, member LIMIT {limit}"
-    );
+    let shares: Vec<String> = (0..threads)
+        .map(|t| {
+            "0123456789abcdef"
+                .chars()
+                .enumerate()
+                .filter(|(i, _)| i % threads == t)
+                .map(|(_, c)| c)
+                .collect()
+        })
+        .collect();
+    let name_starts = |share: &str| {
+        files.iter().any(|f| {
+            f.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.chars().next())
+                .is_some_and(|c| share.contains(c))
+        })
+    };
+    let mut parts = Vec::new();
+    std::thread::scope(|scope| {
+        let running: Vec<_> = shares
+            .iter()
+            .filter(|share| threads == 1 || name_starts(share))
+            .map(|share| {
+                let params = params.clone();
+                let first = (threads > 1).then_some(share.as_str());
+                scope.spawn(move || {
+                    block_on(async {
+                        let ctx = open_part(store, first).await?;
+                        let fail = |e: datafusion::error::DataFusionError| {
+                            format!("{}: {e}", store.display())
+                        };
+                        let df = ctx
+                            .sql(sql_text::TOP_HOSTS)
+                            .await
+                            .map_err(fail)?
+                            .with_param_values(params)
+                            .map_err(fail)?;
+                        let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
+                        Ok((schema, df.collect().await.map_err(fail)?))
+                    })
+                })
+            })
+            .collect();
+        for r in running {
+            parts.push(
+                r.join()
+                    .unwrap_or_else(|_| Err("a query thread panicked".into())),
+            );
+        }
+    });
+    let parts = parts.into_iter().collect::<Result<Vec<_>, String>>()?;
     block_on(async {
         let ctx = open(store).await?;
-        let types = ranked(&sql(&ctx, store, &types_q, params.clone()).await?, false);
-        let members = ranked(&sql(&ctx, store, &members_q, params).await?, true);
+        let fail = |e: datafusion::error::DataFusionError| format!("{}: {e}", store.display());
+        let Some(schema) = parts.first().map(|(s, _)| s.clone()) else {
+            return Err(format!("{}: no profile stored", store.display()));
+        };
+        let host_rows = parts.into_iter().map(|(_, b)| b).collect();
+        let table = datafusion::datasource::MemTable::try_new(schema, host_rows).map_err(fail)?;
+        ctx.register_table("host_rows", std::sync::Arc::new(table))
+            .map_err(fail)?;
+        let types = ranked(&sql(&ctx, store, &types_q, vec![]).await?, false);
+        let members = ranked(&sql(&ctx, store, &members_q, vec![]).await?, true);
         Ok(Top {
             schema: SCHEMA_VERSION,
             store: store.display().to_string(),
@@ -278,8 +379,9 @@ pub struct MemberChange {
     /// Its offset differs between the builds (a re-layout moved it).
     pub moved: bool,
     /// `better`, `worse` or `same` by cost per host (transfers per host, or writes per host
-    /// where neither build has transfers); `new` or `gone` when only one build has it.
-    pub change: &'static str,
+    /// where neither build has transfers); `new` or `gone` when only one build has it
+    /// (fleet/sql/compare.sql decides).
+    pub change: String,
 }
 
 /// `fleet compare`: every member of either build.
@@ -299,26 +401,6 @@ impl Compare {
     }
 }
 
-fn change(a: &Option<Side>, b: &Option<Side>) -> &'static str {
-    let (Some(a), Some(b)) = (a, b) else {
-        return if a.is_some() { "gone" } else { "new" };
-    };
-    let per_host = |s: &Side, v: f64| v / s.hosts.max(1) as f64;
-    let (x, y) = if a.transfers > 0.0 || b.transfers > 0.0 {
-        (per_host(a, a.transfers), per_host(b, b.transfers))
-    } else {
-        (per_host(a, a.writes), per_host(b, b.writes))
-    };
-    let tolerance = 1e-9 * x.abs().max(y.abs());
-    if (y - x).abs() <= tolerance {
-        "same"
-    } else if y < x {
-        "better"
-    } else {
-        "worse"
-    }
-}
-
 /// Member by member, build `a` against build `b`; an error naming the build that is not
 /// stored.
 pub fn compare(store: &Path, a: &str, b: &str) -> Result<Compare, String> {
@@ -332,30 +414,15 @@ pub fn compare(store: &Path, a: &str, b: &str) -> Result<Compare, String> {
             ));
         }
     }
-    let q = "WITH k AS (SELECT CAST(build AS VARCHAR) AS build, \"type\", \
-             COALESCE(member, '+' || CAST(\"offset\" AS VARCHAR), '?') AS member, \"offset\", \
-             host, transfers, loads, stores, rmw FROM rows WHERE build = $1 OR build = $2), \
-             m AS (SELECT build, \"type\", member, \
-             MIN(\"offset\") AS off_min, MAX(\"offset\") AS off_max, COUNT(DISTINCT host) AS hosts, \
-             SUM(transfers) AS transfers, SUM(stores + rmw) AS writes, \
-             SUM(loads + stores + rmw) AS accesses FROM k GROUP BY build, \"type\", member) \
-             SELECT COALESCE(a.\"type\", b.\"type\") AS \"type\", COALESCE(a.member, b.member) AS member, \
-             a.build AS a_build, a.off_min AS a_off, a.off_max AS a_off_max, a.hosts AS a_hosts, \
-             a.transfers AS a_transfers, a.writes AS a_writes, a.accesses AS a_accesses, \
-             b.build AS b_build, b.off_min AS b_off, b.off_max AS b_off_max, b.hosts AS b_hosts, \
-             b.transfers AS b_transfers, b.writes AS b_writes, b.accesses AS b_accesses \
-             FROM (SELECT * FROM m WHERE build = $1) a FULL OUTER JOIN \
-             (SELECT * FROM m WHERE build = $2) b ON a.\"type\" = b.\"type\" AND a.member = b.member \
-             ORDER BY \"type\", member";
     block_on(async {
         let ctx = open(store).await?;
-        let r = sql(&ctx, store, q, vec![a.into(), b.into()]).await?;
+        let r = sql(&ctx, store, sql_text::COMPARE, vec![a.into(), b.into()]).await?;
         let (ty, member) = (texts(&r, "type"), texts(&r, "member"));
         let side = |p: &str| -> Vec<Option<Side>> {
             let present = texts(&r, &format!("{p}_build"));
             let (off, off_max, hosts) = (
-                uints(&r, &format!("{p}_off")),
-                uints(&r, &format!("{p}_off_max")),
+                uints(&r, &format!("{p}_offset")),
+                uints(&r, &format!("{p}_offset_max")),
                 uints(&r, &format!("{p}_hosts")),
             );
             let f = |n: &str| floats(&r, &format!("{p}_{n}"));
@@ -374,18 +441,28 @@ pub fn compare(store: &Path, a: &str, b: &str) -> Result<Compare, String> {
                 .collect()
         };
         let (sa, sb) = (side("a"), side("b"));
+        let change = texts(&r, "change");
+        let moved = column(&r, "moved", &DataType::Boolean);
+        let moved: Vec<bool> = moved
+            .iter()
+            .flat_map(|a| {
+                let b = a
+                    .as_any()
+                    .downcast_ref::<arrow::array::BooleanArray>()
+                    .expect("cast to Boolean");
+                (0..b.len())
+                    .map(|i| b.is_valid(i) && b.value(i))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
         let members = (0..ty.len())
-            .map(|i| {
-                let moved = matches!((&sa[i], &sb[i]), (Some(x), Some(y))
-                    if (x.offset, x.offset_max) != (y.offset, y.offset_max));
-                MemberChange {
-                    type_name: ty[i].clone().unwrap_or_default(),
-                    member: member[i].clone().unwrap_or_default(),
-                    change: change(&sa[i], &sb[i]),
-                    a: sa[i].clone(),
-                    b: sb[i].clone(),
-                    moved,
-                }
+            .map(|i| MemberChange {
+                type_name: ty[i].clone().unwrap_or_default(),
+                member: member[i].clone().unwrap_or_default(),
+                change: change[i].clone().unwrap_or_default(),
+                a: sa[i].clone(),
+                b: sb[i].clone(),
+                moved: moved[i],
             })
             .collect();
         Ok(Compare {
@@ -403,33 +480,14 @@ pub fn compare(store: &Path, a: &str, b: &str) -> Result<Compare, String> {
 /// are not one set of CPUs: the merged access keeps the largest count, and the CPU list only
 /// where every row gives the same one. An error when the rows mix units or line sizes.
 pub fn profile(store: &Path, type_name: &str, build: Option<&str>) -> Result<Profile, String> {
-    let filter = if build.is_some() {
-        "\"type\" = $1 AND build = $2"
-    } else {
-        "\"type\" = $1"
-    };
-    let mut params = vec![ScalarValue::from(type_name)];
-    params.extend(build.map(ScalarValue::from));
-    let head_q = format!(
-        "SELECT COUNT(DISTINCT unit) AS units, MIN(unit) AS unit, \
-         COUNT(DISTINCT cacheline_size) AS sizes, MIN(cacheline_size) AS cacheline_size, \
-         COUNT(DISTINCT host) AS hosts, COUNT(DISTINCT build) AS builds, \
-         COUNT(DISTINCT host_cpus) AS cpu_counts, MIN(host_cpus) AS host_cpus, \
-         COUNT(*) AS n FROM rows WHERE {filter}"
-    );
-    let rows_q = format!(
-        "SELECT \"offset\", size, member, function, SUM(loads) AS loads, SUM(stores) AS stores, \
-         SUM(rmw) AS rmw, SUM(lcl_hitm) AS lcl_hitm, SUM(rmt_hitm) AS rmt_hitm, \
-         SUM(lcl_peer) AS lcl_peer, SUM(rmt_peer) AS rmt_peer, SUM(weight) AS weight, \
-         MAX(cpu_count) AS cpu_count, \
-         CASE WHEN COUNT(DISTINCT cpu_list) = 1 AND COUNT(cpu_list) = COUNT(*) \
-         THEN MIN(cpu_list) END AS cpu_list \
-         FROM rows WHERE {filter} GROUP BY \"offset\", size, member, function \
-         ORDER BY \"offset\" NULLS LAST, member, function, size"
-    );
+    let params = vec![
+        ScalarValue::from(type_name),
+        ScalarValue::from(build.unwrap_or("")),
+    ];
+    let (head_q, rows_q) = (sql_text::PROFILE_HEAD, sql_text::PROFILE_ROWS);
     block_on(async {
         let ctx = open(store).await?;
-        let head = sql(&ctx, store, &head_q, params.clone()).await?;
+        let head = sql(&ctx, store, head_q, params.clone()).await?;
         let n = uints(&head, "n").first().copied().flatten().unwrap_or(0);
         if n == 0 {
             return Err(format!(
@@ -460,7 +518,7 @@ pub fn profile(store: &Path, type_name: &str, build: Option<&str>) -> Result<Pro
         if let Some(b) = build {
             s.insert("fleet_build".into(), b.to_string());
         }
-        let r = sql(&ctx, store, &rows_q, params).await?;
+        let r = sql(&ctx, store, rows_q, params).await?;
         let (offset, size) = (uints(&r, "offset"), uints(&r, "size"));
         let (member, function, cpu_list) = (
             texts(&r, "member"),
