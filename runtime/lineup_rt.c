@@ -1212,7 +1212,10 @@ static void put32(uint8_t *p, uint32_t v) {
  * and borrows on the first and every TRAMP_SAMPLE-th after (2^32 / TRAMP_STEP of them),
  * which are the sampled ones, and its high half counts the borrows. One read-modify-write
  * per execution, whose flags say whether it is sampled (a test and an increment before:
- * two). hits_count gives the executions. */
+ * two). hits_count gives the executions. Read between a borrow and the increment of the
+ * high half (a handler's flush on the thread, or the final flush of a thread still running
+ * at exit), the word reads as a count the thread had up to TRAMP_SAMPLE executions
+ * earlier: a snapshot a little older, and lineup keeps each site's largest (hits_emit). */
 #define TRAMP_STEP (1u << 22)
 _Static_assert((1ull << 32) / TRAMP_STEP == TRAMP_SAMPLE, "one borrow per TRAMP_SAMPLE");
 static uint64_t hits_count(uint64_t h) {
