@@ -133,9 +133,9 @@ fn the_sketch_and_the_recorded_replica_find_the_seeds_false_sharing() {
         let name = m["name"].as_str().unwrap();
         let rmw = m["counts"]["rmw"].as_f64().unwrap_or(0.0);
         // Both threads ran the path that swaps them (its row counts the threads that did).
-        // The member's own `cpus` counts the threads whose share is more than negligible,
-        // which depends on how the two threads interleaved: on a loaded machine that runs
-        // them one after the other, the conditional swaps fall to one (seen once: 1).
+        // The member's own `cpus` counts the threads whose share is more than negligible;
+        // the replica runs for a fixed time, so on a loaded machine one thread can be
+        // descheduled for nearly all of it and make a negligible share (seen once: 1).
         let path_threads = m["functions"]
             .as_array()
             .unwrap()
