@@ -277,6 +277,19 @@ fn shared_bytes(line: &LineModel, t: &Term) -> Vec<String> {
     members
 }
 
+/// The members `terms` write or miss on, each once, in the order met.
+fn terms_members<'t>(terms: impl Iterator<Item = &'t Term>) -> Vec<String> {
+    let mut members: Vec<String> = Vec::new();
+    for x in terms {
+        for m in x.writers.iter().chain(std::iter::once(&x.victim)) {
+            if !members.contains(m) {
+                members.push(m.clone());
+            }
+        }
+    }
+    members
+}
+
 fn quoted(names: &[String]) -> String {
     let q: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
     match q.len() {
@@ -467,22 +480,11 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
             Verdict::TrueSharing,
             format!(
                 "{} are one critical section: a lock and the data its holders write beside it, the same CPUs one after another{assumption} ({share:.0}% of the line's modeled cycles). This is true sharing: padding or reordering changes nothing (each holder would fetch two lines); {}{}",
-                {
-                    // Every member of the section's terms on the line that share a writer path
-                    // with the largest: the lock's own misses and its data's are one section.
-                    let mut members: Vec<String> = Vec::new();
-                    for x in line.terms.iter().filter(|x| {
-                        x.class == class
-                            && x.writer_paths.iter().any(|p| t.writer_paths.contains(p))
-                    }) {
-                        for m in x.writers.iter().chain(std::iter::once(&x.victim)) {
-                            if !members.contains(m) {
-                                members.push(m.clone());
-                            }
-                        }
-                    }
-                    quoted(&members)
-                },
+                // Every member of the section's terms on the line that share a writer path
+                // with the largest: the lock's own misses and its data's are one section.
+                quoted(&terms_members(line.terms.iter().filter(|x| {
+                    x.class == class && x.writer_paths.iter().any(|p| t.writer_paths.contains(p))
+                }))),
                 if per_cpu {
                     "take the lock less often from other CPUs (the struct is per CPU already)"
                 } else {
@@ -494,18 +496,14 @@ pub fn verdict_for(line: &LineModel, per_cpu: bool) -> Option<(Verdict, String)>
         TermClass::HandOff => {
             // Every member and path of the lock's sections on the line.
             let lock = t.lock.clone().unwrap_or_default();
-            let mut members: Vec<String> = Vec::new();
+            let sections = || {
+                line.terms
+                    .iter()
+                    .filter(|x| x.class == class && x.lock.as_deref() == Some(lock.as_str()))
+            };
+            let mut members = terms_members(sections());
             let mut paths: Vec<String> = Vec::new();
-            for x in line
-                .terms
-                .iter()
-                .filter(|x| x.class == class && x.lock.as_deref() == Some(lock.as_str()))
-            {
-                for m in x.writers.iter().chain(std::iter::once(&x.victim)) {
-                    if !members.contains(m) {
-                        members.push(m.clone());
-                    }
-                }
+            for x in sections() {
                 for p in x.writer_paths.iter().chain(std::iter::once(&x.victim_path)) {
                     if !paths.contains(p) {
                         paths.push(p.clone());
