@@ -10,10 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-const TYPEOFF: &str = "tests/data/perf/typeoff_columns.txt";
-const C2C: &str = "tests/data/c2c/lkml_seed003_root_domain.txt";
-const SKETCH: &str = "examples/sketches/seed003_root_domain.toml";
-const BTF: &str = "data/vmlinux-6.18.44.btf";
+use common::fleet::{BTF, C2C, SKETCH, TYPEOFF, layout_profile};
 
 /// A fresh, empty folder of its own for each test.
 fn scratch(name: &str) -> PathBuf {
@@ -422,23 +419,6 @@ fn top_ranks_types_and_members_by_cost_with_their_hosts() {
     assert_eq!(one["types"][0], types[0]);
 }
 
-/// A saved profile of struct `s`: (member, offset, stores, lcl_hitm) each.
-fn layout_profile(path: &Path, members: &[(&str, u64, f64, f64)]) {
-    let accesses: Vec<Value> = members
-        .iter()
-        .map(|(m, off, stores, hitm)| {
-            json!({"offset": off, "size": 8, "field": m,
-                   "counts": {"stores": stores, "loads": stores, "lcl_hitm": hitm},
-                   "code": {"symbol": format!("write_{m}"),
-                            "address": format!("{:#x}", 0xffffffff81000000u64 + off)}})
-        })
-        .collect();
-    let p = json!({"schema": 1, "provenance": {"tool": "test"}, "unit": "samples",
-                   "cacheline_size": 64,
-                   "types": [{"type_name": "s", "accesses": accesses}]});
-    std::fs::write(path, p.to_string()).unwrap();
-}
-
 #[test]
 fn compare_shows_the_members_a_relayout_moved_and_addresses_are_kept_only_when_asked() {
     let dir = scratch("compare-in");
@@ -452,6 +432,7 @@ fn compare_shows_the_members_a_relayout_moved_and_addresses_are_kept_only_when_a
             ("b", 8, 100.0, 40.0),
             ("c", 16, 5.0, 0.0),
         ],
+        1.0,
     );
     layout_profile(
         &new,
@@ -460,6 +441,7 @@ fn compare_shows_the_members_a_relayout_moved_and_addresses_are_kept_only_when_a
             ("b", 64, 100.0, 0.0),
             ("c", 16, 5.0, 0.0),
         ],
+        1.0,
     );
     let store = scratch("compare");
     for host in ["h1", "h2"] {

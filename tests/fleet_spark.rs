@@ -14,10 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-const TYPEOFF: &str = "tests/data/perf/typeoff_columns.txt";
-const C2C: &str = "tests/data/c2c/lkml_seed003_root_domain.txt";
-const SKETCH: &str = "examples/sketches/seed003_root_domain.toml";
-const BTF: &str = "data/vmlinux-6.18.44.btf";
+use common::fleet::{BTF, C2C, SKETCH, TYPEOFF, layout_profile};
 
 fn add(store: &Path, host: &str, build: &str, date: &str, rest: &[&str]) {
     let mut args = vec![
@@ -115,23 +112,6 @@ fn profile_rows(p: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// A saved profile of struct `s`: (member, offset, stores, lcl_hitm) each; counts with
-/// fractions, as a sketch's rates are.
-fn layout_profile(path: &Path, members: &[(&str, u64, f64, f64)]) {
-    let accesses: Vec<Value> = members
-        .iter()
-        .map(|(m, off, stores, hitm)| {
-            json!({"offset": off, "size": 8, "field": m,
-                   "counts": {"stores": stores, "loads": stores * 0.3, "lcl_hitm": hitm},
-                   "code": {"symbol": format!("write_{m}")}})
-        })
-        .collect();
-    let p = json!({"schema": 1, "provenance": {"tool": "test"}, "unit": "samples",
-                   "cacheline_size": 64,
-                   "types": [{"type_name": "s", "accesses": accesses}]});
-    std::fs::write(path, p.to_string()).unwrap();
-}
-
 #[test]
 fn spark_answers_as_the_embedded_engine_row_for_row() {
     let Some(python) = std::env::var_os("LINEUP_SPARK_PYTHON") else {
@@ -193,6 +173,7 @@ fn spark_answers_as_the_embedded_engine_row_for_row() {
             ("b", 8, 100.7, 40.0),
             ("c", 16, 5.3, 0.0),
         ],
+        0.3,
     );
     layout_profile(
         &new,
@@ -201,6 +182,7 @@ fn spark_answers_as_the_embedded_engine_row_for_row() {
             ("b", 64, 100.7, 0.0),
             ("c", 16, 9.1, 0.0),
         ],
+        0.3,
     );
     add(
         &store,
